@@ -1,0 +1,115 @@
+package jsonrpc
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendJSON appends the request's compact JSON encoding to b.
+func (r *Request) AppendJSON(b []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if r.ID.IsValid() {
+		b = append(b, `"id":`...)
+		b = r.ID.AppendJSON(b)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b = AppendString(b, r.Method)
+	if len(r.Params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, r.Params...)
+	}
+	return append(b, '}')
+}
+
+// AppendJSON appends the response's compact JSON encoding to b.
+func (r *Response) AppendJSON(b []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = r.ID.AppendJSON(b)
+	if r.Error != nil {
+		b = append(b, `,"error":`...)
+		b = r.Error.AppendJSON(b)
+	} else {
+		b = append(b, `,"result":`...)
+		if len(r.Result) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, r.Result...)
+		}
+	}
+	return append(b, '}')
+}
+
+// AppendJSON appends the error object's compact JSON encoding to b.
+func (e *Error) AppendJSON(b []byte) []byte {
+	b = append(b, `{"code":`...)
+	b = strconv.AppendInt(b, int64(e.Code), 10)
+	b = append(b, `,"message":`...)
+	b = AppendString(b, e.Message)
+	if len(e.Data) > 0 {
+		b = append(b, `,"data":`...)
+		b = append(b, e.Data...)
+	}
+	return append(b, '}')
+}
+
+// Encode returns the compact JSON encoding of one message.
+func Encode(m Message) []byte { return m.AppendJSON(make([]byte, 0, 128)) }
+
+// EncodeBatch returns the JSON array of the messages' encodings.
+func EncodeBatch(ms []Message) []byte {
+	b := make([]byte, 0, 128*len(ms))
+	b = append(b, '[')
+	for i, m := range ms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = m.AppendJSON(b)
+	}
+	return append(b, ']')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string to b. Invalid UTF-8 becomes U+FFFD,
+// so the output is always valid JSON in valid UTF-8.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,48 @@
+package jsonrpc_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+)
+
+// FuzzDecode checks that Decode never panics, that everything it accepts
+// re-encodes to valid JSON, and that decode -> encode -> decode is stable.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}`,
+		`{"jsonrpc":"2.0","method":"update","params":{"a":[1,{"b":null}]}}`,
+		`{"jsonrpc":"2.0","id":"x","result":{"content":[{"type":"text","text":"hi"}]}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error","data":[1]}}`,
+		`[{"jsonrpc":"2.0","method":"a","id":1},{"jsonrpc":"2.0","method":"b"},1,[]]`,
+		`[]`, `{`, `"\ud800"`, `{"jsonrpc":"2.0","method":"\u0000","id":1e400}`,
+		`{"jsonrpc":"2.0","method":"x","id":1,"id":2}`,
+	} {
+		f.Add([]byte(s))
+	}
+	lim := jsonrpc.Limits{MaxBytes: 1 << 16, MaxBatch: 16, MaxDepth: 32}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		first := lim.Decode(data)
+		for _, r := range first.Replies {
+			if r.Error == nil {
+				t.Fatalf("a reply without an error: %+v", r)
+			}
+		}
+		if len(first.Messages) == 0 {
+			return
+		}
+		enc := jsonrpc.EncodeBatch(first.Messages)
+		second := lim.Decode(enc)
+		if len(second.Replies) != 0 {
+			t.Fatalf("re-encoded messages were rejected: %s -> %s", enc, second.Replies[0].Error.Message)
+		}
+		if len(second.Messages) != len(first.Messages) {
+			t.Fatalf("message count changed: %d -> %d", len(first.Messages), len(second.Messages))
+		}
+		again := jsonrpc.EncodeBatch(second.Messages)
+		if !bytes.Equal(enc, again) {
+			t.Fatalf("encoding is not stable:\n%s\n%s", enc, again)
+		}
+	})
+}
