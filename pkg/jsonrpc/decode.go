@@ -11,7 +11,7 @@ import (
 type Limits struct {
 	MaxBytes int // bytes in one frame; default 4 MiB
 	MaxBatch int // messages in one batch; default 100
-	MaxDepth int // nesting of arrays and objects, the envelope included; default 64
+	MaxDepth int // nesting of arrays and objects, the envelope included; default 64, at most 4095
 }
 
 // Default limits.
@@ -19,6 +19,8 @@ const (
 	DefaultMaxBytes = 4 << 20
 	DefaultMaxBatch = 100
 	DefaultMaxDepth = 64
+
+	maxDepthCap = 4095 // validate's stack: deeper input is refused even without a limit
 )
 
 func (l Limits) withDefaults() Limits {
@@ -53,23 +55,53 @@ func Decode(data []byte) Frame { return Limits{}.Decode(data) }
 // whatever is invalid comes back as the error responses in Frame.Replies.
 // Messages keep references into data, which must not be modified afterwards.
 func (l Limits) Decode(data []byte) Frame {
-	l = l.withDefaults()
+	d := Decoder{Limits: l}
+	return d.Decode(data)
+}
+
+// Decoder decodes the frames of one connection. Between frames it reuses the
+// slice that Frame.Messages is built in, and it interns method names, so a
+// steady stream of calls allocates less. A Decoder is for one goroutine at a
+// time, and a Frame it returns is valid until its next Decode (the messages
+// themselves stay valid).
+type Decoder struct {
+	Limits Limits
+
+	msgs    []Message
+	methods map[string]string
+}
+
+// maxInterned bounds the method names a Decoder keeps: a peer sending
+// endless distinct names gets no more than this much memory.
+const maxInterned = 128
+
+// Decode decodes one frame, as Limits.Decode does.
+func (d *Decoder) Decode(data []byte) Frame {
+	clear(d.msgs)
+	d.msgs = d.msgs[:0]
+	l := d.Limits.withDefaults()
 	if l.MaxBytes > 0 && len(data) > l.MaxBytes {
 		return reject(Errorf(ErrInvalidRequest, "message of %d bytes exceeds the limit of %d", len(data), l.MaxBytes))
 	}
-	if l.MaxDepth > 0 && tooDeep(data, l.MaxDepth) {
-		return reject(Errorf(ErrInvalidRequest, "nesting exceeds the limit of %d levels", l.MaxDepth))
+	valid, deep := validate(data, l.MaxDepth)
+	if deep {
+		limit := l.MaxDepth
+		if limit <= 0 || limit > maxDepthCap {
+			limit = maxDepthCap
+		}
+		return reject(Errorf(ErrInvalidRequest, "nesting exceeds the limit of %d levels", limit))
 	}
-	if !json.Valid(data) {
+	if !valid {
 		return reject(parseError(data))
 	}
 	data = trimSpace(data)
 	if data[0] != '[' {
-		m, reply := decodeMessage(data)
+		m, reply := d.decodeMessage(data)
 		if reply != nil {
 			return Frame{Replies: []*Response{reply}}
 		}
-		return Frame{Messages: []Message{m}}
+		d.msgs = append(d.msgs, m)
+		return Frame{Messages: d.msgs}
 	}
 
 	// Count first, so that an oversized batch is refused before anything is
@@ -86,20 +118,41 @@ func (l Limits) Decode(data []byte) Frame {
 	if n == 0 {
 		return reject(Errorf(ErrInvalidRequest, "empty batch"))
 	}
-	f := Frame{Batch: true, Messages: make([]Message, 0, n)}
+	f := Frame{Batch: true}
 	for it := (arrayIter{data: data}); ; {
 		elem, ok := it.next()
 		if !ok {
 			break
 		}
-		m, reply := decodeMessage(elem)
+		m, reply := d.decodeMessage(elem)
 		if reply != nil {
 			f.Replies = append(f.Replies, reply)
 		} else {
-			f.Messages = append(f.Messages, m)
+			d.msgs = append(d.msgs, m)
 		}
 	}
+	f.Messages = d.msgs
 	return f
+}
+
+// intern returns the method name in a valid JSON string, without allocating
+// when the name was seen before.
+func (d *Decoder) intern(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	if s, ok := d.methods[string(inner)]; ok {
+		return s, true
+	}
+	s, ok := unquote(v)
+	if ok && len(d.methods) < maxInterned && string(inner) == s {
+		if d.methods == nil {
+			d.methods = make(map[string]string)
+		}
+		d.methods[s] = s
+	}
+	return s, ok
 }
 
 // DecodeMessage decodes a frame that must hold exactly one valid message (not
@@ -143,7 +196,7 @@ const (
 
 // decodeMessage decodes one valid JSON value as a message, or returns the
 // error response it is owed.
-func decodeMessage(v []byte) (Message, *Response) {
+func (d *Decoder) decodeMessage(v []byte) (Message, *Response) {
 	if v[0] != '{' {
 		return nil, invalid(NullID(), "a message must be a JSON object")
 	}
@@ -194,7 +247,7 @@ func decodeMessage(v []byte) (Message, *Response) {
 	if seen&hasJSONRPC == 0 {
 		return nil, invalid(replyID, `missing "jsonrpc":"2.0"`)
 	}
-	if s, ok := unquote(version); !ok || s != "2.0" {
+	if string(version) != `"2.0"` && !isEscaped20(version) {
 		return nil, invalid(replyID, `"jsonrpc" must be exactly "2.0"`)
 	}
 	if !idOK {
@@ -205,7 +258,7 @@ func decodeMessage(v []byte) (Message, *Response) {
 		if seen&(hasResult|hasError) != 0 {
 			return nil, invalid(replyID, `a request cannot carry "result" or "error"`)
 		}
-		name, ok := unquote(method)
+		name, ok := d.intern(method)
 		if !ok {
 			return nil, invalid(replyID, `"method" must be a string`)
 		}
@@ -235,6 +288,12 @@ func decodeMessage(v []byte) (Message, *Response) {
 		return nil, invalid(NullID(), `"error" must be an object with an integer "code" and a string "message"`)
 	}
 	return &Response{ID: id, Error: e}, nil
+}
+
+// isEscaped20 reports whether v is the string "2.0" written with escapes.
+func isEscaped20(v []byte) bool {
+	s, ok := unquote(v)
+	return ok && s == "2.0"
 }
 
 func decodeError(v []byte) (*Error, bool) {
@@ -270,7 +329,7 @@ func decodeError(v []byte) (*Error, bool) {
 	return &e, haveCode && haveMsg
 }
 
-// The helpers below walk JSON that json.Valid has already accepted, so they
+// The helpers below walk JSON that validate has already accepted, so they
 // only find the extent of values and never report syntax errors.
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -334,24 +393,6 @@ func skipValue(b []byte, i int) int {
 		}
 		return i
 	}
-}
-
-// tooDeep reports whether arrays and objects in b nest deeper than max.
-func tooDeep(b []byte, max int) bool {
-	depth := 0
-	for i := 0; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			i = skipString(b, i) - 1
-		case '{', '[':
-			if depth++; depth > max {
-				return true
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return false
 }
 
 // arrayIter yields the elements of a valid JSON array.

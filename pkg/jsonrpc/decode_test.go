@@ -173,3 +173,20 @@ func TestDecodeMessage(t *testing.T) {
 	_, err = jsonrpc.DecodeMessage([]byte(`{`))
 	assert.ErrorIs(t, err, jsonrpc.ErrParse)
 }
+
+func TestDecoder_reusesAndInterns(t *testing.T) {
+	var d jsonrpc.Decoder
+	first := d.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`))
+	req1 := first.Messages[0].(*jsonrpc.Request)
+	second := d.Decode([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call"}`))
+	req2 := second.Messages[0].(*jsonrpc.Request)
+	assert.Equal(t, jsonrpc.Int64ID(1), req1.ID, "messages outlive the next Decode")
+	assert.Equal(t, "tools/call", req2.Method)
+
+	escaped := d.Decode([]byte(`{"jsonrpc":"2.0","method":"tools\/call"}`))
+	assert.Equal(t, "tools/call", escaped.Messages[0].(*jsonrpc.Request).Method)
+
+	frame := []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"a":1}}`)
+	allocs := testing.AllocsPerRun(100, func() { d.Decode(frame) })
+	assert.LessOrEqual(t, allocs, 1.0, "a repeated call decodes with one allocation, the request itself")
+}

@@ -54,11 +54,50 @@ func (e *Error) AppendJSON(b []byte) []byte {
 }
 
 // Encode returns the compact JSON encoding of one message.
-func Encode(m Message) []byte { return m.AppendJSON(make([]byte, 0, 128)) }
+func Encode(m Message) []byte {
+	switch m := m.(type) {
+	case *Request:
+		return m.Encode()
+	case *Response:
+		return m.Encode()
+	}
+	return m.AppendJSON(nil)
+}
+
+// Encode returns the request's compact JSON encoding in a buffer of the right
+// size: one allocation.
+func (r *Request) Encode() []byte { return r.AppendJSON(make([]byte, 0, r.sizeHint())) }
+
+// Encode returns the response's compact JSON encoding in a buffer of the
+// right size: one allocation.
+func (r *Response) Encode() []byte { return r.AppendJSON(make([]byte, 0, r.sizeHint())) }
+
+// envelope covers {"jsonrpc":"2.0","id":...,"method":"",...} and an integer id.
+const envelope = 64
+
+// sizeHint is a close upper estimate of the encoded size (escapes aside).
+func (r *Request) sizeHint() int { return envelope + len(r.ID.s) + len(r.Method) + len(r.Params) }
+
+func (r *Response) sizeHint() int {
+	n := envelope + len(r.ID.s) + len(r.Result)
+	if r.Error != nil {
+		n += 32 + len(r.Error.Message) + len(r.Error.Data)
+	}
+	return n
+}
 
 // EncodeBatch returns the JSON array of the messages' encodings.
 func EncodeBatch(ms []Message) []byte {
-	b := make([]byte, 0, 128*len(ms))
+	n := 2
+	for _, m := range ms {
+		switch m := m.(type) {
+		case *Request:
+			n += m.sizeHint() + 1
+		case *Response:
+			n += m.sizeHint() + 1
+		}
+	}
+	b := make([]byte, 0, n)
 	b = append(b, '[')
 	for i, m := range ms {
 		if i > 0 {

@@ -2,6 +2,7 @@ package jsonrpc_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -43,6 +44,25 @@ func FuzzDecode(f *testing.F) {
 		again := jsonrpc.EncodeBatch(second.Messages)
 		if !bytes.Equal(enc, again) {
 			t.Fatalf("encoding is not stable:\n%s\n%s", enc, again)
+		}
+	})
+}
+
+// FuzzValidate holds the codec's one-pass validator to the same answers as
+// encoding/json's: any JSON one accepts, the other does (except nesting
+// beyond 4095 levels, which the codec always refuses).
+func FuzzValidate(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, `{"a":[1,2,{"b":null}],"c":"\u00e9\n"}`, ` -0.5e+10 `, `"\ud800"`, `[1,]`,
+		`{"a" 1}`, `01`, `1.`, `-`, `tru`, `nulll`, `"\x"`, `[[[[]]]]`, `{"a":{"b":{}}}`, "\"\t\"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want := json.Valid(data)
+		got := jsonrpc.Valid(data)
+		if got != want && !(want && bytes.Count(data, []byte("[")) > 4000) {
+			t.Fatalf("validate(%q) = %v, json.Valid = %v", data, got, want)
 		}
 	})
 }

@@ -21,14 +21,15 @@ const (
 // and can key a map; a string "1" and a number 1 are different IDs.
 type ID struct {
 	kind idKind
-	s    string // the string value, or the number's literal text
+	n    int64  // a number in canonical integer form, with s empty
+	s    string // the string value, or any other number's literal text
 }
 
 // StringID returns an ID holding the string s.
 func StringID(s string) ID { return ID{kind: idString, s: s} }
 
 // Int64ID returns an ID holding the integer n.
-func Int64ID(n int64) ID { return ID{kind: idNumber, s: strconv.FormatInt(n, 10)} }
+func Int64ID(n int64) ID { return ID{kind: idNumber, n: n} }
 
 // NullID returns the null ID, used in error responses when a request's id
 // could not be read.
@@ -48,11 +49,10 @@ func (id ID) IsNumber() bool { return id.kind == idNumber }
 
 // Int64 returns the ID as an integer when it is a number that fits in one.
 func (id ID) Int64() (int64, bool) {
-	if id.kind != idNumber {
+	if id.kind != idNumber || id.s != "" {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(id.s, 10, 64)
-	return n, err == nil
+	return id.n, true
 }
 
 // String returns the ID as JSON text: a quoted string, a number, "null", or ""
@@ -70,6 +70,9 @@ func (id ID) AppendJSON(b []byte) []byte {
 	case idString:
 		return AppendString(b, id.s)
 	case idNumber:
+		if id.s == "" {
+			return strconv.AppendInt(b, id.n, 10)
+		}
 		return append(b, id.s...)
 	default:
 		return append(b, "null"...)
@@ -103,9 +106,37 @@ func parseID(v []byte) (ID, bool) {
 		}
 		return StringID(s), true
 	case c == '-' || (c >= '0' && c <= '9'):
+		if n, ok := canonicalInt(v); ok {
+			return ID{kind: idNumber, n: n}, true
+		}
 		return ID{kind: idNumber, s: string(v)}, true
 	case string(v) == "null":
 		return NullID(), true
 	}
 	return ID{}, false
+}
+
+// canonicalInt parses a number written the way strconv.FormatInt writes it
+// (no leading zero, no "-0", no fraction or exponent) that fits in an int64.
+// Only such numbers are held as integers, so that every ID has one form and
+// IDs compare equal exactly when their text is equal.
+func canonicalInt(v []byte) (int64, bool) {
+	digits := v
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(v) > 1) {
+		return 0, false // 18 digits always fit; longer ones keep their text
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if v[0] == '-' {
+		n = -n
+	}
+	return n, true
 }

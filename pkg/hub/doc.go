@@ -1,0 +1,3 @@
+// Package hub is the Switchboard hub: sessions, the registry of MCP servers,
+// routing, subscriptions and the HTTP endpoints.
+package hub

@@ -1,0 +1,193 @@
+package jsonrpc
+
+// validate reports whether b is exactly one valid JSON value (RFC 8259), in
+// one pass and without allocating, and whether arrays and objects in it nest
+// deeper than maxDepth (0 or less: no limit). It accepts what json.Valid
+// accepts; a fuzz test holds the two to the same answers.
+func validate(b []byte, maxDepth int) (valid, tooDeep bool) {
+	var objects [(maxDepthCap + 1) / 64]uint64 // bit d: the container at depth d is an object
+	depth := 0
+	i := skipSpace(b, 0)
+
+	for {
+		// A value is expected at b[i].
+		if i >= len(b) {
+			return false, false
+		}
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			depth++
+			if maxDepth > 0 && depth > maxDepth {
+				return false, true
+			}
+			if depth > maxDepthCap {
+				return false, true
+			}
+			if c == '{' {
+				objects[depth/64] |= 1 << (depth % 64)
+			} else {
+				objects[depth/64] &^= 1 << (depth % 64)
+			}
+			i = skipSpace(b, i+1)
+			if i < len(b) && (b[i] == '}' && c == '{' || b[i] == ']' && c == '[') {
+				depth--
+				i++
+				break // an empty container is a complete value
+			}
+			if c == '{' {
+				var ok bool
+				if i, ok = scanKey(b, i); !ok {
+					return false, false
+				}
+			}
+			continue // the first element's value
+		case c == '"':
+			var ok bool
+			if i, ok = scanString(b, i); !ok {
+				return false, false
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			var ok bool
+			if i, ok = scanNumber(b, i); !ok {
+				return false, false
+			}
+		case c == 't':
+			if !hasLiteral(b, i, "true") {
+				return false, false
+			}
+			i += 4
+		case c == 'f':
+			if !hasLiteral(b, i, "false") {
+				return false, false
+			}
+			i += 5
+		case c == 'n':
+			if !hasLiteral(b, i, "null") {
+				return false, false
+			}
+			i += 4
+		default:
+			return false, false
+		}
+
+		// A value ended: close containers until one continues.
+		for {
+			i = skipSpace(b, i)
+			if depth == 0 {
+				return i == len(b), false
+			}
+			if i >= len(b) {
+				return false, false
+			}
+			isObject := objects[depth/64]&(1<<(depth%64)) != 0
+			c := b[i]
+			if c == ',' {
+				i = skipSpace(b, i+1)
+				if isObject {
+					var ok bool
+					if i, ok = scanKey(b, i); !ok {
+						return false, false
+					}
+				}
+				break
+			}
+			if isObject && c == '}' || !isObject && c == ']' {
+				depth--
+				i++
+				continue
+			}
+			return false, false
+		}
+	}
+}
+
+func hasLiteral(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// scanKey scans `"key" :` and the space after it.
+func scanKey(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return i, false
+	}
+	i, ok := scanString(b, i)
+	if !ok {
+		return i, false
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return i, false
+	}
+	return skipSpace(b, i+1), true
+}
+
+// scanString scans the string starting at b[i] and returns the index past it.
+func scanString(b []byte, i int) (int, bool) {
+	for i++; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, true
+		case c < 0x20:
+			return i, false
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				return i, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(b)-i < 5 || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					return i, false
+				}
+				i += 4
+			default:
+				return i, false
+			}
+		}
+	}
+	return i, false
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func isDigit(b []byte, i int) bool { return i < len(b) && b[i] >= '0' && b[i] <= '9' }
+
+// scanNumber scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case !isDigit(b, i):
+		return i, false
+	case b[i] == '0':
+		i++
+	default:
+		for isDigit(b, i) {
+			i++
+		}
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !isDigit(b, i) {
+			return i, false
+		}
+		for isDigit(b, i) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !isDigit(b, i) {
+			return i, false
+		}
+		for isDigit(b, i) {
+			i++
+		}
+	}
+	return i, true
+}

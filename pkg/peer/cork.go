@@ -1,0 +1,141 @@
+package peer
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// corkConn sits between coder/websocket and the socket. coder/websocket
+// flushes every frame with its own write system call; while the peer's
+// writer has several frames queued it corks the conn, so that their bytes
+// gather in memory and leave in one write when it uncorks. The frames on the
+// wire are exactly the same; only the system calls are fewer.
+//
+// It also bounds every socket write with a deadline: a write that cannot
+// finish in time means the other side stopped reading, and the connection is
+// dropped rather than left to block its writer forever.
+type corkConn struct {
+	net.Conn
+	timeout time.Duration
+
+	mu     sync.Mutex // coder/websocket writes from the writer, the reader (pongs) and keepalive
+	corked bool
+	buf    []byte
+}
+
+func (c *corkConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.corked {
+		c.buf = append(c.buf, p...)
+		return len(p), nil
+	}
+	if len(c.buf) > 0 {
+		if err := c.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	return c.writeLocked(p)
+}
+
+func (c *corkConn) cork() {
+	c.mu.Lock()
+	c.corked = true
+	c.mu.Unlock()
+}
+
+func (c *corkConn) uncork() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.corked = false
+	return c.flushLocked()
+}
+
+func (c *corkConn) flushLocked() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.writeLocked(c.buf)
+	if cap(c.buf) > 256<<10 {
+		c.buf = nil // do not keep a large buffer on an idle connection
+	} else {
+		c.buf = c.buf[:0]
+	}
+	return err
+}
+
+func (c *corkConn) writeLocked(p []byte) (int, error) {
+	if c.timeout > 0 {
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
+	}
+	n, err := c.Conn.Write(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = errWriteTimeout
+	}
+	return n, err
+}
+
+var errWriteTimeout = &CloseError{Code: ClosePolicyViolation, Reason: "slow consumer: write timed out"}
+
+// corkingWriter makes coder/websocket's Accept write through a corkConn: its
+// Hijack hands out the socket wrapped, and the buffered writer pointed at it.
+type corkingWriter struct {
+	http.ResponseWriter
+	timeout time.Duration
+	conn    *corkConn
+}
+
+func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("peer: the http.ResponseWriter cannot be hijacked")
+	}
+	nc, brw, err := hj.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := brw.Writer.Flush(); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	w.conn = &corkConn{Conn: nc, timeout: w.timeout}
+	brw.Writer.Reset(w.conn)
+	return w.conn, brw, nil
+}
+
+// Unwrap lets http.ResponseController reach the original writer.
+func (w *corkingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// corkSlot carries the corkConn that Dial's transport creates back to Dial.
+type corkSlot struct {
+	timeout time.Duration
+	conn    *corkConn
+}
+
+type corkSlotKey struct{}
+
+// dialClient is the HTTP client Dial uses unless told otherwise: its
+// transport wraps each new socket in a corkConn.
+var dialClient = &http.Client{Transport: func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if slot, ok := ctx.Value(corkSlotKey{}).(*corkSlot); ok && slot.conn == nil {
+			slot.conn = &corkConn{Conn: nc, timeout: slot.timeout}
+			return slot.conn, nil
+		}
+		return nc, nil
+	}
+	t.MaxIdleConnsPerHost = -1 // every connection is upgraded; none is pooled
+	return t
+}()}

@@ -1,0 +1,47 @@
+// Package peer is a symmetric JSON-RPC 2.0 peer over a frame connection.
+//
+// Every connection of the hub is a [Peer]: it sends calls and notifications
+// and answers the other side's, matching responses to calls by id. The
+// package knows nothing of MCP or Redis; it moves messages.
+//
+// # Connections
+//
+// A [Conn] reads and writes whole frames. [Accept] and [Dial] give a
+// [WebSocket] conn on github.com/coder/websocket (subprotocol "mcp", a read
+// limit, keepalive pings, and close codes 1003, 1007, 1009 and 1008 with a
+// reason); [Pipe] gives an in-memory pair for tests, which carries close codes
+// the same way.
+//
+// # Calls
+//
+// [Peer.Call] sends a request with an id from an atomic counter and waits for
+// its answer. If the call's context ends first, the call leaves the pending
+// map at once and Options.OnCancel fires, so that a protocol above can tell
+// the other side (MCP sends notifications/cancelled). [Peer.CallID] with
+// [Peer.NextID] lets a caller learn the id before the request goes out.
+//
+// # Handlers and concurrency
+//
+// Incoming calls go to a [Handler]. Up to Options.MaxConcurrent handlers run
+// at once; further calls wait in a queue, up to Options.MaxPending, and calls
+// beyond that are refused at once with Options.Overloaded. Answers go out as
+// handlers finish, in any order; an incoming batch is answered with one array
+// once every call in it is answered. Notifications are handled on the read
+// loop, one at a time and in order, which keeps a progress report ahead of the
+// response that follows it. [Peer.Cancel] cancels an incoming call's context;
+// its answer is then not sent.
+//
+// # Writing and slow consumers
+//
+// One writer goroutine per peer drains a bounded queue, and exists only while
+// there is something to write. A peer that stops reading until the queue
+// overflows (Options.SendQueue frames or Options.SendQueueBytes bytes) is
+// closed with 1008 "slow consumer": senders never block on it.
+//
+// # Closing
+//
+// [Peer.Close] and [Peer.CloseWith] fail every pending call at once with an
+// error matching [ErrClosed] (-32000, "connection closed"), cancel handlers'
+// contexts, send what is queued for up to Options.FlushTimeout and close the
+// connection. [Peer.Wait] returns when every goroutine of the peer has ended.
+package peer

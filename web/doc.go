@@ -1,0 +1,2 @@
+// Package web embeds the dashboard and the browser client module.
+package web
