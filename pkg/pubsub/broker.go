@@ -1,0 +1,48 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+)
+
+// Broker carries messages between hub instances.
+//
+// Delivery is at most once: a message published while a subscriber is
+// disconnected (Redis down, a queue full) is lost, never delivered twice or
+// out of order. Messages from one publisher on one topic arrive in the order
+// they were published. A Handler runs on a goroutine owned by its
+// Subscription, one message at a time; a Handler that blocks delays only its
+// own subscription.
+//
+// Every method may be called concurrently.
+type Broker interface {
+	// Publish sends payload to every current subscriber of topic, on every
+	// instance. It returns an error at once, never hanging, when the broker
+	// cannot take the message (for Redis: the server is unreachable).
+	Publish(ctx context.Context, topic string, payload []byte) error
+	// Subscribe calls h for every message later published on topic, until
+	// the Subscription is closed. A broker that loses its connection
+	// resubscribes by itself when the connection comes back.
+	Subscribe(ctx context.Context, topic string, h Handler) (Subscription, error)
+	// Ready returns nil when the broker can deliver messages now.
+	Ready(ctx context.Context) error
+	// Close closes every subscription and releases the broker's resources.
+	Close() error
+}
+
+// Handler receives one message of a subscription.
+type Handler func(ctx context.Context, topic string, payload []byte)
+
+// Subscription is a live subscription to one topic.
+type Subscription interface {
+	// Close stops deliveries; once it returns, the Handler is not running
+	// and will not be called again.
+	Close() error
+}
+
+// ErrClosed is returned by a Broker that was closed.
+var ErrClosed = errors.New("pubsub: broker closed")
+
+// ErrUnavailable is wrapped by errors of a broker that cannot reach its
+// backing service.
+var ErrUnavailable = errors.New("pubsub: broker unavailable")
