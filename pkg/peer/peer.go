@@ -73,6 +73,10 @@ type Options struct {
 	FlushTimeout time.Duration
 	// Limits bound each incoming frame (see jsonrpc.Limits).
 	Limits jsonrpc.Limits
+	// CloseOnInvalid closes the connection with 1008 on the first frame
+	// that is not valid JSON-RPC, instead of answering it with an error:
+	// for a peer that is a program and should never send one.
+	CloseOnInvalid bool
 	// OnCancel is called when the context of an outgoing call ends before
 	// its answer came. The call has already left the pending map; MCP sends
 	// notifications/cancelled from here.
@@ -200,7 +204,10 @@ func New(conn Conn, opts *Options) *Peer {
 // Start starts reading. Handlers' contexts carry ctx's values; when ctx ends,
 // the peer closes with 1001 "going away".
 func (p *Peer) Start(ctx context.Context) {
-	base, cancel := context.WithCancelCause(context.WithValue(ctx, peerKey{}, p))
+	// Handlers' contexts end when the peer closes, not directly with ctx:
+	// the peer closes first (closing stops answers), then cancels them, so a
+	// handler that stops because ctx ended never gets its answer out.
+	base, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), peerKey{}, p))
 	p.mu.Lock()
 	p.ctx, p.cancel = base, cancel
 	p.wg.Add(1)
@@ -486,7 +493,17 @@ func (p *Peer) handleFrame(data []byte) (becomeWorker bool) {
 		}
 	} else if len(f.Replies) > 0 {
 		p.log.Debug("invalid message", "code", f.Replies[0].Error.Code, "reason", f.Replies[0].Error.Message)
-		p.respond(nil, f.Replies[0])
+		if !p.opts.CloseOnInvalid {
+			p.respond(nil, f.Replies[0])
+			return false
+		}
+	}
+	if p.opts.CloseOnInvalid && len(f.Replies) > 0 {
+		reason := "invalid JSON-RPC: " + f.Replies[0].Error.Message
+		p.log.Warn("closing: the other side sent invalid JSON-RPC", "reason", f.Replies[0].Error.Message)
+		p.mu.Lock()
+		p.shutdownLocked(&CloseError{Code: ClosePolicyViolation, Reason: reason}, ClosePolicyViolation, reason, false)
+		p.mu.Unlock()
 		return false
 	}
 	for _, m := range f.Messages {

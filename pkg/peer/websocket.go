@@ -314,11 +314,7 @@ func (c *WebSocket) closeLocal(why *CloseError, handshake bool) error {
 	c.mu.Unlock()
 
 	if handshake {
-		reason := why.Reason
-		if len(reason) > 123 {
-			reason = reason[:123]
-		}
-		_ = c.ws.Close(websocket.StatusCode(why.Code), reason)
+		_ = c.ws.Close(websocket.StatusCode(why.Code), closeReason(why.Reason))
 	} else {
 		_ = c.ws.CloseNow()
 	}
@@ -327,6 +323,19 @@ func (c *WebSocket) closeLocal(why *CloseError, handshake bool) error {
 	}
 	c.pinging.Wait()
 	return why
+}
+
+// closeReason fits a reason into a close frame: at most 123 bytes, cut on a
+// character boundary.
+func closeReason(s string) string {
+	if len(s) <= 123 {
+		return s
+	}
+	s = s[:123]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // redactURL drops the query (which may hold ?token=), the fragment and the
