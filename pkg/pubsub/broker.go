@@ -18,7 +18,8 @@ import (
 type Broker interface {
 	// Publish sends payload to every current subscriber of topic, on every
 	// instance. It returns an error at once, never hanging, when the broker
-	// cannot take the message (for Redis: the server is unreachable).
+	// cannot take the message (for Redis: the server is unreachable). It
+	// does not retain payload: the caller may reuse it once Publish returns.
 	Publish(ctx context.Context, topic string, payload []byte) error
 	// Subscribe calls h for every message later published on topic, until
 	// the Subscription is closed. A broker that loses its connection
@@ -31,13 +32,26 @@ type Broker interface {
 }
 
 // Handler receives one message of a subscription.
+//
+// ctx is cancelled when the Subscription or its Broker is closed; a Handler
+// that blocks should watch it. payload may be shared with the other
+// subscribers of the topic and must not be modified.
 type Handler func(ctx context.Context, topic string, payload []byte)
 
 // Subscription is a live subscription to one topic.
 type Subscription interface {
 	// Close stops deliveries; once it returns, the Handler is not running
-	// and will not be called again.
+	// and will not be called again. Since it waits for the Handler, it must
+	// not be called from that Handler.
 	Close() error
+}
+
+// DropCounter is implemented by brokers that count the messages they drop
+// because a subscriber's queue was full (both Memory and Redis do). It is
+// an optional capability: find it with a type assertion.
+type DropCounter interface {
+	// Dropped returns the number of messages dropped so far.
+	Dropped() uint64
 }
 
 // ErrClosed is returned by a Broker that was closed.

@@ -1,4 +1,48 @@
-// Package pubsub carries messages between hub instances: a Broker
-// interface, an in-memory implementation for one instance and a Redis
-// implementation for many.
+// Package pubsub carries messages between the parts of a hub, and between
+// hub instances: resource updates, list_changed notifications, and the
+// requests and answers that one instance routes to a server connected to
+// another. It knows topics and byte payloads, nothing of WebSockets or MCP.
+//
+// # Brokers
+//
+// Broker is the interface; two implementations stand beside it:
+//
+//   - Memory delivers within one process. It is the default, for a hub that
+//     runs as a single instance (no --redis flag), and needs no setup.
+//   - Redis delivers through Redis pub/sub to every instance connected to the
+//     same server with the same KeyPrefix. Use it as soon as there are two
+//     hub instances. It survives Redis restarts: it reconnects and
+//     resubscribes by itself, and Ready tells meanwhile that it cannot
+//     deliver, for the hub's readiness probe.
+//
+// Both are checked by one shared contract test suite.
+//
+// # Delivery guarantees
+//
+// Delivery is at most once. A message is delivered to the subscriptions
+// that exist when it is published (for Redis: when Redis runs the PUBLISH),
+// to each at most once; messages from one publisher on one topic arrive in
+// the order they were published. Messages are lost, and not replayed, when:
+//
+//   - a subscription's queue is full: the Handler is too slow. The message is
+//     dropped for that subscription only, and counted (see DropCounter);
+//   - Redis is unreachable: Publish returns an error wrapping ErrUnavailable,
+//     and messages that other instances published meanwhile are not
+//     received. An error from Publish does not prove the message was lost:
+//     Redis may have run it before the connection failed.
+//
+// A caller that needs more (the hub's registry, for instance) must add it
+// itself: state kept in Redis keys, periodic refresh, requests with
+// timeouts.
+//
+// # Concurrency
+//
+// Every method of a Broker may be called concurrently. Each Subscription
+// owns a bounded queue and one goroutine that runs its Handler, one message
+// at a time; Publish only queues, so a slow Handler never blocks a
+// publisher or another subscription. The Handler's context is cancelled
+// when its Subscription or Broker is closed; Close waits for a running
+// Handler to return, so a Handler must watch its context if it may block,
+// and must close neither its own Subscription nor its Broker. No goroutine of a broker
+// outlives its Close.
 package pubsub

@@ -1,0 +1,239 @@
+// Package redistest runs a real redis-server for tests: one process per
+// Start, on a free loopback port, without persistence, stopped when the test
+// ends. Stop and Restart simulate an outage and a recovery on the same
+// address; Pause and Resume freeze the server so that it keeps its
+// connections open but answers nothing, as a hung or partitioned server
+// would.
+//
+// redis-server must be on PATH. When it is not, Start fails the test: tests
+// that need Redis are never skipped silently.
+package redistest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// readyTimeout bounds the wait for a started server to answer PING.
+const readyTimeout = 10 * time.Second
+
+// Server is a redis-server process owned by one test.
+type Server struct {
+	tb   testing.TB
+	bin  string
+	args []string // extra arguments, kept for Restart
+	dir  string
+	port int
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+	out    *lockedBuffer
+}
+
+// Start starts redis-server on a free port of 127.0.0.1, waits until it
+// answers PING and registers its Stop with tb.Cleanup. It fails tb if
+// redis-server is not installed or does not start. args are passed to
+// redis-server after the defaults, e.g. "--requirepass", "secret"; the
+// readiness check tolerates a server that requires a password.
+func Start(tb testing.TB, args ...string) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Fatal("redis-server not found: run `make deps` (apt-get install redis-server)")
+	}
+	s := &Server{tb: tb, bin: bin, args: args, dir: tb.TempDir()}
+	// The port is free when freePort returns, but another process may take
+	// it before redis-server binds it: try a few.
+	var lastErr error
+	for range 3 {
+		s.port = freePort(tb)
+		if lastErr = s.start(); lastErr == nil {
+			tb.Cleanup(s.Stop)
+			return s
+		}
+	}
+	tb.Fatalf("redistest: %v", lastErr)
+	return nil
+}
+
+// URL returns the server's URL, redis://127.0.0.1:PORT/0.
+func (s *Server) URL() string {
+	return "redis://" + s.Addr() + "/0"
+}
+
+// Addr returns the server's address, 127.0.0.1:PORT.
+func (s *Server) Addr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+// Stop kills the server (SIGKILL, as in a crash) and waits for it to exit.
+// Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// Restart starts the server again on the same port, stopping it first if
+// it is running, and waits until it answers PING. It fails the test if the
+// server does not come back. The data is not kept.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		s.tb.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+// Pause freezes the server (SIGSTOP): connections stay open and new ones
+// are accepted by the kernel, but no command is answered until Resume.
+func (s *Server) Pause() {
+	s.tb.Helper()
+	s.signal(syscall.SIGSTOP)
+}
+
+// Resume undoes Pause (SIGCONT).
+func (s *Server) Resume() {
+	s.tb.Helper()
+	s.signal(syscall.SIGCONT)
+}
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.tb.Fatalf("redistest: %v: server is not running", sig)
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.tb.Fatalf("redistest: %v: %v", sig, err)
+	}
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &lockedBuffer{}
+	args := append([]string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--daemonize", "no",
+		"--loglevel", "warning",
+	}, s.args...)
+	cmd := exec.Command(s.bin, args...)
+	cmd.Dir = s.dir
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+
+	deadline := time.NewTimer(readyTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ping(s.Addr()) == nil {
+			s.cmd, s.exited, s.out = cmd, exited, out
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server on port %d exited: %s", s.port, strings.TrimSpace(out.String()))
+		case <-deadline.C:
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("redis-server on port %d did not answer PING within %v: %s",
+				s.port, readyTimeout, strings.TrimSpace(out.String()))
+		case <-tick.C:
+		}
+	}
+}
+
+// ping sends an inline PING and expects +PONG, without a Redis client. A
+// NOAUTH error also shows the server is up and serving.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" && !strings.HasPrefix(line, "-NOAUTH") {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("redistest: find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+var prefixSeq atomic.Uint64
+
+// Prefix returns a key prefix unique to this test run and test, ending in
+// ":", for tests that share a server.
+func Prefix(tb testing.TB) string {
+	name := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\t' || r == '\n' {
+			return '_'
+		}
+		return r
+	}, tb.Name())
+	return fmt.Sprintf("sbtest:%d:%d:%s:", syscall.Getpid(), prefixSeq.Add(1), name)
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

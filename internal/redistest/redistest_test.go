@@ -1,0 +1,76 @@
+package redistest
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestServer_lifecycle(t *testing.T) {
+	t.Parallel()
+	s := Start(t)
+	require.NoError(t, ping(s.Addr()))
+	assert.Equal(t, "redis://"+s.Addr()+"/0", s.URL())
+
+	s.Stop()
+	assert.Error(t, ping(s.Addr()), "a stopped server answers")
+	s.Stop() // idempotent
+
+	s.Restart()
+	require.NoError(t, ping(s.Addr()))
+
+	s.Pause()
+	assert.Error(t, ping(s.Addr()), "a paused server answers")
+	s.Resume()
+	require.NoError(t, ping(s.Addr()))
+}
+
+func TestStart_extraArgs(t *testing.T) {
+	t.Parallel()
+	s := Start(t, "--requirepass", "pw")
+	require.NoError(t, ping(s.Addr()), "NOAUTH counts as up")
+	s.Restart()
+	require.NoError(t, ping(s.Addr()))
+}
+
+func TestPrefix_unique(t *testing.T) {
+	t.Parallel()
+	a, b := Prefix(t), Prefix(t)
+	assert.NotEqual(t, a, b)
+	assert.True(t, strings.HasSuffix(a, ":"))
+	assert.NotContains(t, a, " ")
+}
+
+// fatalRecorder is a testing.TB whose Fatal records the message and ends
+// the goroutine, as the real one does.
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalRecorder) Fatal(args ...any) {
+	f.msg = fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
+func (f *fatalRecorder) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func TestStart_failsWithoutRedisServer(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	f := &fatalRecorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Start(f)
+		t.Error("Start returned without redis-server")
+	}()
+	<-done
+	assert.Equal(t, "redis-server not found: run `make deps` (apt-get install redis-server)", f.msg)
+}

@@ -1,0 +1,157 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// MemoryOptions configures a Memory broker. The zero value is ready to use.
+type MemoryOptions struct {
+	// QueueSize is how many messages each subscription buffers while its
+	// Handler is busy; further messages are dropped and counted. Zero means
+	// DefaultQueueSize.
+	QueueSize int
+}
+
+// Memory is a Broker that delivers within one process. It is the default
+// broker of a hub that runs as a single instance.
+//
+// Publish copies the payload, offers it to the queue of every current
+// subscriber of the topic and returns; it never waits for a Handler.
+type Memory struct {
+	queueSize int
+	dropped   atomic.Uint64
+
+	// mu guards closed and topics. Publish holds it for reading while it
+	// offers, so a subscription that detach removed (under the write lock)
+	// is never offered a message afterwards.
+	mu     sync.RWMutex
+	closed bool
+	topics map[string]map[*subscription]struct{}
+
+	closeDone chan struct{} // closed when the first Close has finished
+}
+
+var (
+	_ Broker      = (*Memory)(nil)
+	_ DropCounter = (*Memory)(nil)
+)
+
+// NewMemory returns a Memory broker with default options.
+func NewMemory() *Memory {
+	return NewMemoryWithOptions(MemoryOptions{})
+}
+
+// NewMemoryWithOptions returns a Memory broker configured by opts.
+func NewMemoryWithOptions(opts MemoryOptions) *Memory {
+	return &Memory{
+		queueSize: opts.QueueSize,
+		topics:    make(map[string]map[*subscription]struct{}),
+		closeDone: make(chan struct{}),
+	}
+}
+
+// Publish offers a copy of payload to every current subscriber of topic. It
+// returns ErrClosed once the broker is closed, and ctx's error if ctx is
+// already done; otherwise it succeeds, even when a full queue made a
+// subscriber drop the message.
+func (m *Memory) Publish(ctx context.Context, topic string, payload []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return ErrClosed
+	}
+	subs := m.topics[topic]
+	if len(subs) == 0 {
+		return nil
+	}
+	// One copy shared by all subscribers: the caller may reuse its buffer
+	// as soon as Publish returns.
+	p := append([]byte{}, payload...)
+	for s := range subs {
+		s.offer(p)
+	}
+	return nil
+}
+
+// Subscribe calls h for every message published on topic from now on,
+// until the Subscription or the broker is closed.
+func (m *Memory) Subscribe(ctx context.Context, topic string, h Handler) (Subscription, error) {
+	if h == nil {
+		return nil, errors.New("pubsub: nil Handler")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := newSubscription(ctx, topic, h, m.queueSize, &m.dropped, m.detach)
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		s.Close()
+		return nil, ErrClosed
+	}
+	subs := m.topics[topic]
+	if subs == nil {
+		subs = make(map[*subscription]struct{})
+		m.topics[topic] = subs
+	}
+	subs[s] = struct{}{}
+	m.mu.Unlock()
+	return s, nil
+}
+
+func (m *Memory) detach(s *subscription) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	subs := m.topics[s.topic]
+	delete(subs, s)
+	if len(subs) == 0 {
+		delete(m.topics, s.topic)
+	}
+}
+
+// Ready returns nil until the broker is closed, then ErrClosed.
+func (m *Memory) Ready(ctx context.Context) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Dropped returns how many messages were dropped, summed over all
+// subscriptions, because a subscription's queue was full.
+func (m *Memory) Dropped() uint64 {
+	return m.dropped.Load()
+}
+
+// Close closes every subscription, waiting for running Handlers to return
+// (their contexts are cancelled first), after which Publish and Subscribe
+// return ErrClosed. A second Close waits for the first and returns nil.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		<-m.closeDone
+		return nil
+	}
+	m.closed = true
+	var all []*subscription
+	for _, subs := range m.topics {
+		for s := range subs {
+			all = append(all, s)
+		}
+	}
+	m.mu.Unlock()
+	for _, s := range all {
+		s.Close()
+	}
+	close(m.closeDone)
+	return nil
+}
