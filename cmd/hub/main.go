@@ -1,56 +1,202 @@
-// Command hub runs the Switchboard hub.
+// Command hub runs the Switchboard hub: MCP servers dial out to it on
+// /mcp/server, clients and dashboards dial in on /mcp, and it routes
+// everything between them.
 //
-// Until the hub lands it serves the smallest useful thing: every WebSocket
-// connection on /mcp is a JSON-RPC peer that answers "ping" and echoes
-// "echo".
+// Every flag has an environment equivalent: --log-level is
+// SWITCHBOARD_LOG_LEVEL, and so on. A flag given on the command line wins.
 package main
 
 import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
-	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
-	"github.com/switchboard-mcp/switchboard/pkg/peer"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/pkg/hub"
+	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	handler := peer.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
-		switch req.Method {
-		case "ping":
-			return struct{}{}, nil
-		case "echo":
-			return req.Params, nil
-		}
-		return nil, jsonrpc.ErrMethodNotFound
-	})
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /mcp", func(w http.ResponseWriter, r *http.Request) {
-		c, err := peer.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		p := peer.New(c, &peer.Options{Handler: handler})
-		p.Start(ctx)
-	})
-	srv := &http.Server{Addr: *addr, Handler: mux}
-	go func() {
-		<-ctx.Done()
-		srv.Shutdown(context.Background())
-	}()
-	slog.Info("listening", "addr", *addr)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		slog.Error("serve", "err", err)
+	if err := run(context.Background(), os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "hub:", err)
 		os.Exit(1)
 	}
+}
+
+type options struct {
+	addr           string
+	redis          string
+	tokens         string
+	allowedOrigins string
+	demo           bool
+	insecure       bool
+	logLevel       string
+	logFormat      string
+	callTimeout    time.Duration
+	drainTimeout   time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	var o options
+	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&o.redis, "redis", "", "Redis URL (redis://host:port/db) shared by several instances; empty runs one instance on its in-memory broker")
+	fs.StringVar(&o.tokens, "tokens", "", "file of tokens and roles (YAML or JSON)")
+	fs.StringVar(&o.allowedOrigins, "allowed-origins", "", "comma-separated origins (host patterns) whose pages may open WebSockets, besides the hub's own")
+	fs.BoolVar(&o.demo, "demo", false, "run a demo MCP server beside the hub")
+	fs.BoolVar(&o.insecure, "insecure", false, "allow listening beyond loopback without --tokens")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	fs.DurationVar(&o.callTimeout, "call-timeout", hub.DefaultCallTimeout, "how long a routed request may take")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "how long in-flight calls may finish on shutdown")
+	// Environment first, so that the command line overrides it.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "SWITCHBOARD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok && envErr == nil {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("%s: %w", env, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return &o, nil
+}
+
+func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, hopts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", o.logFormat)
+}
+
+// isLoopback reports whether addr only listens on loopback.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(o, stderr)
+	if err != nil {
+		return err
+	}
+	if o.tokens == "" && !o.insecure && !isLoopback(o.addr) {
+		return fmt.Errorf("refusing to listen on %s without --tokens: anyone could connect; pass --tokens FILE, or --insecure if you mean it", o.addr)
+	}
+	if o.tokens != "" {
+		return errors.New("--tokens is not supported yet")
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	cfg := hub.Config{Addr: ln.Addr().String(), CallTimeout: o.callTimeout, Logger: log}
+	if o.allowedOrigins != "" {
+		for _, p := range strings.Split(o.allowedOrigins, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				cfg.OriginPatterns = append(cfg.OriginPatterns, p)
+			}
+		}
+	}
+	if o.redis != "" {
+		broker, err := newRedisBroker(ctx, o.redis, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer broker.Close()
+		cfg.Broker = broker
+	}
+	h, err := hub.New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("switchboard listening", "addr", ln.Addr().String(), "dashboard", "http://"+ln.Addr().String()+"/")
+
+	demoDone := make(chan error, 1)
+	if o.demo {
+		d := demo.New(nil)
+		go func() { demoDone <- d.Run(ctx, "ws://"+ln.Addr().String()+"/mcp/server", nil) }()
+	} else {
+		demoDone <- nil
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		h.Close()
+		return err
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
+	defer cancel()
+	srv.Shutdown(shutdownCtx)
+	h.Close()
+	<-demoDone
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func newRedisBroker(ctx context.Context, url string, log *slog.Logger) (*pubsub.Redis, error) {
+	// go-redis logs dial failures through a global logger of its own; route
+	// them to ours, at debug: the broker already reports outages once.
+	redis.SetLogger(redisLogger{log})
+	return pubsub.NewRedis(ctx, pubsub.RedisOptions{URL: url, KeyPrefix: "switchboard:", Logger: log})
+}
+
+// redisLogger adapts slog to go-redis's internal logger.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.Debug("redis: " + fmt.Sprintf(format, v...))
 }

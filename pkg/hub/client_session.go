@@ -1,0 +1,441 @@
+package hub
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// downstream is where a routed call came from and where what the server
+// says about it goes: a client on this instance, or (through the cluster)
+// one on another.
+type downstream interface {
+	// notify sends a notification about the call (progress).
+	notify(method string, params json.RawMessage)
+	// request sends a request of the server's (sampling, elicitation,
+	// roots) and returns the answer.
+	request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// capable reports whether the client declared the capability a
+	// request of the server's needs.
+	capable(method string) bool
+	// key identifies the client across the cluster: two downstreams with
+	// the same key are the same client.
+	key() string
+}
+
+// clientSession is one client connection. Toward it the hub is the MCP
+// server.
+type clientSession struct {
+	hub  *Hub
+	id   string
+	peer *peer.Peer
+	log  *slog.Logger
+
+	mu          sync.Mutex
+	initialized bool
+	init        *mcp.InitializeParams
+	level       mcp.LoggingLevel // "" until the client sets one: then everything is sent
+}
+
+var _ downstream = (*clientSession)(nil)
+
+// Client connections get room for many calls in flight, each of which waits
+// on a server.
+const (
+	clientMaxConcurrent = 64
+	clientMaxPending    = 256
+)
+
+func (h *Hub) serveClient(w http.ResponseWriter, r *http.Request) {
+	conn, err := peer.Accept(w, r, h.acceptOptions())
+	if err != nil {
+		return
+	}
+	cs := &clientSession{hub: h, id: h.nextID()}
+	cs.log = h.log.With("client", cs.id)
+	cs.peer = peer.New(conn, &peer.Options{
+		Handler:       peer.HandlerFunc(cs.handle),
+		MaxConcurrent: clientMaxConcurrent,
+		MaxPending:    clientMaxPending,
+		Overloaded:    mcp.ErrRateLimited.WithData(map[string]any{"reason": "too many requests in flight", "retryAfterMs": 100}),
+		Limits:        h.cfg.Limits,
+		OnCancel:      cs.onCancel,
+		Logger:        cs.log,
+	})
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		conn.Close(peer.CloseGoingAway, "hub shutting down")
+		return
+	}
+	h.clients[cs] = struct{}{}
+	h.mu.Unlock()
+	cs.peer.Start(h.ctx)
+	if !h.goOwned(cs.run) {
+		cs.peer.CloseWith(peer.CloseGoingAway, "hub shutting down")
+	}
+}
+
+// run waits until the client leaves, then forgets it.
+func (cs *clientSession) run() {
+	err := cs.peer.Wait()
+	h := cs.hub
+	h.mu.Lock()
+	delete(h.clients, cs)
+	h.mu.Unlock()
+	h.subs.dropClient(cs)
+	h.builtinsChanged()
+	cs.log.Debug("client disconnected", "err", err)
+}
+
+func (cs *clientSession) isInitialized() bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.initialized
+}
+
+func (cs *clientSession) notify(method string, params json.RawMessage) {
+	_ = cs.peer.SendEncoded((&jsonrpc.Request{Method: method, Params: params}).Encode())
+}
+
+func (cs *clientSession) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := cs.peer.Call(ctx, method, params, &raw)
+	return raw, err
+}
+
+func (cs *clientSession) capable(method string) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.init == nil {
+		return false
+	}
+	c := cs.init.Capabilities
+	switch method {
+	case mcp.MethodSamplingCreateMessage:
+		return c.Sampling != nil
+	case mcp.MethodElicitationCreate:
+		return c.Elicitation != nil
+	case mcp.MethodRootsList:
+		return c.Roots != nil
+	}
+	return false
+}
+
+func (cs *clientSession) key() string { return cs.hub.id + "/" + cs.id }
+
+// onCancel tells the client that the hub gave up on a request it routed to
+// it (the server cancelled it, or it timed out).
+func (cs *clientSession) onCancel(id jsonrpc.ID, cause error) {
+	reason := "cancelled by the server"
+	if errors.Is(cause, context.DeadlineExceeded) {
+		reason = "request timed out"
+	}
+	_ = cs.peer.Notify(context.Background(), mcp.NotificationCancelled, &mcp.CancelledParams{RequestID: id, Reason: reason})
+}
+
+// errNotInitialized answers requests sent before initialize.
+var errNotInitialized = jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "session not initialized: send initialize first")
+
+func (cs *clientSession) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	switch req.Method {
+	case mcp.MethodInitialize:
+		return cs.initialize(req)
+	case mcp.MethodPing:
+		return struct{}{}, nil
+	}
+	if !cs.isInitialized() {
+		if req.IsNotification() {
+			return nil, nil
+		}
+		return nil, errNotInitialized
+	}
+	h := cs.hub
+	switch req.Method {
+	case mcp.NotificationInitialized:
+		return nil, nil
+	case mcp.NotificationCancelled:
+		var p mcp.CancelledParams
+		if json.Unmarshal(req.Params, &p) == nil {
+			cs.peer.Cancel(p.RequestID)
+		}
+		return nil, nil
+	case mcp.NotificationRootsListChanged:
+		h.rootsChanged(cs)
+		return nil, nil
+	case mcp.MethodToolsList:
+		return h.listPage(kindTools, req.Params)
+	case mcp.MethodResourcesList:
+		return h.listPage(kindResources, req.Params)
+	case mcp.MethodResourcesTemplatesList:
+		return h.listPage(kindTemplates, req.Params)
+	case mcp.MethodPromptsList:
+		return h.listPage(kindPrompts, req.Params)
+	case mcp.MethodToolsCall:
+		return h.callItem(ctx, cs, kindTools, req)
+	case mcp.MethodPromptsGet:
+		return h.callItem(ctx, cs, kindPrompts, req)
+	case mcp.MethodResourcesRead:
+		return h.readResource(ctx, cs, req)
+	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
+		params, err := mcp.ParseObject(req.Params)
+		if err != nil {
+			return nil, err
+		}
+		uri, err := params.RequireString("uri")
+		if err != nil {
+			return nil, err
+		}
+		if req.Method == mcp.MethodResourcesSubscribe {
+			err = h.subs.subscribe(ctx, cs, uri)
+		} else {
+			h.subs.unsubscribe(cs, uri)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return struct{}{}, nil
+	case mcp.MethodCompletionComplete:
+		return h.complete(ctx, cs, req)
+	case mcp.MethodLoggingSetLevel:
+		var p mcp.SetLevelParams
+		if err := json.Unmarshal(req.Params, &p); err != nil || p.Level.Severity() < 0 {
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "level must be one of debug, info, notice, warning, error, critical, alert, emergency")
+		}
+		cs.mu.Lock()
+		cs.level = p.Level
+		cs.mu.Unlock()
+		return struct{}{}, nil
+	}
+	if req.IsNotification() {
+		return nil, nil
+	}
+	return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "%s", req.Method)
+}
+
+func (cs *clientSession) initialize(req *jsonrpc.Request) (any, error) {
+	var p mcp.InitializeParams
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "initialize: %v", err)
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.initialized {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "already initialized")
+	}
+	cs.initialized = true
+	cs.init = &p
+	cs.log = cs.log.With("clientInfo", p.ClientInfo.Name)
+	return &mcp.InitializeResult{
+		ProtocolVersion: mcp.NegotiateVersion(p.ProtocolVersion),
+		Capabilities: mcp.ServerCapabilities{
+			Tools:       &mcp.ListChangedCap{ListChanged: true},
+			Resources:   &mcp.ResourcesCap{Subscribe: true, ListChanged: true},
+			Prompts:     &mcp.ListChangedCap{ListChanged: true},
+			Completions: &struct{}{},
+			Logging:     &struct{}{},
+		},
+		ServerInfo:   mcp.Implementation{Name: "switchboard", Title: "Switchboard", Version: Version},
+		Instructions: "Switchboard aggregates the tools, resources and prompts of many MCP servers. Tool and prompt names are <server>" + cs.hub.cfg.Separator + "<name>.",
+	}, nil
+}
+
+// admits reports whether the client wants a log message of this level.
+func (cs *clientSession) admits(level mcp.LoggingLevel) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.initialized && (cs.level == "" || level.Severity() >= cs.level.Severity())
+}
+
+// listPage answers a list request with one page of the aggregated list. The
+// cursor is the key of the page's last item, so paging stays in order while
+// servers come and go.
+func (h *Hub) listPage(k listKind, raw json.RawMessage) (any, error) {
+	params, err := mcp.ParseObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	items := h.reg.view().lists[k]
+	start := 0
+	if c, ok := params.String("cursor"); ok && c != "" {
+		last, err := base64.RawURLEncoding.DecodeString(c)
+		if err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "invalid cursor")
+		}
+		start = sort.Search(len(items), func(i int) bool { return items[i].key > string(last) })
+	}
+	end := min(start+h.cfg.PageSize, len(items))
+	b := make([]byte, 0, 256)
+	b = append(b, '{')
+	b = jsonrpc.AppendString(b, k.field())
+	b = append(b, ':', '[')
+	for i, it := range items[start:end] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it.raw...)
+	}
+	b = append(b, ']')
+	if end < len(items) {
+		b = append(b, `,"nextCursor":`...)
+		b = jsonrpc.AppendString(b, base64.RawURLEncoding.EncodeToString([]byte(items[end-1].key)))
+	}
+	b = append(b, '}')
+	return json.RawMessage(b), nil
+}
+
+// callItem routes tools/call and prompts/get: the aggregated name picks the
+// server, and the server sees its own name.
+func (h *Hub) callItem(ctx context.Context, origin downstream, k listKind, req *jsonrpc.Request) (any, error) {
+	params, err := mcp.ParseObject(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	name, err := params.RequireString("name")
+	if err != nil {
+		return nil, err
+	}
+	it := h.reg.view().lookup(k, name)
+	if it == nil {
+		what := "tool"
+		if k == kindPrompts {
+			what = "prompt"
+		}
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown %s %q", what, name)
+	}
+	params.Set("name", it.orig)
+	return h.route(ctx, origin, it.server, it.replicas, req.Method, params)
+}
+
+func (h *Hub) readResource(ctx context.Context, origin downstream, req *jsonrpc.Request) (any, error) {
+	params, err := mcp.ParseObject(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	uri, err := params.RequireString("uri")
+	if err != nil {
+		return nil, err
+	}
+	if isBuiltin(uri) {
+		return h.readBuiltin(uri)
+	}
+	v := h.reg.view()
+	server, ok := v.serverOfURI(uri)
+	if !ok {
+		return nil, mcp.ErrResourceNotFound.WithData(map[string]string{"uri": uri})
+	}
+	return h.route(ctx, origin, server, v.replicasForURI(server, uri), req.Method, params)
+}
+
+// complete routes completion/complete by its reference: a prompt by its
+// aggregated name, a resource template by its URI template.
+func (h *Hub) complete(ctx context.Context, origin downstream, req *jsonrpc.Request) (any, error) {
+	params, err := mcp.ParseObject(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := mcp.ParseObject(params["ref"])
+	if err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"ref" must be an object`)
+	}
+	typ, _ := ref.String("type")
+	v := h.reg.view()
+	switch typ {
+	case "ref/prompt":
+		name, err := ref.RequireString("name")
+		if err != nil {
+			return nil, err
+		}
+		it := v.lookup(kindPrompts, name)
+		if it == nil {
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown prompt %q", name)
+		}
+		ref.Set("name", it.orig)
+		params["ref"] = ref.Raw()
+		return h.route(ctx, origin, it.server, it.replicas, req.Method, params)
+	case "ref/resource":
+		uri, err := ref.RequireString("uri")
+		if err != nil {
+			return nil, err
+		}
+		if it := v.lookup(kindTemplates, uri); it != nil {
+			return h.route(ctx, origin, it.server, it.replicas, req.Method, params)
+		}
+		server, ok := v.serverOfURI(uri)
+		if !ok {
+			return nil, mcp.ErrResourceNotFound.WithData(map[string]string{"uri": uri})
+		}
+		return h.route(ctx, origin, server, v.replicasForURI(server, uri), req.Method, params)
+	}
+	return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"ref.type" must be "ref/prompt" or "ref/resource"`)
+}
+
+// route sends a request to one replica of server, the one with the fewest
+// calls in flight from this instance, and returns its raw answer.
+func (h *Hub) route(ctx context.Context, origin downstream, server string, replicas []*replicaInfo, method string, params mcp.Object) (json.RawMessage, error) {
+	ri := h.pick(replicas)
+	if ri == nil {
+		return nil, errServerGone(server)
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	var err error
+	if ri.local != nil {
+		raw, err = ri.local.call(ctx, ri.inflight, origin, method, params)
+	} else {
+		raw, err = h.callRemote(ctx, ri, origin, method, params)
+	}
+	if err != nil {
+		return nil, h.upstreamError(ctx, server, err)
+	}
+	return raw, nil
+}
+
+// pick chooses the replica with the fewest calls in flight; ties go round
+// robin, so that one call at a time still spreads over replicas.
+func (h *Hub) pick(replicas []*replicaInfo) *replicaInfo {
+	if len(replicas) == 0 {
+		return nil
+	}
+	offset := int(h.seq.Add(1) % int64(len(replicas)))
+	var best *replicaInfo
+	var bestN int64
+	for i := range replicas {
+		ri := replicas[(offset+i)%len(replicas)]
+		if n := ri.inflight.Load(); best == nil || n < bestN {
+			best, bestN = ri, n
+		}
+	}
+	return best
+}
+
+// rootsChanged tells the servers serving a client's calls that its roots
+// changed.
+func (h *Hub) rootsChanged(cs *clientSession) {
+	h.mu.Lock()
+	var targets []*replica
+	for rp := range h.replicas {
+		rp.mu.Lock()
+		for _, uc := range rp.calls {
+			if uc.origin.key() == cs.key() {
+				targets = append(targets, rp)
+				break
+			}
+		}
+		rp.mu.Unlock()
+	}
+	h.mu.Unlock()
+	for _, rp := range targets {
+		_ = rp.peer.Notify(context.Background(), mcp.NotificationRootsListChanged, nil)
+	}
+}

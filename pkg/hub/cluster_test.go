@@ -1,0 +1,327 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/internal/redistest"
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
+)
+
+const testHeartbeat = 100 * time.Millisecond
+
+// cluster starts n hub instances sharing one real redis-server.
+func startCluster(t *testing.T, n int) (*redistest.Server, []*testHub) {
+	t.Helper()
+	rs := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	hubs := make([]*testHub, n)
+	for i := range hubs {
+		hubs[i] = startHubOn(t, rs, prefix, Config{})
+	}
+	// Every instance knows every other one's servers once it holds their
+	// snapshots; with no servers yet, wait until each has heard the others.
+	for _, th := range hubs {
+		require.Eventually(t, func() bool { return len(th.remoteInstances()) == n-1 }, wait, 10*time.Millisecond,
+			"instance %s never heard the others", shortID(th.ID()))
+	}
+	return rs, hubs
+}
+
+func startHubOn(t *testing.T, rs *redistest.Server, prefix string, cfg Config) *testHub {
+	t.Helper()
+	broker, err := pubsub.NewRedis(context.Background(), pubsub.RedisOptions{
+		URL: rs.URL(), KeyPrefix: prefix, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { broker.Close() })
+	cfg.Broker = broker
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = testHeartbeat
+	}
+	return startHub(t, cfg)
+}
+
+// waitServer waits until th lists server with n replicas.
+func (th *testHub) waitServer(name string, n int) {
+	th.t.Helper()
+	th.waitFor(fmt.Sprintf("%s with %d replicas on %s", name, n, shortID(th.ID())),
+		func(v *view) bool { return len(v.servers[name]) == n })
+}
+
+func TestCluster_callAcrossInstances(t *testing.T) {
+	t.Parallel()
+	_, hubs := startCluster(t, 2)
+	a, b := hubs[0], hubs[1]
+	b.runServer(demo.New(nil).Server, "")
+	a.waitServer("demo", 1)
+
+	c := a.client(&mcp.ClientOptions{Sampling: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+		return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: mcp.TextContent("from A's client")}, nil
+	}})
+	ctx := ctxFor(t)
+	tools, err := c.AllTools(ctx)
+	require.NoError(t, err)
+	assert.Len(t, tools, 5, "A lists B's server")
+
+	res, err := c.CallTool(ctx, "demo__add", map[string]int{"a": 1, "b": 2}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "3", res.Content[0].Text)
+
+	read, err := c.ReadResource(ctx, "demo://greeting/bob")
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, bob!", read.Contents[0].Text)
+
+	prompt, err := c.GetPrompt(ctx, "demo__greet", map[string]string{"name": "x"})
+	require.NoError(t, err)
+	assert.NotEmpty(t, prompt.Messages)
+
+	comp, err := c.Complete(ctx, &mcp.CompleteParams{Ref: mcp.CompleteRef{Type: "ref/prompt", Name: "demo__greet"},
+		Argument: mcp.CompleteArgument{Name: "style", Value: "ca"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"casual"}, comp.Completion.Values)
+
+	// Progress crosses back with the client's own token.
+	var steps atomic.Int64
+	res, err = c.CallTool(ctx, "demo__slow", map[string]int{"steps": 3, "delayMs": 5},
+		&mcp.CallOptions{Progress: func(p *mcp.ProgressParams) { steps.Add(1) }})
+	require.NoError(t, err)
+	assert.Equal(t, "done after 3 steps", res.Content[0].Text)
+	assert.Equal(t, int64(3), steps.Load())
+
+	// Sampling finds the client on the other instance.
+	res, err = c.CallTool(ctx, "demo__ask", map[string]string{"question": "?"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "from A's client", res.Content[0].Text)
+
+	// Errors keep their codes.
+	_, err = c.ReadResource(ctx, "demo://nothing-here")
+	assert.Equal(t, mcp.CodeResourceNotFound, rpcCode(err))
+}
+
+func TestCluster_cancelAndTimeoutAcrossInstances(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	a := startHubOn(t, rs, prefix, Config{CallTimeout: 300 * time.Millisecond})
+	b := startHubOn(t, rs, prefix, Config{})
+	blk := newBlocker("b")
+	b.runServer(blk.Server, "b")
+	a.waitServer("b", 1)
+	c := a.client(nil)
+
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	errc := make(chan error, 1)
+	go func() { _, err := c.CallTool(ctx, "b__block", nil, nil); errc <- err }()
+	<-blk.started
+	cancel()
+	assert.ErrorIs(t, <-errc, context.Canceled)
+	select {
+	case err := <-blk.cancelled:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(wait):
+		t.Fatal("the cancellation never crossed to the server's instance")
+	}
+
+	_, err := c.CallTool(ctxFor(t), "b__block", nil, nil)
+	assert.Equal(t, mcp.CodeRequestTimeout, rpcCode(err), "got %v", err)
+	select {
+	case <-blk.cancelled:
+	case <-time.After(wait):
+		t.Fatal("the timed-out call was not cancelled on the server's instance")
+	}
+}
+
+func TestCluster_fanOutAndSubscriptions(t *testing.T) {
+	t.Parallel()
+	_, hubs := startCluster(t, 3)
+	a, b, c := hubs[0], hubs[1], hubs[2]
+	na, nc := newNotes(), newNotes()
+	ca := a.client(&mcp.ClientOptions{OnNotification: na.add})
+	cc := c.client(&mcp.ClientOptions{OnNotification: nc.add})
+
+	d := demo.New(&demo.Options{ClockInterval: time.Hour})
+	b.runServer(d.Server, "")
+	// list_changed reaches every instance's clients.
+	na.wait(t, mcp.NotificationToolsListChanged, 1, nil)
+	nc.wait(t, mcp.NotificationToolsListChanged, 1, nil)
+
+	ctx := ctxFor(t)
+	require.NoError(t, ca.Subscribe(ctx, demo.CounterURI))
+	require.NoError(t, cc.Subscribe(ctx, demo.CounterURI))
+	b.subs.mu.Lock()
+	require.Contains(t, b.subs.coord, demo.CounterURI, "B's replica coordinates the subscription")
+	assert.Len(t, b.subs.coord[demo.CounterURI].instances, 2, "A and C asked; the server was asked once")
+	b.subs.mu.Unlock()
+
+	_, err := ca.CallTool(ctx, "demo__increment", nil, nil)
+	require.NoError(t, err)
+	isCounter := func(p json.RawMessage) bool { return string(p) == `{"uri":"demo://counter"}` }
+	na.wait(t, mcp.NotificationResourceUpdated, 1, isCounter)
+	nc.wait(t, mcp.NotificationResourceUpdated, 1, isCounter)
+
+	require.NoError(t, ca.Unsubscribe(ctx, demo.CounterURI))
+	require.Eventually(t, func() bool {
+		b.subs.mu.Lock()
+		defer b.subs.mu.Unlock()
+		co := b.subs.coord[demo.CounterURI]
+		return co != nil && len(co.instances) == 1
+	}, wait, 10*time.Millisecond, "A's release reached the coordinator")
+	cc.Close()
+	require.Eventually(t, func() bool {
+		b.subs.mu.Lock()
+		defer b.subs.mu.Unlock()
+		return b.subs.coord[demo.CounterURI] == nil
+	}, wait, 10*time.Millisecond, "the last instance's release unsubscribed upstream")
+}
+
+func TestCluster_replicasOnTwoInstancesShareTheLoad(t *testing.T) {
+	t.Parallel()
+	_, hubs := startCluster(t, 2)
+	a, b := hubs[0], hubs[1]
+	var served [2]atomic.Int64
+	for i, th := range hubs {
+		s := mcp.NewServer(mcp.Implementation{Name: "rep", Version: "1"}, nil)
+		s.AddTool(&mcp.Tool{Name: "who"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			served[i].Add(1)
+			return &mcp.CallToolResult{}, nil
+		})
+		th.runServer(s, "rep")
+	}
+	a.waitServer("rep", 2)
+	b.waitServer("rep", 2)
+	c := a.client(nil)
+	for range 20 {
+		_, err := c.CallTool(ctxFor(t), "rep__who", nil, nil)
+		require.NoError(t, err)
+	}
+	assert.Positive(t, served[0].Load(), "the local replica served calls")
+	assert.Positive(t, served[1].Load(), "the remote replica served calls")
+}
+
+func TestCluster_silentInstanceIsDropped(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	a := startHubOn(t, rs, prefix, Config{})
+	// B gets a broker of its own, so that the test can cut it off as if the
+	// process had died: no goodbye, no more heartbeats.
+	brokerB, err := pubsub.NewRedis(context.Background(), pubsub.RedisOptions{URL: rs.URL(), KeyPrefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	b := startHub(t, Config{Broker: brokerB, HeartbeatInterval: testHeartbeat})
+	b.runServer(demo.New(nil).Server, "")
+	a.waitServer("demo", 1)
+	n := newNotes()
+	a.client(&mcp.ClientOptions{OnNotification: n.add})
+
+	start := time.Now()
+	brokerB.Close()
+	a.waitServer("demo", 0)
+	took := time.Since(start)
+	t.Logf("a silent instance left the others' lists after %v (heartbeat %v)", took, testHeartbeat)
+	assert.LessOrEqual(t, took, (missedHeartbeats+2)*testHeartbeat, "dropped within 3 heartbeats (+ one tick of slack)")
+	n.wait(t, mcp.NotificationToolsListChanged, 1, nil)
+}
+
+func TestCluster_goodbyeIsImmediate(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	a := startHubOn(t, rs, prefix, Config{HeartbeatInterval: time.Hour})
+	b := startHubOn(t, rs, prefix, Config{HeartbeatInterval: time.Hour})
+	b.runServer(demo.New(nil).Server, "")
+	a.waitServer("demo", 1)
+	require.NoError(t, b.Close())
+	a.waitServer("demo", 0) // an hour-long heartbeat: only the goodbye can do it
+}
+
+// TestCluster_redisOutage stops Redis for a couple of seconds under
+// traffic: local calls go on untouched, the instances report not ready,
+// cross-instance calls fail fast, and once Redis is back everything resumes
+// by itself: lists, calls and subscriptions.
+func TestCluster_redisOutage(t *testing.T) {
+	t.Parallel()
+	rs, hubs := startCluster(t, 2)
+	a, b := hubs[0], hubs[1]
+	a.runServer(demo.New(&demo.Options{Name: "local", ClockInterval: time.Hour}).Server, "local")
+	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
+	a.waitServer("far", 1)
+	notes := newNotes()
+	c := a.client(&mcp.ClientOptions{OnNotification: notes.add})
+	call := func(tool string) error {
+		_, err := c.CallTool(ctxFor(t), tool, map[string]string{"text": "x"}, nil)
+		return err
+	}
+	require.NoError(t, call("far__echo"))
+	require.NoError(t, c.Subscribe(ctxFor(t), demo.CounterURI))
+	assert.Equal(t, http.StatusOK, readyz(t, a))
+
+	rs.Stop()
+	stopped := time.Now()
+	require.Eventually(t, func() bool { return readyz(t, a) == http.StatusServiceUnavailable }, wait, 20*time.Millisecond,
+		"/readyz reports the outage")
+
+	var slowest time.Duration
+	crossCalls := 0
+	localCalls := 0
+	for time.Since(stopped) < 2*time.Second {
+		require.NoError(t, call("local__echo"), "local calls keep working during the outage")
+		localCalls++
+		if localCalls%20 == 0 {
+			start := time.Now()
+			err := call("far__echo")
+			slowest = max(slowest, time.Since(start))
+			require.Error(t, err, "a cross-instance call cannot succeed without Redis")
+			code := rpcCode(err)
+			assert.True(t, code == mcp.CodeConnectionClosed || code == jsonrpc.CodeInvalidParams,
+				"a clear error: server unreachable, or no longer listed: %v", err)
+			crossCalls++
+		}
+	}
+	t.Logf("during a %v outage: %d local calls succeeded, %d cross-instance calls failed, the slowest in %v",
+		time.Since(stopped).Round(time.Millisecond), localCalls, crossCalls, slowest)
+	assert.Less(t, slowest, time.Second, "cross-instance calls fail fast")
+	a.waitServer("far", 0) // the unreachable instance left A's lists
+
+	rs.Restart()
+	back := time.Now()
+	a.waitServer("far", 1)
+	require.Eventually(t, func() bool { return call("far__echo") == nil }, wait, 10*time.Millisecond,
+		"cross-instance calls resume after Redis comes back")
+	resumed := time.Since(back)
+	t.Logf("cross-instance traffic resumed %v after Redis came back", resumed.Round(time.Millisecond))
+	assert.Less(t, resumed, 2*time.Second)
+	assert.Equal(t, http.StatusOK, readyz(t, a))
+
+	// The subscription was renewed at the server's instance by itself.
+	require.Eventually(t, func() bool {
+		b.subs.mu.Lock()
+		defer b.subs.mu.Unlock()
+		return b.subs.coord[demo.CounterURI] != nil
+	}, wait, 10*time.Millisecond, "A asked B again for its subscription")
+	require.NoError(t, call("far__increment"))
+	notes.wait(t, mcp.NotificationResourceUpdated, 1, func(p json.RawMessage) bool {
+		return string(p) == `{"uri":"demo://counter"}`
+	})
+}
+
+func readyz(t *testing.T, th *testHub) int {
+	resp, err := http.Get(th.srv.URL + "/readyz")
+	require.NoError(t, err)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}

@@ -1,0 +1,313 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+func TestHub_subscriptionsAreReferenceCounted(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	s := mcp.NewServer(mcp.Implementation{Name: "rc", Version: "1"}, nil)
+	s.AddResource(&mcp.Resource{URI: "rc://x", Name: "x"}, func(ctx context.Context, req *mcp.ResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: req.URI, Text: "x"}}}, nil
+	})
+	th.runServer(s, "rc")
+
+	na, nb := newNotes(), newNotes()
+	a := th.client(&mcp.ClientOptions{OnNotification: na.add})
+	b := th.client(&mcp.ClientOptions{OnNotification: nb.add})
+	ctx := ctxFor(t)
+	require.NoError(t, a.Subscribe(ctx, "rc://x"))
+	require.NoError(t, b.Subscribe(ctx, "rc://x"))
+	require.NoError(t, b.Subscribe(ctx, "rc://x"), "subscribing twice is harmless")
+
+	th.subs.mu.Lock()
+	assert.Len(t, th.subs.local["rc://x"], 2)
+	require.Contains(t, th.subs.coord, "rc://x")
+	assert.Len(t, th.subs.coord["rc://x"].instances, 1, "one upstream subscription for the whole hub")
+	th.subs.mu.Unlock()
+
+	s.ResourceUpdated(ctx, "rc://x")
+	na.wait(t, mcp.NotificationResourceUpdated, 1, nil)
+	nb.wait(t, mcp.NotificationResourceUpdated, 1, nil)
+
+	require.NoError(t, a.Unsubscribe(ctx, "rc://x"))
+	th.subs.mu.Lock()
+	assert.Contains(t, th.subs.coord, "rc://x", "b still needs it")
+	th.subs.mu.Unlock()
+
+	s.ResourceUpdated(ctx, "rc://x")
+	nb.wait(t, mcp.NotificationResourceUpdated, 2, nil)
+
+	b.Close() // leaving drops the last subscription
+	require.Eventually(t, func() bool {
+		th.subs.mu.Lock()
+		defer th.subs.mu.Unlock()
+		_, ok := th.subs.coord["rc://x"]
+		return !ok
+	}, wait, wait/1000, "the last subscriber leaving unsubscribes upstream")
+	assert.Equal(t, 1, na.count(mcp.NotificationResourceUpdated), "a unsubscribed: it got only the first update")
+
+	_, err := subscribeErr(th, "nowhere://x")
+	assert.Equal(t, mcp.CodeResourceNotFound, rpcCode(err))
+}
+
+func subscribeErr(th *testHub, uri string) (*mcp.Client, error) {
+	c := th.client(nil)
+	return c, c.Subscribe(ctxFor(th.t), uri)
+}
+
+// TestHub_upstreamSubscribeOnce checks from the server's side that two
+// subscribers make one resources/subscribe, and that the last unsubscribe
+// makes one resources/unsubscribe.
+func TestHub_upstreamSubscribeOnce(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	conn, err := peerDial(t, th.wsURL("/mcp/server?name=raw"))
+	require.NoError(t, err)
+	seen := make(chan string, 16)
+	go fakeServer(t, conn, `{"resources":{"subscribe":true}}`, map[string]string{
+		"resources/list": `{"resources":[{"uri":"raw://r","name":"r"}]}`,
+	}, seen)
+	th.waitFor("raw registered", func(v *view) bool { return len(v.servers["raw"]) == 1 })
+
+	a, b := th.client(nil), th.client(nil)
+	ctx := ctxFor(t)
+	require.NoError(t, a.Subscribe(ctx, "raw://r"))
+	require.NoError(t, b.Subscribe(ctx, "raw://r"))
+	require.NoError(t, a.Unsubscribe(ctx, "raw://r"))
+	require.NoError(t, b.Unsubscribe(ctx, "raw://r"))
+	assert.Equal(t, "resources/subscribe raw://r", <-seen)
+	assert.Equal(t, "resources/unsubscribe raw://r", <-seen, "exactly one subscribe came before the unsubscribe")
+}
+
+// fakeServer answers the hub on conn from canned results, reporting the
+// subscriptions it is asked for.
+func fakeServer(t *testing.T, conn interface {
+	Read(context.Context) ([]byte, error)
+	Write(context.Context, []byte) error
+}, caps string, results map[string]string, seen chan<- string) {
+	for {
+		b, err := conn.Read(context.Background())
+		if err != nil {
+			return
+		}
+		m, err := jsonrpc.DecodeMessage(b)
+		if err != nil {
+			return
+		}
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || req.IsNotification() {
+			continue
+		}
+		res := `{}`
+		switch req.Method {
+		case "initialize":
+			res = `{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"serverInfo":{"name":"raw","version":"1"}}`
+		case "resources/subscribe", "resources/unsubscribe":
+			var p struct{ URI string }
+			json.Unmarshal(req.Params, &p)
+			seen <- req.Method + " " + p.URI
+		default:
+			if r, ok := results[req.Method]; ok {
+				res = r
+			} else if strings.HasSuffix(req.Method, "/list") {
+				res = `{}`
+			}
+		}
+		frame := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, res)
+		if err := conn.Write(context.Background(), []byte(frame)); err != nil {
+			return
+		}
+	}
+}
+
+// sampler is a client that answers sampling with its own name.
+func sampler(th *testHub, name string) *mcp.Client {
+	return th.client(&mcp.ClientOptions{
+		Info: mcp.Implementation{Name: name, Version: "1"},
+		Sampling: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: name, Content: mcp.TextContent(name + " answers " + p.Messages[0].Content.Text)}, nil
+		},
+	})
+}
+
+func TestHub_serverRequestsReachTheRightClient(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	th.runServer(demo.New(nil).Server, "")
+	a, b := sampler(th, "alice"), sampler(th, "bob")
+	var wg sync.WaitGroup
+	for i := range 20 {
+		for _, c := range []struct {
+			cl   *mcp.Client
+			name string
+		}{{a, "alice"}, {b, "bob"}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				q := fmt.Sprintf("q%d", i)
+				res, err := c.cl.CallTool(ctxFor(t), "demo__ask", map[string]string{"question": q}, nil)
+				if assert.NoError(t, err) {
+					assert.Equal(t, c.name+" answers "+q, res.Content[0].Text, "sampling went to the wrong client")
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+func TestHub_serverRequestRouting(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	release := make(chan struct{})
+	var relMu sync.Mutex
+	var reqs []*mcp.ToolRequest
+	held := make(chan struct{}, 4)
+	s := mcp.NewServer(mcp.Implementation{Name: "r", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "hold"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		relMu.Lock()
+		reqs = append(reqs, req)
+		relMu.Unlock()
+		held <- struct{}{}
+		<-release
+		return &mcp.CallToolResult{}, nil
+	})
+	th.runServer(s, "r")
+	session := func() *mcp.ServerSession {
+		relMu.Lock()
+		defer relMu.Unlock()
+		return reqs[0].Session
+	}
+	noRelated := func(ctx context.Context, method string) error {
+		return session().Peer().Call(ctx, method, map[string]any{"messages": []any{}, "maxTokens": 1}, nil)
+	}
+
+	// No call in flight: nobody to route to.
+	noCaller := th.client(nil)
+	go noCaller.CallTool(context.Background(), "r__hold", nil, nil)
+	<-held
+	// One client (without the capability) has a call in flight.
+	err := noRelated(ctxFor(t), mcp.MethodSamplingCreateMessage)
+	assert.Equal(t, jsonrpc.CodeMethodNotFound, rpcCode(err), "a client without the sampling capability: %v", err)
+
+	// A second client, with the capability: now the hub cannot choose.
+	withCap := sampler(th, "carol")
+	go withCap.CallTool(context.Background(), "r__hold", nil, nil)
+	<-held
+	err = noRelated(ctxFor(t), mcp.MethodSamplingCreateMessage)
+	assert.Equal(t, jsonrpc.CodeInvalidRequest, rpcCode(err))
+	assert.ErrorContains(t, err, "several clients")
+
+	// With relatedRequest, the hub routes to the right one.
+	relMu.Lock()
+	carolReq := reqs[1]
+	relMu.Unlock()
+	res, err := carolReq.CreateMessage(ctxFor(t), &mcp.CreateMessageParams{
+		Messages: []mcp.SamplingMessage{{Role: "user", Content: mcp.TextContent("hi")}}, MaxTokens: 5})
+	require.NoError(t, err)
+	assert.Equal(t, "carol answers hi", res.Content.Text)
+
+	// An id that is not in flight is refused, never guessed.
+	err = session().Peer().Call(ctxFor(t), mcp.MethodSamplingCreateMessage,
+		map[string]any{"messages": []any{}, "maxTokens": 1, "_meta": map[string]any{mcp.MetaRelatedRequest: 999999}}, nil)
+	assert.Equal(t, jsonrpc.CodeInvalidRequest, rpcCode(err))
+	close(release)
+}
+
+func TestHub_elicitationAndRoots(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	s := mcp.NewServer(mcp.Implementation{Name: "e", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		el, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)})
+		if err != nil {
+			return nil, err
+		}
+		roots, err := req.ListRoots(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(fmt.Sprintf("%s %v %s", el.Action, el.Content["name"], roots.Roots[0].URI))}}, nil
+	})
+	th.runServer(s, "e")
+	c := th.client(&mcp.ClientOptions{
+		Elicitation: func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+		Roots: func(ctx context.Context) ([]mcp.Root, error) {
+			return []mcp.Root{{URI: "file:///work", Name: "work"}}, nil
+		},
+	})
+	res, err := c.CallTool(ctxFor(t), "e__ask", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "accept Ada file:///work", res.Content[0].Text)
+}
+
+func TestHub_logLevelsPerClient(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	s := mcp.NewServer(mcp.Implementation{Name: "logger", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "log"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		req.Log(ctx, mcp.LevelInfo, "", "an info line")
+		req.Log(ctx, mcp.LevelError, "app", "an error line")
+		return &mcp.CallToolResult{}, nil
+	})
+	th.runServer(s, "logger")
+	quiet, chatty := newNotes(), newNotes()
+	q := th.client(&mcp.ClientOptions{OnNotification: quiet.add})
+	ch := th.client(&mcp.ClientOptions{OnNotification: chatty.add})
+	ctx := ctxFor(t)
+	require.NoError(t, q.SetLoggingLevel(ctx, mcp.LevelError))
+	require.NoError(t, ch.SetLoggingLevel(ctx, mcp.LevelDebug))
+	assert.Equal(t, jsonrpc.CodeInvalidParams, rpcCode(ch.SetLoggingLevel(ctx, "loud")))
+	_, err := ch.CallTool(ctx, "logger__log", nil, nil)
+	require.NoError(t, err)
+
+	info := chatty.wait(t, mcp.NotificationMessage, 1, nil)
+	var p mcp.LoggingMessageParams
+	require.NoError(t, json.Unmarshal(info, &p))
+	assert.Equal(t, mcp.LevelInfo, p.Level)
+	assert.Equal(t, "logger", p.Logger, "the server's name stands in for a missing logger")
+	assert.Equal(t, "logger", p.Meta[mcp.MetaServer])
+	chatty.wait(t, mcp.NotificationMessage, 2, nil)
+
+	errLine := quiet.wait(t, mcp.NotificationMessage, 1, nil)
+	require.NoError(t, json.Unmarshal(errLine, &p))
+	assert.Equal(t, mcp.LevelError, p.Level)
+	assert.Equal(t, "app", p.Logger)
+	assert.Equal(t, 1, quiet.count(mcp.NotificationMessage), "the quiet client got no info line")
+}
+
+func TestHub_listChanged(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	n := newNotes()
+	c := th.client(&mcp.ClientOptions{OnNotification: n.add})
+	s := mcp.NewServer(mcp.Implementation{Name: "lc", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "one"}, nil)
+	th.runServer(s, "lc")
+	n.wait(t, mcp.NotificationToolsListChanged, 1, nil) // connect
+
+	s.AddTool(&mcp.Tool{Name: "two"}, nil) // the server announces a change; the hub re-lists
+	n.wait(t, mcp.NotificationToolsListChanged, 2, nil)
+	tools, err := c.AllTools(ctxFor(t))
+	require.NoError(t, err)
+	assert.Len(t, tools, 2)
+
+	s.AddPrompt(&mcp.Prompt{Name: "p"}, nil)
+	n.wait(t, mcp.NotificationPromptsListChanged, 1, nil)
+	assert.Equal(t, 2, n.count(mcp.NotificationToolsListChanged), "an unchanged list is not announced")
+}
