@@ -46,6 +46,13 @@ type options struct {
 	logFormat      string
 	callTimeout    time.Duration
 	drainTimeout   time.Duration
+	maxMessage     int
+	maxBatch       int
+	maxDepth       int
+	maxInFlight    int
+	maxConnections int
+	rateLimit      float64
+	rateBurst      int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -62,6 +69,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&o.callTimeout, "call-timeout", hub.DefaultCallTimeout, "how long a routed request may take")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "how long in-flight calls may finish on shutdown")
+	fs.IntVar(&o.maxMessage, "max-message-bytes", hub.DefaultMaxMessageBytes, "largest frame accepted (1009 beyond)")
+	fs.IntVar(&o.maxBatch, "max-batch", 100, "longest JSON-RPC batch accepted")
+	fs.IntVar(&o.maxDepth, "max-depth", 64, "deepest JSON nesting accepted")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", hub.DefaultMaxInFlight, "requests one client connection may have in flight")
+	fs.IntVar(&o.maxConnections, "max-connections-per-token", hub.DefaultMaxConnectionsPerToken, "connections one token may hold open")
+	fs.Float64Var(&o.rateLimit, "rate-limit", hub.DefaultRateLimit, "requests per second per token (per connection without tokens); negative disables")
+	fs.IntVar(&o.rateBurst, "rate-burst", hub.DefaultRateBurst, "burst of requests above --rate-limit")
 	// Environment first, so that the command line overrides it.
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -124,8 +138,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if o.tokens == "" && !o.insecure && !isLoopback(o.addr) {
 		return fmt.Errorf("refusing to listen on %s without --tokens: anyone could connect; pass --tokens FILE, or --insecure if you mean it", o.addr)
 	}
+	var tokens *hub.Tokens
 	if o.tokens != "" {
-		return errors.New("--tokens is not supported yet")
+		if tokens, err = hub.LoadTokens(o.tokens); err != nil {
+			return err
+		}
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -134,7 +151,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := hub.Config{Addr: ln.Addr().String(), CallTimeout: o.callTimeout, Logger: log}
+	cfg := hub.Config{
+		Addr: ln.Addr().String(), CallTimeout: o.callTimeout, Logger: log, Tokens: tokens,
+		MaxMessageBytes: o.maxMessage, MaxBatch: o.maxBatch, MaxDepth: o.maxDepth, MaxInFlight: o.maxInFlight,
+		MaxConnectionsPerToken: o.maxConnections, RateLimit: o.rateLimit, RateBurst: o.rateBurst,
+	}
 	if o.allowedOrigins != "" {
 		for _, p := range strings.Split(o.allowedOrigins, ",") {
 			if p = strings.TrimSpace(p); p != "" {
@@ -156,15 +177,40 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := h.NewHTTPServer()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("switchboard listening", "addr", ln.Addr().String(), "dashboard", "http://"+ln.Addr().String()+"/")
+	log.Info("switchboard listening", "addr", ln.Addr().String(), "dashboard", "http://"+ln.Addr().String()+"/",
+		"tokens", tokens != nil, "redis", o.redis != "")
 
+	if tokens != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-hup:
+					if err := tokens.Reload(); err != nil {
+						log.Error("reloading tokens failed; keeping the old ones", "err", err)
+					} else {
+						log.Info("tokens reloaded")
+					}
+				}
+			}
+		}()
+	}
+
+	// The demo server lives until the hub has drained, like a server
+	// elsewhere would, so that its calls in flight can finish.
+	demoCtx, stopDemo := context.WithCancel(context.Background())
+	defer stopDemo()
 	demoDone := make(chan error, 1)
 	if o.demo {
 		d := demo.New(nil)
-		go func() { demoDone <- d.Run(ctx, "ws://"+ln.Addr().String()+"/mcp/server", nil) }()
+		go func() { demoDone <- d.Run(demoCtx, "ws://"+ln.Addr().String()+"/mcp/server", nil) }()
 	} else {
 		demoDone <- nil
 	}
@@ -173,13 +219,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	case <-ctx.Done():
 	case err := <-served:
 		h.Close()
+		stopDemo()
+		<-demoDone
 		return err
 	}
-	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
+	log.Info("shutting down: draining", "timeout", o.drainTimeout)
+	drainCtx, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
 	defer cancel()
-	srv.Shutdown(shutdownCtx)
-	h.Close()
+	shut := make(chan struct{})
+	go func() { srv.Shutdown(drainCtx); close(shut) }() // stops accepting at once
+	h.Drain(drainCtx)
+	<-shut
+	stopDemo()
 	<-demoDone
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

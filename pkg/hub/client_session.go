@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
@@ -24,9 +26,8 @@ type downstream interface {
 	// request sends a request of the server's (sampling, elicitation,
 	// roots) and returns the answer.
 	request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
-	// capable reports whether the client declared the capability a
-	// request of the server's needs.
-	capable(method string) bool
+	// caps returns what the client declared it can do for servers.
+	caps() clientCaps
 	// key identifies the client across the cluster: two downstreams with
 	// the same key are the same client.
 	key() string
@@ -35,66 +36,97 @@ type downstream interface {
 // clientSession is one client connection. Toward it the hub is the MCP
 // server.
 type clientSession struct {
-	hub  *Hub
-	id   string
-	peer *peer.Peer
-	log  *slog.Logger
+	hub     *Hub
+	id      string
+	peer    *peer.Peer
+	log     *slog.Logger
+	who     *principal
+	role    string  // for metrics: "client" or "dashboard"
+	limit   *bucket // nil: no rate limit
+	release func()  // frees the token's connection slot
 
 	mu          sync.Mutex
 	initialized bool
 	init        *mcp.InitializeParams
+	declared    clientCaps
 	level       mcp.LoggingLevel // "" until the client sets one: then everything is sent
 }
 
 var _ downstream = (*clientSession)(nil)
 
-// Client connections get room for many calls in flight, each of which waits
-// on a server.
-const (
-	clientMaxConcurrent = 64
-	clientMaxPending    = 256
-)
+// clientMaxConcurrent bounds the handlers of one client connection running
+// at once; each routed call holds one while it waits on a server.
+const clientMaxConcurrent = 64
 
 func (h *Hub) serveClient(w http.ResponseWriter, r *http.Request) {
-	conn, err := peer.Accept(w, r, h.acceptOptions())
-	if err != nil {
+	who, release := h.admit(w, r, "/mcp", RoleClient, RoleDashboard)
+	if who == nil {
 		return
 	}
-	cs := &clientSession{hub: h, id: h.nextID()}
+	conn, err := peer.Accept(w, r, h.acceptOptions())
+	if err != nil {
+		release()
+		return
+	}
+	cs := &clientSession{hub: h, id: h.nextID(), who: who, role: "client", limit: h.bucketFor(who), release: release}
+	if !who.has(RoleClient) {
+		cs.role = "dashboard"
+	}
 	cs.log = h.log.With("client", cs.id)
 	cs.peer = peer.New(conn, &peer.Options{
 		Handler:       peer.HandlerFunc(cs.handle),
-		MaxConcurrent: clientMaxConcurrent,
-		MaxPending:    clientMaxPending,
-		Overloaded:    mcp.ErrRateLimited.WithData(map[string]any{"reason": "too many requests in flight", "retryAfterMs": 100}),
-		Limits:        h.cfg.Limits,
-		OnCancel:      cs.onCancel,
-		Logger:        cs.log,
+		MaxConcurrent: min(clientMaxConcurrent, h.cfg.MaxInFlight),
+		MaxPending:    h.cfg.MaxInFlight,
+		Overloaded: (&jsonrpc.Error{Code: mcp.CodeRateLimited, Message: "too many requests in flight on this connection"}).
+			WithData(map[string]any{"retryAfterMs": 100, "maxInFlight": h.cfg.MaxInFlight}),
+		SendQueue: h.cfg.SendQueue,
+		Limits:    h.cfg.limits(),
+		OnCancel:  cs.onCancel,
+		Logger:    cs.log,
 	})
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		release()
 		conn.Close(peer.CloseGoingAway, "hub shutting down")
 		return
 	}
 	h.clients[cs] = struct{}{}
 	h.mu.Unlock()
+	h.metrics.connections.WithLabelValues(cs.role).Inc()
+	cs.log.Info("client connected", "token", who.name, "remote", r.RemoteAddr)
 	cs.peer.Start(h.ctx)
 	if !h.goOwned(cs.run) {
 		cs.peer.CloseWith(peer.CloseGoingAway, "hub shutting down")
 	}
 }
 
-// run waits until the client leaves, then forgets it.
+// run waits until the client leaves, then forgets it. A client that has not
+// sent initialize in time is closed.
 func (cs *clientSession) run() {
-	err := cs.peer.Wait()
 	h := cs.hub
+	t := time.AfterFunc(h.cfg.InitializeTimeout, func() {
+		if !cs.isInitialized() {
+			cs.peer.CloseWith(peer.ClosePolicyViolation, "initialize not received in time")
+		}
+	})
+	// Forget the client as soon as it ends; closing its connection (a
+	// handshake of up to a few seconds) finishes meanwhile.
+	<-cs.peer.Done()
+	t.Stop()
+	err := cs.peer.Err()
+	if errors.Is(err, peer.ErrSlowConsumer) {
+		h.metrics.slowConsumers.Inc()
+	}
+	cs.release()
 	h.mu.Lock()
 	delete(h.clients, cs)
 	h.mu.Unlock()
+	h.metrics.connections.WithLabelValues(cs.role).Dec()
 	h.subs.dropClient(cs)
 	h.builtinsChanged()
-	cs.log.Debug("client disconnected", "err", err)
+	cs.log.Info("client disconnected", "reason", err)
+	cs.peer.Wait()
 }
 
 func (cs *clientSession) isInitialized() bool {
@@ -113,22 +145,10 @@ func (cs *clientSession) request(ctx context.Context, method string, params json
 	return raw, err
 }
 
-func (cs *clientSession) capable(method string) bool {
+func (cs *clientSession) caps() clientCaps {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if cs.init == nil {
-		return false
-	}
-	c := cs.init.Capabilities
-	switch method {
-	case mcp.MethodSamplingCreateMessage:
-		return c.Sampling != nil
-	case mcp.MethodElicitationCreate:
-		return c.Elicitation != nil
-	case mcp.MethodRootsList:
-		return c.Roots != nil
-	}
-	return false
+	return cs.declared
 }
 
 func (cs *clientSession) key() string { return cs.hub.id + "/" + cs.id }
@@ -146,7 +166,31 @@ func (cs *clientSession) onCancel(id jsonrpc.ID, cause error) {
 // errNotInitialized answers requests sent before initialize.
 var errNotInitialized = jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "session not initialized: send initialize first")
 
+// handle counts, limits and answers a client's message.
 func (cs *clientSession) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	if req.IsNotification() {
+		return cs.dispatch(ctx, req)
+	}
+	h := cs.hub
+	if cs.limit != nil && req.Method != mcp.MethodPing {
+		if ok, retry := cs.limit.take(time.Now()); !ok {
+			h.metrics.rateLimited.Inc()
+			h.metrics.observeRequest(req.Method, errRateLimited(retry), ctx)
+			return nil, errRateLimited(retry)
+		}
+	}
+	h.inflight.Add(1)
+	res, err := cs.dispatch(ctx, req)
+	h.inflight.Add(-1)
+	h.metrics.observeRequest(req.Method, err, ctx)
+	if err != nil && cs.log.Enabled(ctx, slog.LevelDebug) {
+		cs.log.Debug("request failed", "req", req.ID.String(), "method", req.Method, "err", err)
+	}
+	return res, err
+}
+
+// dispatch answers one message by its method.
+func (cs *clientSession) dispatch(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	switch req.Method {
 	case mcp.MethodInitialize:
 		return cs.initialize(req)
@@ -173,16 +217,22 @@ func (cs *clientSession) handle(ctx context.Context, req *jsonrpc.Request) (any,
 		h.rootsChanged(cs)
 		return nil, nil
 	case mcp.MethodToolsList:
-		return h.listPage(kindTools, req.Params)
+		if len(cs.who.tools) > 0 && cs.who.has(RoleClient) && !cs.who.has(RoleAdmin) {
+			return h.listPage(kindTools, req.Params, func(it *aggItem) bool { return cs.who.mayCall(it.key) })
+		}
+		return h.listPage(kindTools, req.Params, nil)
 	case mcp.MethodResourcesList:
-		return h.listPage(kindResources, req.Params)
+		return h.listPage(kindResources, req.Params, nil)
 	case mcp.MethodResourcesTemplatesList:
-		return h.listPage(kindTemplates, req.Params)
+		return h.listPage(kindTemplates, req.Params, nil)
 	case mcp.MethodPromptsList:
-		return h.listPage(kindPrompts, req.Params)
+		return h.listPage(kindPrompts, req.Params, nil)
 	case mcp.MethodToolsCall:
 		return h.callItem(ctx, cs, kindTools, req)
 	case mcp.MethodPromptsGet:
+		if !cs.who.has(RoleClient) {
+			return nil, forbidden(cs.who, "get prompts")
+		}
 		return h.callItem(ctx, cs, kindPrompts, req)
 	case mcp.MethodResourcesRead:
 		return h.readResource(ctx, cs, req)
@@ -224,9 +274,13 @@ func (cs *clientSession) handle(ctx context.Context, req *jsonrpc.Request) (any,
 
 func (cs *clientSession) initialize(req *jsonrpc.Request) (any, error) {
 	var p mcp.InitializeParams
+	var raw struct {
+		Capabilities json.RawMessage `json:"capabilities"`
+	}
 	if err := json.Unmarshal(req.Params, &p); err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "initialize: %v", err)
 	}
+	_ = json.Unmarshal(req.Params, &raw)
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.initialized {
@@ -234,6 +288,7 @@ func (cs *clientSession) initialize(req *jsonrpc.Request) (any, error) {
 	}
 	cs.initialized = true
 	cs.init = &p
+	cs.declared = parseClientCaps(raw.Capabilities)
 	cs.log = cs.log.With("clientInfo", p.ClientInfo.Name)
 	return &mcp.InitializeResult{
 		ProtocolVersion: mcp.NegotiateVersion(p.ProtocolVersion),
@@ -259,12 +314,21 @@ func (cs *clientSession) admits(level mcp.LoggingLevel) bool {
 // listPage answers a list request with one page of the aggregated list. The
 // cursor is the key of the page's last item, so paging stays in order while
 // servers come and go.
-func (h *Hub) listPage(k listKind, raw json.RawMessage) (any, error) {
+func (h *Hub) listPage(k listKind, raw json.RawMessage, keep func(*aggItem) bool) (any, error) {
 	params, err := mcp.ParseObject(raw)
 	if err != nil {
 		return nil, err
 	}
 	items := h.reg.view().lists[k]
+	if keep != nil {
+		var kept []*aggItem
+		for _, it := range items {
+			if keep(it) {
+				kept = append(kept, it)
+			}
+		}
+		items = kept
+	}
 	start := 0
 	if c, ok := params.String("cursor"); ok && c != "" {
 		last, err := base64.RawURLEncoding.DecodeString(c)
@@ -295,7 +359,7 @@ func (h *Hub) listPage(k listKind, raw json.RawMessage) (any, error) {
 
 // callItem routes tools/call and prompts/get: the aggregated name picks the
 // server, and the server sees its own name.
-func (h *Hub) callItem(ctx context.Context, origin downstream, k listKind, req *jsonrpc.Request) (any, error) {
+func (h *Hub) callItem(ctx context.Context, cs *clientSession, k listKind, req *jsonrpc.Request) (any, error) {
 	params, err := mcp.ParseObject(req.Params)
 	if err != nil {
 		return nil, err
@@ -303,6 +367,9 @@ func (h *Hub) callItem(ctx context.Context, origin downstream, k listKind, req *
 	name, err := params.RequireString("name")
 	if err != nil {
 		return nil, err
+	}
+	if k == kindTools && !cs.who.mayCall(name) {
+		return nil, forbidden(cs.who, "call tool "+strconv.Quote(name))
 	}
 	it := h.reg.view().lookup(k, name)
 	if it == nil {
@@ -313,7 +380,7 @@ func (h *Hub) callItem(ctx context.Context, origin downstream, k listKind, req *
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown %s %q", what, name)
 	}
 	params.Set("name", it.orig)
-	return h.route(ctx, origin, it.server, it.replicas, req.Method, params)
+	return h.route(ctx, cs, it.server, it.replicas, req.Method, params)
 }
 
 func (h *Hub) readResource(ctx context.Context, origin downstream, req *jsonrpc.Request) (any, error) {
@@ -382,12 +449,16 @@ func (h *Hub) complete(ctx context.Context, origin downstream, req *jsonrpc.Requ
 // route sends a request to one replica of server, the one with the fewest
 // calls in flight from this instance, and returns its raw answer.
 func (h *Hub) route(ctx context.Context, origin downstream, server string, replicas []*replicaInfo, method string, params mcp.Object) (json.RawMessage, error) {
+	if h.draining.Load() {
+		return nil, errDraining
+	}
 	ri := h.pick(replicas)
 	if ri == nil {
 		return nil, errServerGone(server)
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
 	defer cancel()
+	defer h.metrics.observeRouted(method, ri.local != nil, time.Now())
 	var raw json.RawMessage
 	var err error
 	if ri.local != nil {

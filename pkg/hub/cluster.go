@@ -68,18 +68,11 @@ type envelope struct {
 	Replica string          `json:"r,omitempty"`
 	Method  string          `json:"m,omitempty"`
 	Params  json.RawMessage `json:"p,omitempty"`
-	Caps    *callerCaps     `json:"cap,omitempty"`
+	Caps    *clientCaps     `json:"cap,omitempty"`
 	Result  json.RawMessage `json:"res,omitempty"`
 	Error   *wireError      `json:"err,omitempty"`
 	URI     string          `json:"u,omitempty"`
 	Unsub   bool            `json:"x,omitempty"`
-}
-
-// callerCaps are the capabilities of the client behind a remote call.
-type callerCaps struct {
-	Sampling    bool `json:"s,omitempty"`
-	Elicitation bool `json:"e,omitempty"`
-	Roots       bool `json:"r,omitempty"`
 }
 
 // wireError is a JSON-RPC error object in an envelope.
@@ -111,6 +104,7 @@ type replicaSnap struct {
 	ServerInfo      mcp.Implementation          `json:"serverInfo"`
 	ProtocolVersion string                      `json:"protocolVersion"`
 	ConnectedAt     time.Time                   `json:"connectedAt"`
+	Owner           string                      `json:"owner"`
 	Lists           [numKinds][]json.RawMessage `json:"lists"`
 }
 
@@ -228,6 +222,11 @@ func (c *cluster) checkBroker() {
 	wasUp := c.brokerUp
 	c.brokerUp = up
 	c.mu.Unlock()
+	if up {
+		h.metrics.brokerUp.Set(1)
+	} else {
+		h.metrics.brokerUp.Set(0)
+	}
 	switch {
 	case up && !wasUp:
 		h.log.Info("broker reachable again; rejoining the cluster")
@@ -302,7 +301,8 @@ func (c *cluster) publishSnapshot(ctx context.Context) {
 	h := c.hub
 	snap := &snapshot{Addr: h.cfg.Addr, StartedAt: h.start.UTC()}
 	for _, ri := range h.reg.localReplicas() {
-		rs := replicaSnap{ID: ri.ID, Name: ri.Name, ServerInfo: ri.ServerInfo, ProtocolVersion: ri.ProtocolVersion, ConnectedAt: ri.ConnectedAt}
+		rs := replicaSnap{ID: ri.ID, Name: ri.Name, ServerInfo: ri.ServerInfo, ProtocolVersion: ri.ProtocolVersion,
+			ConnectedAt: ri.ConnectedAt, Owner: ri.Owner}
 		for k := range numKinds {
 			for _, it := range ri.lists[k] {
 				rs.Lists[k] = append(rs.Lists[k], it.raw)
@@ -380,7 +380,7 @@ func (c *cluster) replicasOf(instance string, s *snapshot) []*replicaInfo {
 	out := make([]*replicaInfo, 0, len(s.Replicas))
 	for _, rs := range s.Replicas {
 		ri := &replicaInfo{ID: rs.ID, Name: rs.Name, Instance: instance, ServerInfo: rs.ServerInfo,
-			ProtocolVersion: rs.ProtocolVersion, ConnectedAt: rs.ConnectedAt}
+			ProtocolVersion: rs.ProtocolVersion, ConnectedAt: rs.ConnectedAt, Owner: rs.Owner}
 		for k := range numKinds {
 			for _, raw := range rs.Lists[k] {
 				if it, ok := newListItem(k, rs.Name, sep, raw); ok {
@@ -415,20 +415,13 @@ func (h *Hub) remoteInstances() []instanceDoc {
 func (h *Hub) callRemote(ctx context.Context, ri *replicaInfo, origin downstream, method string, params mcp.Object) (json.RawMessage, error) {
 	ri.inflight.Add(1)
 	defer ri.inflight.Add(-1)
-	env := &envelope{Kind: kindCall, Replica: ri.ID, Method: method, Params: params.Raw(), Caps: capsOf(origin), Client: origin.key()}
+	caps := origin.caps()
+	env := &envelope{Kind: kindCall, Replica: ri.ID, Method: method, Params: params.Raw(), Caps: &caps, Client: origin.key()}
 	res, err := h.cluster.request(ctx, ri.Instance, env, origin)
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
-}
-
-func capsOf(d downstream) *callerCaps {
-	return &callerCaps{
-		Sampling:    d.capable(mcp.MethodSamplingCreateMessage),
-		Elicitation: d.capable(mcp.MethodElicitationCreate),
-		Roots:       d.capable(mcp.MethodRootsList),
-	}
 }
 
 // askRemote asks another instance to keep uri subscribed at its replica ri
@@ -565,7 +558,7 @@ func (c *cluster) serve(ctx context.Context, env *envelope) (json.RawMessage, er
 		if err != nil {
 			return nil, err
 		}
-		origin := &remoteOrigin{c: c, instance: env.From, call: env.Call, client: env.Client, caps: env.Caps}
+		origin := &remoteOrigin{c: c, instance: env.From, call: env.Call, client: env.Client, declared: env.Caps}
 		ri := rp.currentInfo()
 		raw, err := rp.call(ctx, ri.inflight, origin, env.Method, params)
 		if err != nil {
@@ -592,8 +585,12 @@ func (c *cluster) serve(ctx context.Context, env *envelope) (json.RawMessage, er
 		if oc == nil || oc.origin == nil {
 			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "cannot route %s: the call it serves has ended", env.Method)
 		}
-		if !oc.origin.capable(env.Method) {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "the client did not declare the capability for %s", env.Method)
+		params, err := mcp.ParseObject(env.Params)
+		if err != nil {
+			return nil, err
+		}
+		if err := oc.origin.caps().check(env.Method, params); err != nil {
+			return nil, err
 		}
 		raw, err := oc.origin.request(ctx, env.Method, env.Params)
 		if err != nil {
@@ -611,7 +608,7 @@ type remoteOrigin struct {
 	instance string
 	call     uint64 // the caller's number for the call
 	client   string // the caller's key for its client
-	caps     *callerCaps
+	declared *clientCaps
 }
 
 func (o *remoteOrigin) notify(method string, params json.RawMessage) {
@@ -626,19 +623,11 @@ func (o *remoteOrigin) request(ctx context.Context, method string, params json.R
 	return o.c.request(ctx, o.instance, &envelope{Kind: kindSReq, Method: method, Params: params, Of: o.call}, nil)
 }
 
-func (o *remoteOrigin) capable(method string) bool {
-	if o.caps == nil {
-		return false
+func (o *remoteOrigin) caps() clientCaps {
+	if o.declared == nil {
+		return clientCaps{}
 	}
-	switch method {
-	case mcp.MethodSamplingCreateMessage:
-		return o.caps.Sampling
-	case mcp.MethodElicitationCreate:
-		return o.caps.Elicitation
-	case mcp.MethodRootsList:
-		return o.caps.Roots
-	}
-	return false
+	return *o.declared
 }
 
 func (o *remoteOrigin) key() string { return o.client }

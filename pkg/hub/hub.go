@@ -42,29 +42,112 @@ type Config struct {
 	// HeartbeatInterval is how often this instance tells the others it is
 	// alive; one that is silent for 3 intervals is dropped. Default 1 s.
 	HeartbeatInterval time.Duration
-	// OriginPatterns lists the origins (besides the hub's own host) whose
-	// pages may open WebSockets to the hub.
+	// OriginPatterns lists the origins (host patterns, as coder/websocket
+	// reads them) whose pages may open WebSockets to the hub, besides the
+	// hub's own host. Every other browser origin is refused with 403: this
+	// is what stops cross-site WebSocket hijacking.
 	OriginPatterns []string
-	// WebSocket tunes every connection.
+
+	// Tokens, when set, are required on every connection; nil lets anyone
+	// in (the command allows that on loopback only, or with --insecure).
+	Tokens *Tokens
+
+	// MaxMessageBytes bounds one frame; a larger one closes the connection
+	// with 1009. Default 4 MiB.
+	MaxMessageBytes int
+	// MaxBatch and MaxDepth bound a batch's length and JSON nesting
+	// (-32600 beyond). Defaults 100 and 64.
+	MaxBatch, MaxDepth int
+	// MaxInFlight bounds the requests one client connection has in flight;
+	// more are refused with -32004. Default 256.
+	MaxInFlight int
+	// MaxConnectionsPerToken bounds the connections open with one token
+	// (HTTP 429 beyond); a token's own maxConnections overrides it.
+	// Default 1000; it does not apply without tokens.
+	MaxConnectionsPerToken int
+	// RateLimit is the sustained requests per second one token may send,
+	// over all its connections (each connection on its own without
+	// tokens), with bursts of RateBurst; beyond, requests get -32004 with
+	// data.retryAfterMs. Defaults 1000 and 2000; negative disables.
+	RateLimit float64
+	RateBurst int
+	// InitializeTimeout is how long a client has, once connected, to send
+	// initialize; a slower one is closed with 1008. Default 10 s.
+	InitializeTimeout time.Duration
+	// HandshakeTimeout bounds reading an upgrade request's headers (against
+	// slowloris clients), in the http.Server of NewHTTPServer. Default 10 s.
+	HandshakeTimeout time.Duration
+	// SendQueue bounds the frames queued for one connection; a peer that
+	// lets it overflow is closed with 1008 "slow consumer". Default 1024.
+	SendQueue int
+
+	// WebSocket tunes every connection (keepalive, write timeout).
 	WebSocket peer.WebSocketOptions
-	// Limits bound each frame.
-	Limits jsonrpc.Limits
 	// Logger receives the hub's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // Defaults for Config.
 const (
-	DefaultSeparator         = "__"
-	DefaultCallTimeout       = 60 * time.Second
-	DefaultPageSize          = 100
-	DefaultHeartbeatInterval = time.Second
+	DefaultSeparator              = "__"
+	DefaultCallTimeout            = 60 * time.Second
+	DefaultPageSize               = 100
+	DefaultHeartbeatInterval      = time.Second
+	DefaultMaxMessageBytes        = 4 << 20
+	DefaultMaxInFlight            = 256
+	DefaultMaxConnectionsPerToken = 1000
+	DefaultRateLimit              = 1000
+	DefaultRateBurst              = 2000
+	DefaultInitializeTimeout      = 10 * time.Second
+	DefaultHandshakeTimeout       = 10 * time.Second
+	DefaultSendQueue              = 1024
 )
+
+func (cfg *Config) setDefaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if cfg.Separator == "" {
+		cfg.Separator = DefaultSeparator
+	}
+	defDur(&cfg.CallTimeout, DefaultCallTimeout)
+	def(&cfg.PageSize, DefaultPageSize)
+	defDur(&cfg.HeartbeatInterval, DefaultHeartbeatInterval)
+	def(&cfg.MaxMessageBytes, DefaultMaxMessageBytes)
+	def(&cfg.MaxBatch, jsonrpc.DefaultMaxBatch)
+	def(&cfg.MaxDepth, jsonrpc.DefaultMaxDepth)
+	def(&cfg.MaxInFlight, DefaultMaxInFlight)
+	def(&cfg.MaxConnectionsPerToken, DefaultMaxConnectionsPerToken)
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = DefaultRateLimit
+	}
+	def(&cfg.RateBurst, DefaultRateBurst)
+	defDur(&cfg.InitializeTimeout, DefaultInitializeTimeout)
+	defDur(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
+	def(&cfg.SendQueue, DefaultSendQueue)
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = uuid.NewString()
+	}
+	cfg.WebSocket.ReadLimit = int64(cfg.MaxMessageBytes)
+}
+
+// limits are the frame limits of every connection.
+func (cfg *Config) limits() jsonrpc.Limits {
+	return jsonrpc.Limits{MaxBytes: cfg.MaxMessageBytes, MaxBatch: cfg.MaxBatch, MaxDepth: cfg.MaxDepth}
+}
 
 // Hub routes MCP between clients and the servers that dial out to it.
 type Hub struct {
 	cfg        Config
 	log        *slog.Logger
+	metrics    *metrics
 	id         string
 	broker     pubsub.Broker
 	ownsBroker bool
@@ -84,28 +167,19 @@ type Hub struct {
 	mu       sync.Mutex
 	clients  map[*clientSession]struct{}
 	replicas map[*replica]struct{} // connected, registered or not yet
+	perToken map[string]int        // open connections by token name
+	buckets  map[string]*bucket    // rate limits by token name
 	closed   bool
+
+	draining atomic.Bool
+	inflight atomic.Int64 // client requests being served
 
 	seq atomic.Int64 // replica, client and progress-token numbers
 }
 
 // New returns a hub. Close it to release its goroutines and connections.
 func New(cfg Config) (*Hub, error) {
-	if cfg.Separator == "" {
-		cfg.Separator = DefaultSeparator
-	}
-	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = DefaultCallTimeout
-	}
-	if cfg.PageSize <= 0 {
-		cfg.PageSize = DefaultPageSize
-	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if cfg.InstanceID == "" {
-		cfg.InstanceID = uuid.NewString()
-	}
+	cfg.setDefaults()
 	h := &Hub{
 		cfg:      cfg,
 		log:      cfg.Logger,
@@ -114,6 +188,8 @@ func New(cfg Config) (*Hub, error) {
 		start:    time.Now(),
 		clients:  map[*clientSession]struct{}{},
 		replicas: map[*replica]struct{}{},
+		perToken: map[string]int{},
+		buckets:  map[string]*bucket{},
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -123,6 +199,8 @@ func New(cfg Config) (*Hub, error) {
 		h.broker = pubsub.NewMemory()
 		h.ownsBroker = true
 	}
+	h.metrics = newMetrics(h)
+	h.broker = &meteredBroker{Broker: h.broker, m: h.metrics}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.reg = newRegistry(h.viewChanged)
 	h.subs = newSubscriptions(h)
@@ -149,7 +227,8 @@ func shortID(id string) string {
 func (h *Hub) ID() string { return h.id }
 
 // Handler returns the hub's HTTP handler: /mcp, /mcp/server, /healthz,
-// /readyz and the dashboard at /.
+// /readyz, /metrics, the dashboard's /login and /logout, and the dashboard
+// at /.
 func (h *Hub) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /mcp", h.serveClient)
@@ -159,12 +238,50 @@ func (h *Hub) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", h.serveReady)
-	mux.Handle("GET /", web.Handler())
+	mux.Handle("GET /metrics", h.metrics.handler())
+	mux.HandleFunc("POST /login", h.serveLogin)
+	mux.HandleFunc("POST /logout", h.serveLogout)
+	mux.Handle("GET /", securityHeaders(web.Handler()))
 	return mux
+}
+
+// NewHTTPServer returns an http.Server for the hub's handler with timeouts
+// against slow clients: headers must arrive within HandshakeTimeout.
+// (Upgraded connections are the hub's, with their own keepalive and
+// limits.)
+func (h *Hub) NewHTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           h.Handler(),
+		ReadHeaderTimeout: h.cfg.HandshakeTimeout,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
+	}
+}
+
+// securityHeaders guards the dashboard: no inline script, no framing, no
+// content sniffing, no referrer.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; "+
+			"img-src 'self' data: blob:; media-src 'self' data: blob:; connect-src 'self' ws: wss:; "+
+			"frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (h *Hub) serveReady(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if h.draining.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "not ready: draining")
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := h.broker.Ready(ctx); err != nil {
@@ -181,6 +298,45 @@ func (h *Hub) acceptOptions() *peer.AcceptOptions {
 
 // nextID returns a number unique on this instance.
 func (h *Hub) nextID() string { return strconv.FormatInt(h.seq.Add(1), 10) }
+
+// Drain shuts the instance down gracefully: /readyz reports it, new
+// connections are refused (503) and new routed requests too, the requests in
+// flight may finish until ctx ends, then every connection is closed with
+// 1001 "going away" (servers dialing out reconnect, elsewhere behind a load
+// balancer) and the hub stops.
+func (h *Hub) Drain(ctx context.Context) error {
+	if h.draining.Swap(true) {
+		return h.Close()
+	}
+	h.metrics.draining.Set(1)
+	h.log.Info("draining", "inFlight", h.inflight.Load())
+	// Wait until no client has a request unanswered: its answer is then on
+	// its way, and closing sends it before the close frame. The drain
+	// happens once: polling is cheaper than a signal on every request.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !h.clientsIdle() {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			h.log.Warn("drain timeout: closing with requests still in flight", "inFlight", h.inflight.Load())
+			return h.Close()
+		}
+	}
+	return h.Close()
+}
+
+func (h *Hub) clientsIdle() bool {
+	if h.inflight.Load() > 0 {
+		return false
+	}
+	for _, cs := range h.clientList() {
+		if cs.peer.Pending() > 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // Close closes every connection with 1001 "going away" and stops the hub.
 func (h *Hub) Close() error {
@@ -216,9 +372,12 @@ func (h *Hub) Close() error {
 }
 
 // setLocal publishes a local replica, to this instance and the cluster.
-func (h *Hub) setLocal(ri *replicaInfo) {
-	h.reg.setLocal(ri)
+func (h *Hub) setLocal(ri *replicaInfo) error {
+	if err := h.reg.setLocal(ri); err != nil {
+		return err
+	}
 	h.cluster.localChanged()
+	return nil
 }
 
 // removeLocal withdraws a local replica.
@@ -276,7 +435,8 @@ func (h *Hub) viewChanged(old, cur *view) {
 		methods = append(methods, mcp.NotificationPromptsListChanged)
 	}
 	for _, m := range methods {
-		h.broadcast(encodeNotification(m, nil))
+		n := h.broadcast(encodeNotification(m, nil))
+		h.metrics.fannedOut.WithLabelValues(m).Add(float64(n))
 	}
 	h.builtinsChanged()
 	h.subs.viewChanged(cur)
@@ -302,13 +462,17 @@ func (h *Hub) waitView(ctx context.Context, ok func(*view) bool) error {
 	}
 }
 
-// broadcast sends an encoded notification to every initialized client.
-func (h *Hub) broadcast(frame []byte) {
+// broadcast sends an encoded notification to every initialized client and
+// returns how many got it.
+func (h *Hub) broadcast(frame []byte) int {
+	n := 0
 	for _, c := range h.clientList() {
 		if c.isInitialized() {
 			_ = c.peer.SendEncoded(frame)
+			n++
 		}
 	}
+	return n
 }
 
 func (h *Hub) clientList() []*clientSession {

@@ -45,7 +45,9 @@ func startHub(t *testing.T, cfg Config) *testHub {
 	}
 	h, err := New(cfg)
 	require.NoError(t, err)
-	srv := httptest.NewServer(h.Handler())
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = h.NewHTTPServer() // the same timeouts as the command's
+	srv.Start()
 	th := &testHub{Hub: h, t: t, srv: srv}
 	t.Cleanup(func() {
 		srv.Close()

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"slices"
 	"sort"
@@ -84,6 +85,7 @@ type replicaInfo struct {
 	ServerInfo      mcp.Implementation `json:"serverInfo"`
 	ProtocolVersion string             `json:"protocolVersion"`
 	ConnectedAt     time.Time          `json:"connectedAt"`
+	Owner           string             `json:"owner"` // the token it authenticated with
 
 	lists    [numKinds][]listItem
 	local    *replica      // nil when the replica is on another instance
@@ -177,12 +179,21 @@ func newRegistry(onChange func(old, cur *view)) *registry {
 
 func (r *registry) view() *view { return r.cur.Load() }
 
-// setLocal adds or replaces a local replica.
-func (r *registry) setLocal(ri *replicaInfo) {
+// setLocal adds or replaces a local replica. A new replica may not take a
+// name that replicas of another owner (token) hold, anywhere in the cluster.
+func (r *registry) setLocal(ri *replicaInfo) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, known := r.local[ri.ID]; !known {
+		for _, other := range r.cur.Load().servers[ri.Name] {
+			if other.Owner != ri.Owner {
+				return fmt.Errorf("server name %q is held by another token", ri.Name)
+			}
+		}
+	}
 	r.local[ri.ID] = ri
 	r.rebuildLocked()
+	return nil
 }
 
 // removeLocal removes a local replica; it reports whether it was there.

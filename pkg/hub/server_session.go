@@ -26,10 +26,12 @@ const maxPages = 1000
 // replica is one connection of an MCP server dialing out to this instance.
 // Toward it the hub is the MCP client.
 type replica struct {
-	hub  *Hub
-	id   string
-	peer *peer.Peer
-	log  *slog.Logger
+	hub     *Hub
+	id      string
+	peer    *peer.Peer
+	log     *slog.Logger
+	who     *principal
+	release func() // frees the token's connection slot
 
 	mu         sync.Mutex
 	info       *replicaInfo // published; nil until registered
@@ -46,21 +48,29 @@ type upstreamCall struct {
 }
 
 func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
+	who, release := h.admit(w, r, "/mcp/server", RoleServer)
+	if who == nil {
+		return
+	}
 	conn, err := peer.Accept(w, r, h.acceptOptions())
 	if err != nil {
+		release()
 		return // Accept has answered with an HTTP error
 	}
 	rp := &replica{
-		hub:    h,
-		id:     h.id + "/" + h.nextID(),
-		calls:  map[jsonrpc.ID]*upstreamCall{},
-		tokens: map[string]*upstreamCall{},
+		hub:     h,
+		id:      h.id + "/" + h.nextID(),
+		who:     who,
+		release: release,
+		calls:   map[jsonrpc.ID]*upstreamCall{},
+		tokens:  map[string]*upstreamCall{},
 	}
 	rp.log = h.log.With("replica", rp.id[len(h.id)+1:])
 	rp.peer = peer.New(conn, &peer.Options{
 		Handler:        peer.HandlerFunc(rp.handle),
 		MaxConcurrent:  16,
-		Limits:         h.cfg.Limits,
+		Limits:         h.cfg.limits(),
+		SendQueue:      h.cfg.SendQueue,
 		CloseOnInvalid: true,
 		OnCancel:       rp.onCancel,
 		Logger:         rp.log,
@@ -68,11 +78,13 @@ func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		release()
 		conn.Close(peer.CloseGoingAway, "hub shutting down")
 		return
 	}
 	h.replicas[rp] = struct{}{}
 	h.mu.Unlock()
+	h.metrics.connections.WithLabelValues("server").Inc()
 	rp.peer.Start(h.ctx)
 	nameHint := r.URL.Query().Get("name")
 	if !h.goOwned(func() { rp.run(nameHint) }) {
@@ -84,9 +96,12 @@ func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
 func (rp *replica) run(nameHint string) {
 	h := rp.hub
 	defer func() {
+		rp.release()
 		h.mu.Lock()
 		delete(h.replicas, rp)
 		h.mu.Unlock()
+		h.metrics.connections.WithLabelValues("server").Dec()
+		rp.peer.Wait()
 	}()
 	if err := rp.handshake(nameHint); err != nil {
 		code, reason := peer.ClosePolicyViolation, err.Error()
@@ -99,12 +114,13 @@ func (rp *replica) run(nameHint string) {
 		rp.peer.Wait()
 		return
 	}
-	err := rp.peer.Wait()
-	rp.mu.Lock()
-	info := rp.info
-	rp.mu.Unlock()
+	<-rp.peer.Done()
+	err := rp.peer.Err()
+	if errors.Is(err, peer.ErrSlowConsumer) {
+		h.metrics.slowConsumers.Inc()
+	}
 	h.removeLocal(rp.id)
-	rp.log.Info("server disconnected", "server", info.Name, "err", err)
+	rp.log.Info("server disconnected", "reason", err)
 }
 
 // handshake initializes the server, lists what it offers and registers it.
@@ -116,7 +132,7 @@ func (rp *replica) handshake(nameHint string) error {
 	err := rp.peer.Call(ctx, mcp.MethodInitialize, &mcp.InitializeParams{
 		ProtocolVersion: mcp.LatestVersion,
 		Capabilities: mcp.ClientCapabilities{
-			Sampling:    &struct{}{},
+			Sampling:    &mcp.SamplingCap{Context: &struct{}{}, Tools: &struct{}{}},
 			Elicitation: &mcp.ElicitationCap{Form: &struct{}{}, URL: &struct{}{}},
 			Roots:       &mcp.ListChangedCap{ListChanged: true},
 		},
@@ -128,16 +144,23 @@ func (rp *replica) handshake(nameHint string) error {
 	if !mcp.IsSupportedVersion(init.ProtocolVersion) {
 		return fmt.Errorf("unsupported protocol version %q", init.ProtocolVersion)
 	}
-	raw := nameHint
+	// The name comes from the credentials when they fix one, else from
+	// ?name=, else from serverInfo.name.
+	raw := rp.who.fixedServerName()
+	if raw == "" {
+		raw = nameHint
+	}
 	if raw == "" {
 		raw = init.ServerInfo.Name
 	}
 	name := normalizeName(raw)
-	switch name {
-	case "":
+	switch {
+	case name == "":
 		return errors.New("server name is empty: set serverInfo.name or ?name=")
-	case reservedName:
+	case name == reservedName:
 		return fmt.Errorf("server name %q is reserved", name)
+	case h.cfg.Tokens != nil && !rp.who.mayRegister(name):
+		return fmt.Errorf("token %q may not register server name %q", rp.who.name, name)
 	}
 	if err := rp.peer.Notify(ctx, mcp.NotificationInitialized, nil); err != nil {
 		return err
@@ -149,6 +172,7 @@ func (rp *replica) handshake(nameHint string) error {
 		ServerInfo:      init.ServerInfo,
 		ProtocolVersion: init.ProtocolVersion,
 		ConnectedAt:     time.Now().UTC(),
+		Owner:           rp.who.name,
 		local:           rp,
 		inflight:        new(atomic.Int64),
 	}
@@ -167,7 +191,9 @@ func (rp *replica) handshake(nameHint string) error {
 	rp.info = info
 	rp.mu.Unlock()
 	rp.log = rp.log.With("server", name)
-	h.setLocal(info)
+	if err := h.setLocal(info); err != nil {
+		return err
+	}
 	rp.log.Info("server registered", "serverInfo", init.ServerInfo.Name, "version", init.ProtocolVersion,
 		"tools", len(info.lists[kindTools]), "resources", len(info.lists[kindResources]),
 		"templates", len(info.lists[kindTemplates]), "prompts", len(info.lists[kindPrompts]))
@@ -277,7 +303,7 @@ func (rp *replica) refresh(kinds ...listKind) {
 			select {
 			case <-rp.peer.Done():
 			default:
-				rp.hub.setLocal(&next)
+				_ = rp.hub.setLocal(&next) // the same replica: its name is its own
 			}
 		}
 	})
@@ -351,6 +377,13 @@ func (rp *replica) call(ctx context.Context, inflight *atomic.Int64, origin down
 func (rp *replica) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	switch req.Method {
 	case mcp.MethodPing:
+		// A ping naming a call goes to that call's client; any other ping
+		// is the server checking on the hub, which answers it.
+		if o, err := mcp.ParseObject(req.Params); err == nil {
+			if _, ok := o.MetaValue(mcp.MetaRelatedRequest); ok {
+				return rp.routeToClient(ctx, req)
+			}
+		}
 		return struct{}{}, nil
 	case mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList:
 		return rp.routeToClient(ctx, req)
@@ -447,8 +480,8 @@ func (rp *replica) routeToClient(ctx context.Context, req *jsonrpc.Request) (any
 				req.Method, mcp.MetaRelatedRequest)
 		}
 	}
-	if !origin.capable(req.Method) {
-		return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "the client did not declare the capability for %s", req.Method)
+	if err := origin.caps().check(req.Method, params); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, rp.hub.cfg.CallTimeout)
 	defer cancel()

@@ -384,6 +384,7 @@ func (s *subscriptions) deliverLocal(uri string, frame []byte) {
 	for _, cs := range subs {
 		_ = cs.peer.SendEncoded(frame)
 	}
+	s.hub.metrics.fannedOut.WithLabelValues(mcp.NotificationResourceUpdated).Add(float64(len(subs)))
 }
 
 // publishLog fans a server's log message out to every instance, tagged with
@@ -418,11 +419,14 @@ func (s *subscriptions) onLog(ctx context.Context, topic string, frame []byte) {
 	if json.Unmarshal(req.Params, &p) != nil {
 		return
 	}
+	n := 0
 	for _, cs := range s.hub.clientList() {
 		if cs.admits(p.Level) {
 			_ = cs.peer.SendEncoded(frame)
+			n++
 		}
 	}
+	s.hub.metrics.fannedOut.WithLabelValues(mcp.NotificationMessage).Add(float64(n))
 }
 
 // close stops the broker subscriptions.

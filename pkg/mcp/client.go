@@ -99,7 +99,7 @@ func ConnectConn(ctx context.Context, conn peer.Conn, opts *ClientOptions) (*Cli
 
 	caps := ClientCapabilities{}
 	if c.opts.Sampling != nil {
-		caps.Sampling = &struct{}{}
+		caps.Sampling = &SamplingCap{}
 	}
 	if c.opts.Elicitation != nil {
 		caps.Elicitation = &ElicitationCap{Form: &struct{}{}}

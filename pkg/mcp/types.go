@@ -18,13 +18,21 @@ type Implementation struct {
 
 // ClientCapabilities are what a client can do for servers.
 type ClientCapabilities struct {
-	Sampling     *struct{}       `json:"sampling,omitempty"`
+	Sampling     *SamplingCap    `json:"sampling,omitempty"`
 	Elicitation  *ElicitationCap `json:"elicitation,omitempty"`
 	Roots        *ListChangedCap `json:"roots,omitempty"`
 	Experimental map[string]any  `json:"experimental,omitempty"`
 }
 
-// ElicitationCap declares elicitation support and its modes.
+// SamplingCap declares sampling support, and whether the client honours
+// includeContext and tools in a sampling request.
+type SamplingCap struct {
+	Context *struct{} `json:"context,omitempty"`
+	Tools   *struct{} `json:"tools,omitempty"`
+}
+
+// ElicitationCap declares elicitation support and its modes. An empty
+// object means form mode, as before modes existed.
 type ElicitationCap struct {
 	Form *struct{} `json:"form,omitempty"`
 	URL  *struct{} `json:"url,omitempty"`

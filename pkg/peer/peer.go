@@ -654,8 +654,8 @@ func (p *Peer) call(j job) (resp *jsonrpc.Response) {
 	}()
 	result, err := p.opts.Handler.Handle(j.ctx, j.req)
 	if err != nil {
-		if jsonrpc.CodeOf(err) == jsonrpc.CodeInternalError {
-			p.log.Warn("handler failed", "method", j.req.Method, "err", err)
+		if jsonrpc.CodeOf(err) == jsonrpc.CodeInternalError && j.ctx.Err() == nil {
+			p.log.Warn("handler failed", "method", j.req.Method, "err", err) // a cancelled call failing is expected
 		}
 		return jsonrpc.NewErrorResponse(j.req.ID, err)
 	}
@@ -692,6 +692,15 @@ func (p *Peer) flushBatchLocked(b *batchReply) {
 	out := b.out
 	b.out = nil
 	_, _ = p.sendLocked(jsonrpc.EncodeBatch(out), false)
+}
+
+// Pending returns the number of incoming calls accepted and not yet
+// answered. Once it is 0, every answer has been queued or is being written,
+// and Close sends it before closing.
+func (p *Peer) Pending() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.incoming)
 }
 
 // Cancel cancels the context of the incoming call id, if it is in flight.

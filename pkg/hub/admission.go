@@ -1,0 +1,209 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
+)
+
+// admit decides, before the upgrade, whether a connection may open: not
+// while draining (503), only from an allowed origin (403), only with a
+// token that has one of roles (401, 403), and only while the token is under
+// its connection limit (429). It answers the HTTP error itself and returns
+// nil then; otherwise release frees the connection's slot.
+func (h *Hub) admit(w http.ResponseWriter, r *http.Request, endpoint string, roles ...Role) (p *principal, release func()) {
+	if h.draining.Load() {
+		h.metrics.authFailures.WithLabelValues("draining").Inc()
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "503 draining: this hub instance is shutting down; connect to another", http.StatusServiceUnavailable)
+		return nil, nil
+	}
+	if !originAllowed(r, h.cfg.OriginPatterns) {
+		h.metrics.authFailures.WithLabelValues("origin").Inc()
+		http.Error(w, "403 forbidden: this origin may not open WebSockets to the hub (see --allowed-origins)", http.StatusForbidden)
+		return nil, nil
+	}
+	if p = h.authenticate(w, r, endpoint, roles...); p == nil {
+		return nil, nil
+	}
+	if p == anonymous {
+		return p, func() {}
+	}
+	limit := h.cfg.MaxConnectionsPerToken
+	if p.maxConn > 0 {
+		limit = p.maxConn
+	}
+	h.mu.Lock()
+	if h.perToken[p.name] >= limit {
+		h.mu.Unlock()
+		h.metrics.authFailures.WithLabelValues("too_many_connections").Inc()
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, fmt.Sprintf("429 too many connections: token %q has %d open", p.name, limit), http.StatusTooManyRequests)
+		return nil, nil
+	}
+	h.perToken[p.name]++
+	h.mu.Unlock()
+	var once sync.Once
+	return p, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			if h.perToken[p.name]--; h.perToken[p.name] <= 0 {
+				delete(h.perToken, p.name)
+			}
+			h.mu.Unlock()
+		})
+	}
+}
+
+// originAllowed checks a browser's Origin the way coder/websocket does (the
+// request's own host, or a pattern), so that the refusal is counted and
+// explained. Clients that send no Origin are not browsers and pass.
+func originAllowed(r *http.Request, patterns []string) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, pat := range patterns {
+		target := u.Host
+		if strings.Contains(pat, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, _ := path.Match(strings.ToLower(pat), strings.ToLower(target)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// bucket is a token bucket: rate tokens a second, up to burst.
+type bucket struct {
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+	rate   float64
+	burst  float64
+}
+
+func newBucket(rate float64, burst int) *bucket {
+	return &bucket{tokens: float64(burst), last: time.Now(), rate: rate, burst: float64(burst)}
+}
+
+// take spends one token, or says how long until one is there.
+func (b *bucket) take(now time.Time) (bool, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tokens = math.Min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) / b.rate * float64(time.Second))
+}
+
+// bucketFor returns the rate limit a connection draws on: its token's,
+// shared by all the token's connections, or its own without tokens. Nil
+// means no limit.
+func (h *Hub) bucketFor(p *principal) *bucket {
+	if h.cfg.RateLimit < 0 {
+		return nil
+	}
+	if p == anonymous {
+		return newBucket(h.cfg.RateLimit, h.cfg.RateBurst)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.buckets[p.name]
+	if b == nil {
+		b = newBucket(h.cfg.RateLimit, h.cfg.RateBurst)
+		h.buckets[p.name] = b
+	}
+	return b
+}
+
+// errRateLimited is the answer to a request over the rate limit.
+func errRateLimited(retry time.Duration) error {
+	ms := max(retry.Milliseconds(), 1)
+	return (&jsonrpc.Error{Code: mcp.CodeRateLimited, Message: "rate limited: retry after " + strconv.FormatInt(ms, 10) + " ms"}).
+		WithData(map[string]any{"retryAfterMs": ms})
+}
+
+// errDraining is the answer to a routed request while the instance drains.
+var errDraining = (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
+	Message: "this hub instance is shutting down: reconnect and try again"}).WithData(map[string]any{"reason": "draining"})
+
+// forbidden is the answer to a request the token may not make.
+func forbidden(p *principal, what string) error {
+	return (&jsonrpc.Error{Code: mcp.CodeForbidden, Message: fmt.Sprintf("forbidden: token %q may not %s", p.name, what)})
+}
+
+// meteredBroker counts what goes through the broker.
+type meteredBroker struct {
+	pubsub.Broker
+	m *metrics
+}
+
+func (b *meteredBroker) Publish(ctx context.Context, topic string, payload []byte) error {
+	err := b.Broker.Publish(ctx, topic, payload)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	b.m.brokerOps.WithLabelValues("publish", outcome).Inc()
+	return err
+}
+
+func (b *meteredBroker) Subscribe(ctx context.Context, topic string, fn pubsub.Handler) (pubsub.Subscription, error) {
+	received := b.m.brokerOps.WithLabelValues("receive", "ok")
+	return b.Broker.Subscribe(ctx, topic, func(ctx context.Context, topic string, payload []byte) {
+		received.Inc()
+		fn(ctx, topic, payload)
+	})
+}
+
+// serveLogin checks a token posted by the dashboard and keeps it in an
+// HttpOnly, SameSite=Strict cookie, which the browser then sends with the
+// dashboard's WebSocket upgrade: the token never needs to be in a URL.
+func (h *Hub) serveLogin(w http.ResponseWriter, r *http.Request) {
+	if !originAllowed(r, nil) {
+		http.Error(w, "403 forbidden: cross-site login", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	if h.cfg.Tokens == nil {
+		w.WriteHeader(http.StatusNoContent) // nothing to log in to
+		return
+	}
+	if token == "" || h.cfg.Tokens.lookup(token) == nil {
+		h.metrics.authFailures.WithLabelValues("unauthorized").Inc()
+		http.Error(w, "401 unauthorized: unknown token", http.StatusUnauthorized)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *Hub) serveLogout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,266 @@
+package hub
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path"
+	"strings"
+	"sync/atomic"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Role is what a token may do.
+type Role string
+
+// The roles.
+const (
+	// RoleClient may connect to /mcp and use every MCP method, calling only
+	// the tools its Tools patterns allow (all when it has none).
+	RoleClient Role = "client"
+	// RoleDashboard may connect to /mcp to list, read and subscribe, but not
+	// call tools or get prompts.
+	RoleDashboard Role = "dashboard"
+	// RoleServer may connect to /mcp/server and register the names its
+	// Servers patterns allow.
+	RoleServer Role = "server"
+	// RoleAdmin may do everything.
+	RoleAdmin Role = "admin"
+)
+
+// TokenEntry is one credential of a tokens file.
+type TokenEntry struct {
+	// Token is the secret itself, or SHA256 its SHA-256 in hex: a file that
+	// holds only digests gives nothing away if it leaks.
+	Token  string `yaml:"token" json:"token"`
+	SHA256 string `yaml:"sha256" json:"sha256"`
+	// Name identifies the holder in logs and metrics; it must be unique.
+	Name  string `yaml:"name" json:"name"`
+	Roles []Role `yaml:"roles" json:"roles"`
+	// Servers lists the server names (path.Match patterns) a server token
+	// may register. A single plain name is also the name the server gets.
+	Servers []string `yaml:"servers" json:"servers"`
+	// Tools lists the aggregated tool names (path.Match patterns, such as
+	// "demo__*") a client token may call and see; empty allows all.
+	Tools []string `yaml:"tools" json:"tools"`
+	// MaxConnections overrides the hub's per-token connection limit.
+	MaxConnections int `yaml:"maxConnections" json:"maxConnections"`
+}
+
+// tokensFile is the layout of a tokens file (YAML, or JSON, which YAML
+// reads too).
+type tokensFile struct {
+	Tokens []TokenEntry `yaml:"tokens" json:"tokens"`
+}
+
+// principal is who a connection authenticated as.
+type principal struct {
+	name    string
+	roles   map[Role]bool
+	servers []string
+	tools   []string
+	maxConn int
+	digest  [sha256.Size]byte
+}
+
+// anonymous is everyone when the hub runs without tokens: loopback only,
+// or --insecure.
+var anonymous = &principal{name: "anonymous", roles: map[Role]bool{RoleAdmin: true}}
+
+func (p *principal) has(r Role) bool { return p.roles[r] || p.roles[RoleAdmin] }
+
+// mayCall reports whether the principal may call a tool (or get a prompt)
+// of this aggregated name.
+func (p *principal) mayCall(name string) bool {
+	if !p.has(RoleClient) {
+		return false
+	}
+	if len(p.tools) == 0 || p.roles[RoleAdmin] {
+		return true
+	}
+	for _, pat := range p.tools {
+		if ok, _ := path.Match(pat, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// mayRegister reports whether a server with this principal may register
+// name.
+func (p *principal) mayRegister(name string) bool {
+	if p.roles[RoleAdmin] && len(p.servers) == 0 {
+		return true
+	}
+	for _, pat := range p.servers {
+		if ok, _ := path.Match(pat, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// fixedServerName returns the name a server token gives its server: its one
+// allowed name when that is not a pattern.
+func (p *principal) fixedServerName() string {
+	if len(p.servers) == 1 && !strings.ContainsAny(p.servers[0], `*?[\`) {
+		return p.servers[0]
+	}
+	return ""
+}
+
+// Tokens is a set of credentials, loaded from a tokens file and replaced
+// whole on reload.
+type Tokens struct {
+	path string
+	set  atomic.Pointer[[]*principal]
+}
+
+// LoadTokens reads a tokens file.
+//
+//	tokens:
+//	  - name: ops-dashboard
+//	    sha256: 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8
+//	    roles: [dashboard]
+//	  - name: weather
+//	    token: s3cret-for-the-weather-server
+//	    roles: [server]
+//	    servers: [weather]
+func LoadTokens(file string) (*Tokens, error) {
+	t := &Tokens{path: file}
+	if err := t.Reload(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Reload reads the file again. Connections made with a token that is gone
+// stay up; new ones are refused.
+func (t *Tokens) Reload() error {
+	b, err := os.ReadFile(t.path)
+	if err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
+	set, err := parseTokens(b)
+	if err != nil {
+		return fmt.Errorf("tokens file %s: %w", path.Base(t.path), err)
+	}
+	t.set.Store(&set)
+	return nil
+}
+
+func parseTokens(b []byte) ([]*principal, error) {
+	var f tokensFile
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		return nil, errors.New("not valid YAML or JSON")
+	}
+	names := map[string]bool{}
+	var set []*principal
+	for i, e := range f.Tokens {
+		p := &principal{name: e.Name, roles: map[Role]bool{}, servers: e.Servers, tools: e.Tools, maxConn: e.MaxConnections}
+		switch {
+		case e.Name == "":
+			return nil, fmt.Errorf("entry %d has no name", i+1)
+		case names[e.Name]:
+			return nil, fmt.Errorf("entry %q appears twice", e.Name)
+		case (e.Token == "") == (e.SHA256 == ""):
+			return nil, fmt.Errorf("entry %q needs exactly one of token and sha256", e.Name)
+		case len(e.Roles) == 0:
+			return nil, fmt.Errorf("entry %q has no roles", e.Name)
+		}
+		names[e.Name] = true
+		for _, r := range e.Roles {
+			switch r {
+			case RoleClient, RoleDashboard, RoleServer, RoleAdmin:
+				p.roles[r] = true
+			default:
+				return nil, fmt.Errorf("entry %q has an unknown role %q", e.Name, r)
+			}
+		}
+		for _, pat := range append(append([]string{}, e.Servers...), e.Tools...) {
+			if _, err := path.Match(pat, ""); err != nil {
+				return nil, fmt.Errorf("entry %q has a malformed pattern %q", e.Name, pat)
+			}
+		}
+		if p.roles[RoleServer] && !p.roles[RoleAdmin] && len(e.Servers) == 0 {
+			return nil, fmt.Errorf("entry %q has the server role but no servers it may register", e.Name)
+		}
+		if e.Token != "" {
+			p.digest = sha256.Sum256([]byte(e.Token))
+		} else {
+			d, err := hex.DecodeString(e.SHA256)
+			if err != nil || len(d) != sha256.Size {
+				return nil, fmt.Errorf("entry %q: sha256 must be 64 hex digits", e.Name)
+			}
+			copy(p.digest[:], d)
+		}
+		set = append(set, p)
+	}
+	return set, nil
+}
+
+// lookup finds the principal of a presented token. Every entry is compared
+// in constant time, so the time taken says nothing about which came close.
+func (t *Tokens) lookup(token string) *principal {
+	d := sha256.Sum256([]byte(token))
+	var found *principal
+	for _, p := range *t.set.Load() {
+		if subtle.ConstantTimeCompare(d[:], p.digest[:]) == 1 {
+			found = p
+		}
+	}
+	return found
+}
+
+// CookieName is the cookie the dashboard's login sets.
+const CookieName = "switchboard_token"
+
+// presentedToken finds a request's token: the Authorization header, then
+// ?token= (for WebSocket clients that cannot set headers), then the
+// dashboard's cookie.
+func presentedToken(r *http.Request) string {
+	if a := r.Header.Get("Authorization"); a != "" {
+		if t, ok := strings.CutPrefix(a, "Bearer "); ok {
+			return strings.TrimSpace(t)
+		}
+	}
+	if t := r.URL.Query().Get("token"); t != "" {
+		return t
+	}
+	if c, err := r.Cookie(CookieName); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+// authenticate answers 401 for a missing or unknown token and 403 for a
+// token without the role the endpoint needs; it returns nil then.
+func (h *Hub) authenticate(w http.ResponseWriter, r *http.Request, endpoint string, allowed ...Role) *principal {
+	if h.cfg.Tokens == nil {
+		return anonymous
+	}
+	tok := presentedToken(r)
+	p := (*principal)(nil)
+	if tok != "" {
+		p = h.cfg.Tokens.lookup(tok)
+	}
+	if p == nil {
+		h.metrics.authFailures.WithLabelValues("unauthorized").Inc()
+		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+		http.Error(w, "401 unauthorized: a valid token is required (Authorization: Bearer, ?token= or the dashboard's login)", http.StatusUnauthorized)
+		return nil
+	}
+	for _, role := range allowed {
+		if p.has(role) {
+			return p
+		}
+	}
+	h.metrics.authFailures.WithLabelValues("forbidden").Inc()
+	http.Error(w, fmt.Sprintf("403 forbidden: token %q may not use %s", p.name, endpoint), http.StatusForbidden)
+	return nil
+}

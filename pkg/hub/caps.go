@@ -1,0 +1,76 @@
+package hub
+
+import (
+	"encoding/json"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// clientCaps are what a client declared it can do for servers, as far as
+// routing a server's request to it is concerned. They travel with a call to
+// the instance of its server.
+type clientCaps struct {
+	Sampling      bool `json:"s,omitempty"`
+	SamplingTools bool `json:"st,omitempty"`
+	ElicitForm    bool `json:"ef,omitempty"`
+	ElicitURL     bool `json:"eu,omitempty"`
+	Roots         bool `json:"r,omitempty"`
+}
+
+// parseClientCaps reads the capabilities of an initialize request.
+func parseClientCaps(raw json.RawMessage) clientCaps {
+	var c clientCaps
+	caps, err := mcp.ParseObject(raw)
+	if err != nil {
+		return c
+	}
+	if s, err := mcp.ParseObject(caps["sampling"]); err == nil && caps["sampling"] != nil {
+		c.Sampling = true
+		_, c.SamplingTools = s["tools"]
+	}
+	if e, err := mcp.ParseObject(caps["elicitation"]); err == nil && caps["elicitation"] != nil {
+		_, form := e["form"]
+		_, url := e["url"]
+		// An empty object predates modes and means form.
+		c.ElicitForm, c.ElicitURL = form || !url, url
+	}
+	_, c.Roots = caps["roots"]
+	return c
+}
+
+// check answers whether a server's request may go to this client: nil, or
+// an error saying which capability the client lacks.
+func (c clientCaps) check(method string, params mcp.Object) error {
+	missing := ""
+	switch method {
+	case mcp.MethodSamplingCreateMessage:
+		switch {
+		case !c.Sampling:
+			missing = "sampling"
+		case hasValue(params, "tools") && !c.SamplingTools:
+			missing = "sampling.tools"
+		}
+	case mcp.MethodElicitationCreate:
+		mode, _ := params.String("mode")
+		switch {
+		case mode == "url" && !c.ElicitURL:
+			missing = "elicitation.url"
+		case mode != "url" && !c.ElicitForm:
+			missing = "elicitation (form)"
+		}
+	case mcp.MethodRootsList:
+		if !c.Roots {
+			missing = "roots"
+		}
+	}
+	if missing != "" {
+		return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "the client did not declare the %s capability that %s needs", missing, method)
+	}
+	return nil
+}
+
+func hasValue(o mcp.Object, key string) bool {
+	v, ok := o[key]
+	return ok && string(v) != "null"
+}

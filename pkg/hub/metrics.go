@@ -1,0 +1,129 @@
+package hub
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// metrics are the hub's Prometheus metrics, on a registry of its own so that
+// several hubs in one process (tests) do not collide.
+type metrics struct {
+	reg *prometheus.Registry
+
+	connections   *prometheus.GaugeVec
+	requests      *prometheus.CounterVec
+	routed        *prometheus.HistogramVec
+	fannedOut     *prometheus.CounterVec
+	slowConsumers prometheus.Counter
+	rateLimited   prometheus.Counter
+	authFailures  *prometheus.CounterVec
+	brokerOps     *prometheus.CounterVec
+	brokerUp      prometheus.Gauge
+	draining      prometheus.Gauge
+}
+
+func newMetrics(h *Hub) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchboard_connections", Help: "Open WebSocket connections, by role.",
+		}, []string{"role"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_requests_total", Help: "Requests from clients, by method and outcome (ok or the JSON-RPC error code).",
+		}, []string{"method", "outcome"}),
+		routed: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "switchboard_routed_request_duration_seconds", Help: "Time for a routed request to get its answer from a server.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"method", "where"}),
+		fannedOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_notifications_fanned_out_total", Help: "Notifications delivered to clients, by method.",
+		}, []string{"method"}),
+		slowConsumers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_slow_consumers_dropped_total", Help: "Connections closed because they did not read what they were sent.",
+		}),
+		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_rate_limited_total", Help: "Requests refused with -32004 by the per-token rate limit.",
+		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_auth_failures_total", Help: "Upgrades refused, by reason (unauthorized, forbidden, origin, too_many_connections, draining).",
+		}, []string{"reason"}),
+		brokerOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_broker_messages_total", Help: "Messages through the broker, by direction (publish, receive) and outcome.",
+		}, []string{"direction", "outcome"}),
+		brokerUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_broker_up", Help: "1 when the broker (Redis, when configured) is reachable.",
+		}),
+		draining: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_draining", Help: "1 while the instance drains before shutting down.",
+		}),
+	}
+	m.reg.MustRegister(m.connections, m.requests, m.routed, m.fannedOut, m.slowConsumers, m.rateLimited,
+		m.authFailures, m.brokerOps, m.brokerUp, m.draining,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchboard_servers", Help: "Servers (names) reachable through this instance, cluster-wide.",
+	}, func() float64 { return float64(len(h.reg.view().names)) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchboard_instances", Help: "Hub instances this one knows, itself included.",
+	}, func() float64 { return float64(1 + len(h.remoteInstances())) }))
+	for _, role := range []string{"client", "server"} {
+		m.connections.WithLabelValues(role)
+	}
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// knownMethods bounds the method label: anything else counts as "other".
+var knownMethods = map[string]bool{}
+
+func init() {
+	for _, m := range []string{mcp.MethodInitialize, mcp.MethodPing, mcp.MethodToolsList, mcp.MethodToolsCall,
+		mcp.MethodResourcesList, mcp.MethodResourcesTemplatesList, mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe,
+		mcp.MethodResourcesUnsubscribe, mcp.MethodPromptsList, mcp.MethodPromptsGet, mcp.MethodCompletionComplete,
+		mcp.MethodLoggingSetLevel, mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList,
+		mcp.NotificationResourceUpdated, mcp.NotificationMessage, mcp.NotificationToolsListChanged,
+		mcp.NotificationResourcesListChanged, mcp.NotificationPromptsListChanged, mcp.NotificationProgress} {
+		knownMethods[m] = true
+	}
+}
+
+func methodLabel(m string) string {
+	if knownMethods[m] {
+		return m
+	}
+	return "other"
+}
+
+// observeRequest counts a client's request by its outcome.
+func (m *metrics) observeRequest(method string, err error, ctx context.Context) {
+	outcome := "ok"
+	switch {
+	case err == nil:
+	case ctx.Err() != nil && jsonrpc.CodeOf(err) == jsonrpc.CodeInternalError:
+		outcome = "cancelled"
+	default:
+		outcome = strconv.FormatInt(int64(jsonrpc.CodeOf(err)), 10)
+	}
+	m.requests.WithLabelValues(methodLabel(method), outcome).Inc()
+}
+
+// observeRouted records how long a routed request took.
+func (m *metrics) observeRouted(method string, local bool, since time.Time) {
+	where := "local"
+	if !local {
+		where = "remote"
+	}
+	m.routed.WithLabelValues(methodLabel(method), where).Observe(time.Since(since).Seconds())
+}
