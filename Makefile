@@ -5,27 +5,36 @@ BIN      := bin
 FUZZTIME ?= 60s
 ADDR     ?= 127.0.0.1:8080
 
-.PHONY: all build run test test-go bench fuzz lint deps clean
+.PHONY: all build run test test-go test-e2e test-web bench fuzz lint deps clean
 
 all: build
 
-## build: compile the hub into bin/hub
+## build: compile the hub (and the stand-alone demo server) into bin/
 build:
 	$(GO) build -o $(BIN)/hub ./cmd/hub
+	$(GO) build -o $(BIN)/demo ./cmd/demo
 
-## run: build and run the hub on $(ADDR)
+## run: build and run the hub with the demo server on $(ADDR)
 run: build
-	./$(BIN)/hub --addr $(ADDR)
+	./$(BIN)/hub --demo --addr $(ADDR)
 
 ## deps: install what the tests need (as root), or say what is missing
 deps:
 	./scripts/deps.sh
 
-## test: everything, with the race detector on
-test: deps lint test-go
+## test: everything, with the race detector on: Go, TypeScript SDK interop, browser
+test: deps lint build test-go test-e2e test-web
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-e2e: interoperability with the official MCP TypeScript SDK
+test-e2e: build
+	cd e2e && npm test
+
+## test-web: browser client unit tests and the dashboard in headless chromium
+test-web: build
+	cd web/test && npm test
 
 ## bench: benchmarks, with ratios against baselines measured in the same run
 bench:

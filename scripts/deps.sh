@@ -1,22 +1,42 @@
 #!/usr/bin/env bash
-# deps.sh: make sure what the test suite needs is installed.
+# deps.sh: make sure everything the test suite needs is installed.
 #
-# As root it installs what is missing from Debian's packages; otherwise it
-# stops with a one-line instruction. Nothing is skipped silently.
+# As root it installs what is missing from Debian's packages and the npm
+# registry; otherwise it stops with a one-line instruction. Nothing is
+# skipped silently: a test that needs a missing tool fails.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-need_pkgs=()
 command -v go >/dev/null 2>&1 || { echo "deps: Go is missing: install Go 1.26 from https://go.dev/dl/ and put it on PATH" >&2; exit 1; }
-command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server)
 
-if [ "${#need_pkgs[@]}" -gt 0 ]; then
+# Debian packages: the tests start their own redis-server, drive Debian's
+# chromium headless and run the MCP TypeScript SDK under Node.
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+if [ "${#need[@]}" -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
-		echo "deps: missing ${need_pkgs[*]}: run 'sudo apt-get install -y ${need_pkgs[*]}' (or 'make deps' as root)" >&2
+		echo "deps: missing ${need[*]}: run 'sudo apt-get install -y ${need[*]}' (or 'make deps' as root)" >&2
 		exit 1
 	fi
-	echo "deps: installing ${need_pkgs[*]}"
+	echo "deps: installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+
+# Node packages, pinned by each package-lock.json; installed again only when
+# the lock file changed.
+for dir in e2e web/test; do
+	[ -f "$dir/package.json" ] || continue
+	stamp="$dir/node_modules/.deps-stamp"
+	if [ ! -f "$stamp" ] || [ "$dir/package-lock.json" -nt "$stamp" ]; then
+		echo "deps: npm ci in $dir"
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+		touch "$stamp"
+	fi
+done
+
 go mod download
