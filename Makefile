@@ -1,9 +1,10 @@
 # Switchboard: the two commands a newcomer needs are `make run` and `make test`.
 
-GO       ?= go
-BIN      := bin
-FUZZTIME ?= 60s
-ADDR     ?= 127.0.0.1:8080
+GO        ?= go
+BIN       := bin
+FUZZTIME  ?= 60s
+FUZZOTHER ?= 15s
+ADDR      ?= 127.0.0.1:8080
 
 .PHONY: all build run test test-go test-e2e test-web bench fuzz lint deps clean
 
@@ -40,10 +41,14 @@ test-web: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./pkg/...
 
-## fuzz: run every fuzz target for $(FUZZTIME) each
+## fuzz: the JSON-RPC decoder for $(FUZZTIME), every other fuzz target for $(FUZZOTHER)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pkg/jsonrpc
-	$(GO) test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZTIME) ./pkg/jsonrpc
+	$(GO) test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZOTHER) ./pkg/jsonrpc
+	@for f in FuzzParseObject FuzzURITemplate; do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/mcp || exit 1; done
+	@for f in FuzzParseTokens FuzzClientCaps FuzzListItem FuzzClusterMessage; do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/hub || exit 1; done
 
 ## lint: gofmt and go vet
 lint:

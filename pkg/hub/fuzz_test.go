@@ -1,0 +1,95 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// FuzzParseTokens: a tokens file of any content is accepted or refused with
+// an error, never a panic; what is accepted is usable.
+func FuzzParseTokens(f *testing.F) {
+	f.Add([]byte("tokens:\n  - name: a\n    token: x\n    roles: [client]\n    tools: ['demo__*']\n"))
+	f.Add([]byte(`{"tokens":[{"name":"s","sha256":"` + "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8" + `","roles":["server"],"servers":["w*"]}]}`))
+	f.Add([]byte("tokens: [{name: a, token: x, roles: [admin], maxConnections: -3}]"))
+	f.Add([]byte("{"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		set, err := parseTokens(b)
+		if err != nil {
+			return
+		}
+		names := map[string]bool{}
+		for _, p := range set {
+			if p.name == "" || names[p.name] || len(p.roles) == 0 {
+				t.Fatalf("accepted an invalid entry: %+v", p)
+			}
+			names[p.name] = true
+			p.mayCall("demo__echo")
+			p.mayRegister("demo")
+			p.fixedServerName()
+		}
+	})
+}
+
+// FuzzClientCaps: any capabilities object parses, and check never panics.
+func FuzzClientCaps(f *testing.F) {
+	f.Add([]byte(`{"sampling":{"tools":{}},"elicitation":{"url":{}},"roots":{"listChanged":true}}`), []byte(`{"mode":"url","tools":[1]}`))
+	f.Add([]byte(`{"elicitation":{}}`), []byte(`{}`))
+	f.Add([]byte(`null`), []byte(`[]`))
+	f.Fuzz(func(t *testing.T, caps, params []byte) {
+		c := parseClientCaps(caps)
+		p, err := mcp.ParseObject(params)
+		if err != nil {
+			p = mcp.Object{}
+		}
+		for _, m := range []string{mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList, mcp.MethodPing} {
+			c.check(m, p)
+		}
+	})
+}
+
+// FuzzListItem: whatever a server lists, the hub keeps it only with its
+// key, and the aggregated form is JSON.
+func FuzzListItem(f *testing.F) {
+	f.Add([]byte(`{"name":"t","inputSchema":{"type":"object"},"_meta":{"x":1}}`))
+	f.Add([]byte(`{"uri":"demo://x","name":"x"}`))
+	f.Add([]byte(`{"_meta":"not an object","name":"y"}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		for k := range numKinds {
+			it, ok := newListItem(k, "srv", "__", raw)
+			if !ok {
+				continue
+			}
+			if it.key == "" || !json.Valid(it.agg) {
+				t.Fatalf("kept an item without a key or with invalid JSON: %+v", it)
+			}
+		}
+	})
+}
+
+// FuzzClusterMessage feeds arbitrary payloads to the cluster's handlers, as
+// a hostile or broken instance sharing the broker could: nothing panics and
+// the hub keeps working.
+func FuzzClusterMessage(f *testing.F) {
+	f.Add([]byte(`{"k":"hb","f":"other","v":3,"n":2}`))
+	f.Add([]byte(`{"k":"snap","f":"other","v":1,"s":{"replicas":[{"id":"other/1","name":"x","lists":[[{"name":"t"}],null,null,null]}]}}`))
+	f.Add([]byte(`{"k":"res","f":"other","c":1,"err":{"code":-32000,"message":"x"}}`))
+	f.Add([]byte(`{"k":"sreq","f":"other","c":9,"o":1,"m":"sampling/createMessage","p":{}}`))
+	f.Add([]byte(`{"k":"call","f":"other","c":2,"r":"nobody","m":"tools/call","p":{"name":"x"}}`))
+	f.Add([]byte(`{"k":"bye","f":"other"}`))
+	f.Add([]byte(`not json`))
+	h, err := New(Config{Logger: testLogger()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer h.Close()
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		h.cluster.onRegistry(ctx, topicRegistry, payload)
+		h.cluster.onInbox(ctx, topicInboxPrefix+h.id, payload)
+		h.reg.view() // still consistent enough to read
+	})
+}
