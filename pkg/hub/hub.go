@@ -238,7 +238,12 @@ func (h *Hub) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", h.serveReady)
-	mux.Handle("GET /metrics", h.metrics.handler())
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		// With tokens, metrics are for admins (a scraper's bearer token).
+		if h.authenticate(w, r, "/metrics", RoleAdmin) != nil {
+			h.metrics.handler().ServeHTTP(w, r)
+		}
+	})
 	mux.HandleFunc("POST /login", h.serveLogin)
 	mux.HandleFunc("POST /logout", h.serveLogout)
 	mux.Handle("GET /", securityHeaders(web.Handler()))

@@ -261,6 +261,24 @@ func TestLogin_setsAnHttpOnlyCookie(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 }
 
+func TestMetrics_needAnAdminTokenWhenTokensAreOn(t *testing.T) {
+	t.Parallel()
+	th := authedHub(t, Config{})
+	get := func(token string) int {
+		req, _ := http.NewRequest("GET", th.srv.URL+"/metrics", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := scrapeClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, get(""))
+	assert.Equal(t, http.StatusForbidden, get("alice-secret"))
+	assert.Equal(t, http.StatusOK, get("admin-secret"))
+}
+
 func TestDashboard_securityHeaders(t *testing.T) {
 	t.Parallel()
 	th := startHub(t, Config{})

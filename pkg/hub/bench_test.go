@@ -1,0 +1,172 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/redistest"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
+)
+
+// benchHub starts a hub for a benchmark: no rate limit, the given broker.
+func benchHub(b *testing.B, broker pubsub.Broker) *testHub {
+	b.Helper()
+	h, err := New(Config{Broker: broker, RateLimit: -1, HeartbeatInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	th := &testHub{Hub: h, srv: httptest.NewUnstartedServer(nil)}
+	th.srv.Config = h.NewHTTPServer()
+	th.srv.Start()
+	b.Cleanup(func() {
+		th.srv.Close()
+		h.Close()
+	})
+	return th
+}
+
+// BenchmarkCrossInstance compares, in one run, a tools/call through one hub
+// instance with the same call crossing from one instance to another through
+// Redis, and a resources/updated fanned out to subscribers on the server's
+// own instance with one crossing through Redis. It reports calls per
+// second and fan-out delivery latency for each, and the ratios.
+func BenchmarkCrossInstance(b *testing.B) {
+	rs := redistest.Start(b)
+	prefix := redistest.Prefix(b)
+	newBroker := func() pubsub.Broker {
+		br, err := pubsub.NewRedis(context.Background(), pubsub.RedisOptions{URL: rs.URL(), KeyPrefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { br.Close() })
+		return br
+	}
+	// One instance on its in-memory broker, and two sharing Redis with the
+	// server on the second; clients of the cross-instance runs are on the
+	// first.
+	single := benchHub(b, nil)
+	a, bh := benchHub(b, newBroker()), benchHub(b, newBroker())
+	servers := map[*testHub]*mcp.Server{}
+	for _, th := range []*testHub{single, bh} {
+		s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		s.AddTool(&mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ok")}}, nil
+		})
+		s.AddResource(&mcp.Resource{URI: "bench://r", Name: "r"}, nil)
+		servers[th] = s
+		ctx, cancel := context.WithCancel(context.Background())
+		dialed := make(chan struct{})
+		go func() { defer close(dialed); s.Dial(ctx, th.wsURL("/mcp/server"), nil) }()
+		b.Cleanup(func() { cancel(); <-dialed })
+	}
+	for _, th := range []*testHub{single, a, bh} {
+		wctx, wcancel := context.WithTimeout(context.Background(), wait)
+		if err := th.waitView(wctx, func(v *view) bool { return len(v.servers["bench"]) == 1 }); err != nil {
+			b.Fatal("the bench server never appeared on every instance")
+		}
+		wcancel()
+	}
+
+	const conns, inflight = 4, 8
+	calls := func(th *testHub, n int) time.Duration {
+		clients := make([]*mcp.Client, conns)
+		for i := range clients {
+			c, err := mcp.Connect(context.Background(), th.wsURL("/mcp"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			clients[i] = c
+		}
+		start := time.Now()
+		var wg sync.WaitGroup
+		var left atomic.Int64
+		left.Store(int64(n))
+		for _, c := range clients {
+			for range inflight {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for left.Add(-1) >= 0 {
+						if _, err := c.CallTool(context.Background(), "bench__echo", nil, nil); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	fanout := func(th *testHub, s *mcp.Server, subscribers, rounds int) []time.Duration {
+		var mu sync.Mutex
+		var lat []time.Duration
+		var sent atomic.Int64
+		got := make(chan struct{}, subscribers*rounds)
+		for range subscribers {
+			c, err := mcp.Connect(context.Background(), th.wsURL("/mcp"), &mcp.ClientOptions{OnNotification: func(m string, _ json.RawMessage) {
+				if m == mcp.NotificationResourceUpdated {
+					d := time.Duration(time.Now().UnixNano() - sent.Load())
+					mu.Lock()
+					lat = append(lat, d)
+					mu.Unlock()
+					got <- struct{}{}
+				}
+			}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Subscribe(context.Background(), "bench://r"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range rounds {
+			sent.Store(time.Now().UnixNano())
+			s.ResourceUpdated(context.Background(), "bench://r")
+			for range subscribers {
+				select {
+				case <-got:
+				case <-time.After(wait):
+					b.Fatal("an update never arrived")
+				}
+			}
+		}
+		return lat
+	}
+
+	n := max(b.N, 2000)
+	calls(single, 500) // warm up both paths
+	calls(a, 500)
+	singleCalls := calls(single, n)
+	crossCalls := calls(a, n)
+	singleFan := fanout(single, servers[single], 200, 20)
+	crossFan := fanout(a, servers[bh], 200, 20)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(n)/singleCalls.Seconds(), "single-calls/s")
+	b.ReportMetric(float64(n)/crossCalls.Seconds(), "cross-calls/s")
+	b.ReportMetric(singleCalls.Seconds()/crossCalls.Seconds(), "cross/single")
+	b.ReportMetric(pct(singleFan, 50).Seconds()*1e3, "single-fanout-p50-ms")
+	b.ReportMetric(pct(singleFan, 99).Seconds()*1e3, "single-fanout-p99-ms")
+	b.ReportMetric(pct(crossFan, 50).Seconds()*1e3, "cross-fanout-p50-ms")
+	b.ReportMetric(pct(crossFan, 99).Seconds()*1e3, "cross-fanout-p99-ms")
+	b.Logf("%d calls (%d connections x %d in flight); fan-out of 20 updates to 200 subscribers", n, conns, inflight)
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, len(s)*p/100)]
+}
