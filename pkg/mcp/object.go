@@ -28,7 +28,7 @@ func ParseObject(raw json.RawMessage) (Object, error) {
 // String returns a member that is a string.
 func (o Object) String(key string) (string, bool) {
 	raw, ok := o[key]
-	if !ok {
+	if !ok || string(raw) == "null" {
 		return "", false
 	}
 	var s string

@@ -30,8 +30,12 @@ func ParseURITemplate(t string) *URITemplate {
 		if close < 0 {
 			return &URITemplate{raw: t}
 		}
+		expr := rest[open+1 : open+close]
+		if !validExpression(expr) {
+			return &URITemplate{raw: t}
+		}
 		b.WriteString(regexp.QuoteMeta(rest[:open]))
-		b.WriteString(expressionPattern(rest[open+1 : open+close]))
+		b.WriteString(expressionPattern(expr))
 		rest = rest[open+close+1:]
 	}
 	b.WriteString("$")
@@ -40,6 +44,31 @@ func ParseURITemplate(t string) *URITemplate {
 		return &URITemplate{raw: t}
 	}
 	return &URITemplate{raw: t, re: re}
+}
+
+// validExpression checks an expression's syntax: an optional operator, then
+// comma-separated variable names (letters, digits, '_', '.', %-escapes),
+// each with an optional :length or * modifier.
+func validExpression(expr string) bool {
+	if expr != "" && strings.IndexByte("+#./;?&", expr[0]) >= 0 {
+		expr = expr[1:]
+	}
+	if expr == "" {
+		return false
+	}
+	for _, v := range strings.Split(expr, ",") {
+		name, mod, hasMod := strings.Cut(v, ":")
+		name = strings.TrimSuffix(name, "*")
+		if name == "" || hasMod && (mod == "" || strings.Trim(mod, "0123456789") != "") {
+			return false
+		}
+		for _, c := range name {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '%') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func expressionPattern(expr string) string {

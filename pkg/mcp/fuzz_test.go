@@ -1,0 +1,243 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// FuzzParseObject: ParseObject never panics, and whatever it accepts
+// re-encodes with Raw into an object that parses again to the same members.
+// The _meta helpers keep every other member while they edit.
+func FuzzParseObject(f *testing.F) {
+	for _, seed := range []string{
+		``, `{}`, `null`, `[]`, `"x"`, `1`, ` `, `{"a":1}`, `{"a":1,"a":2}`,
+		`{"name":"t","arguments":{"x":[1,{"y":null}]},"_meta":{"progressToken":"p1"}}`,
+		`{"_meta":5}`, `{"_meta":null}`, `{"_meta":{}}`, `{"_meta":{"switchboard/relatedRequest":"1"}}`,
+		`{"\u00e9\ud83d\ude00":"\u2028<>&"}`, `{"a":1e999}`, `{"a":-0.0e-0}`, "{\"\xff\":\"\xfe\"}",
+		`{"a":`, `{"a":1}x`, `{"a" 1}`, `{,}`, `{"a":[1,2,]}`, "\t{\n}\r ",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		o, err := mcp.ParseObject(raw)
+		if err != nil {
+			assert.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
+			assert.Nil(t, o)
+			return
+		}
+		require.NotNil(t, o)
+		again, err := mcp.ParseObject(o.Raw())
+		require.NoError(t, err, "Raw of an accepted object parses: %s", o.Raw())
+		require.Equal(t, slices.Sorted(maps.Keys(o)), slices.Sorted(maps.Keys(again)))
+		for k, v := range o {
+			// Raw compacts members and escapes <, >, & and U+2028/9, as
+			// encoding/json does: the same text, in another spelling.
+			var compact, want bytes.Buffer
+			require.NoError(t, json.Compact(&compact, v), "member %q is valid JSON", k)
+			json.HTMLEscape(&want, compact.Bytes())
+			var got bytes.Buffer
+			require.NoError(t, json.Compact(&got, again[k]))
+			assert.Equal(t, want.String(), got.String(), "member %q survives a round trip", k)
+		}
+
+		_ = o.Meta()
+		_, _ = o.String("name")
+		_, _ = o.RequireString("name")
+		before := maps.Clone(o)
+		o.SetMeta("fuzz/key", 42)
+		v, ok := o.MetaValue("fuzz/key")
+		require.True(t, ok)
+		assert.Equal(t, "42", string(v))
+		for k := range before {
+			if k != "_meta" {
+				assert.Equal(t, before[k], o[k], "SetMeta leaves %q alone", k)
+			}
+		}
+		if m, err := mcp.ParseObject(before["_meta"]); err == nil && len(before["_meta"]) > 0 {
+			for k, v := range m {
+				if k != "fuzz/key" {
+					assert.Equal(t, v, o.Meta()[k], "SetMeta keeps _meta member %q", k)
+				}
+			}
+		}
+		o.DeleteMeta("fuzz/key")
+		_, ok = o.MetaValue("fuzz/key")
+		assert.False(t, ok)
+		_, err = mcp.ParseObject(o.Raw())
+		assert.NoError(t, err)
+	})
+}
+
+// simpleExpr is an expression of levels 1 to 3: an optional operator and a
+// list of variable names.
+var simpleExpr = regexp.MustCompile(`^[+#./;?&]?[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$`)
+
+// expand fills every expression of a well-formed template with one value
+// "v", the way RFC 6570 would; ok is false for any other template.
+func expand(template string) (string, bool) {
+	var b strings.Builder
+	rest := template
+	for {
+		open := strings.IndexByte(rest, '{')
+		if open < 0 {
+			if strings.IndexByte(rest, '}') >= 0 {
+				return "", false
+			}
+			b.WriteString(rest)
+			return b.String(), true
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 || strings.IndexByte(rest[:open], '}') >= 0 {
+			return "", false
+		}
+		expr := rest[open+1 : open+end]
+		if !simpleExpr.MatchString(expr) {
+			return "", false
+		}
+		b.WriteString(rest[:open])
+		switch expr[0] {
+		case '#', '.', '/':
+			b.WriteString(expr[:1] + "v")
+		case ';':
+			b.WriteString(";x=v")
+		case '?', '&':
+			b.WriteString(expr[:1] + "x=v")
+		default:
+			b.WriteString("v")
+		}
+		rest = rest[open+end+1:]
+	}
+}
+
+// FuzzURITemplate: ParseURITemplate and Match never panic; a template
+// without expressions matches exactly itself; a well-formed template
+// matches its own expansion.
+func FuzzURITemplate(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"file:///{name}", "file:///a"},
+		{"file:///{+path}", "file:///a/b"},
+		{"http://h/p{#frag}", "http://h/p#x"},
+		{"file:///f{.ext}", "file:///f.txt"},
+		{"http://h{/seg}", "http://h/a/b"},
+		{"http://h/m{;x,y}", "http://h/m;x=1"},
+		{"http://h/s{?q,lang}", "http://h/s?q=a&lang=b"},
+		{"http://h/s?a=1{&x}", "http://h/s?a=1&x=2"},
+		{`re://a.b*c+(d)[e]|f^$\g?{x}`, `re://a.b*c+(d)[e]|f^$\g?v`},
+		{"{", "{"}, {"}", "}"}, {"{}", ""}, {"a{b{c}d", "aXd"}, {"{{}}", "x}"},
+		{"{x:3}", "abc"}, {"{list*}", "a,b"}, {"{=x}", "v"}, {"(?i)A", "a"},
+		{"", ""}, {"\xff{x}", "\xffv"}, {"ñ{x}", "ñv"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, template, uri string) {
+		tmpl := mcp.ParseURITemplate(template)
+		require.NotNil(t, tmpl)
+		assert.Equal(t, template, tmpl.String())
+		got := tmpl.Match(uri)
+		_ = tmpl.Match(template)
+
+		if !strings.Contains(template, "{") {
+			assert.True(t, tmpl.Match(template), "%q matches itself", template)
+			assert.Equal(t, uri == template, got, "%q is a literal: it matches %q only if equal", template, uri)
+			assert.False(t, tmpl.Match(template+"x"), "%q must not match a longer URI", template)
+			if template != "" {
+				assert.False(t, tmpl.Match(template[1:]), "%q must not match a shorter URI", template)
+			}
+		}
+		if e, ok := expand(template); ok && utf8.ValidString(template) {
+			assert.True(t, tmpl.Match(e), "%q should match its expansion %q", template, e)
+		}
+	})
+}
+
+// FuzzServerRequest sends every server method arbitrary params. Whatever
+// they hold, the server answers with a result or a client error: never an
+// internal error, which is what a handler panic turns into.
+func FuzzServerRequest(f *testing.F) {
+	s := mcp.NewServer(testInfo, &mcp.ServerOptions{PageSize: 2})
+	mcp.AddTypedTool(s, &mcp.Tool{Name: "calc"}, func(ctx context.Context, req *mcp.ToolRequest, args addArgs) (*mcp.CallToolResult, error) {
+		return textResult("ok"), req.Progress(ctx, 1, 2, "half")
+	})
+	s.AddTool(&mcp.Tool{Name: "fails"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("failed")
+	})
+	s.AddTool(echoTool("a"))
+	s.AddTool(echoTool("b"))
+	s.AddResource(&mcp.Resource{URI: "mem://a", Name: "a"}, readText("a"))
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "mem://{x}/y", Name: "x"}, readText("x"))
+	s.AddPrompt(&mcp.Prompt{Name: "p"}, func(ctx context.Context, req *mcp.PromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{}}, nil
+	})
+	s.SetCompletionHandler(func(ctx context.Context, ss *mcp.ServerSession, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+		return &mcp.CompleteResult{Completion: mcp.Completion{Values: []string{p.Argument.Value}}}, nil
+	})
+	serverEnd, clientEnd := peer.Pipe(64)
+	ss := s.Serve(context.Background(), serverEnd)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	c, err := mcp.ConnectConn(ctx, clientEnd, nil)
+	cancel()
+	require.NoError(f, err)
+	f.Cleanup(func() {
+		c.Close()
+		ss.Wait()
+	})
+
+	methods := []string{
+		mcp.MethodInitialize, mcp.MethodPing, mcp.MethodToolsList, mcp.MethodToolsCall,
+		mcp.MethodResourcesList, mcp.MethodResourcesTemplatesList, mcp.MethodResourcesRead,
+		mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe, mcp.MethodPromptsList,
+		mcp.MethodPromptsGet, mcp.MethodCompletionComplete, mcp.MethodLoggingSetLevel,
+		mcp.NotificationCancelled, mcp.NotificationInitialized, "unknown/method",
+	}
+	for i, params := range []string{
+		`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}`,
+		`{}`, `{"cursor":"2"}`, `{"name":"calc","arguments":{"a":1,"b":2},"_meta":{"progressToken":5}}`,
+		`{"cursor":"-1"}`, `{"cursor":"9999999999999999999999"}`, `{"uri":"mem://z/y"}`,
+		`{"uri":"mem://a"}`, `{"uri":null}`, `{"cursor":1}`,
+		`{"name":"p","arguments":{"k":"v"}}`, `{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"b"}}`,
+		`{"level":"debug"}`, `{"requestId":1}`, `[]`, `[1,2]`,
+	} {
+		f.Add(uint8(i), []byte(params))
+	}
+	f.Add(uint8(3), []byte(`{"name":"fails","arguments":null}`))
+	f.Add(uint8(3), []byte(`{"name":"calc","arguments":"x"}`))
+	f.Add(uint8(3), []byte(`{"name":"calc","arguments":{"a":1},"_meta":{"progressToken":{"x":[]}}}`))
+	f.Add(uint8(12), []byte(`{"level":7}`))
+
+	f.Fuzz(func(t *testing.T, m uint8, params []byte) {
+		trimmed := bytes.TrimSpace(params)
+		if !json.Valid(params) || len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') ||
+			bytes.Count(params, []byte("{"))+bytes.Count(params, []byte("[")) > 32 {
+			return // not params a client can send in a well-formed request
+		}
+		method := methods[int(m)%len(methods)]
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var res json.RawMessage
+		err := c.Peer().Call(ctx, method, json.RawMessage(trimmed), &res)
+		require.NoError(t, ctx.Err(), "%s %s was never answered", method, trimmed)
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			assert.NotEqual(t, jsonrpc.CodeInternalError, rpcErr.Code, "%s %s: %v", method, trimmed, err)
+		} else {
+			require.NoError(t, err, "%s %s", method, trimmed)
+			assert.True(t, json.Valid(res), "%s answered invalid JSON", method)
+		}
+	})
+}
