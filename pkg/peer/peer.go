@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -393,13 +394,26 @@ func (p *Peer) writeInline(frame []byte) {
 	switch {
 	case err != nil:
 		p.stopWritingLocked()
-		p.shutdownLocked(fmt.Errorf("peer: write: %w", err), CloseAbnormal, "", false)
+		p.writeFailedLocked(err)
 	case len(p.sendq) > 0:
 		p.wg.Add(1) // safe while closing too: the closer, counted, waits for the flush
 		go p.writeLoop()
 	default:
 		p.stopWritingLocked()
 	}
+}
+
+// writeFailedLocked ends the peer after a failed write. A write fails with
+// net.ErrClosed when the connection is already closed, usually because the
+// other side closed it: then the read loop, which sees why (a close frame
+// and its code), is left to end the peer, so that a normal close is not
+// reported as a write error.
+func (p *Peer) writeFailedLocked(err error) {
+	p.sendq, p.sendBytes = nil, 0
+	if errors.Is(err, net.ErrClosed) {
+		return
+	}
+	p.shutdownLocked(fmt.Errorf("peer: write: %w", err), CloseAbnormal, "", false)
 }
 
 func (p *Peer) stopWritingLocked() {
@@ -441,7 +455,7 @@ func (p *Peer) writeLoop() {
 		p.mu.Lock()
 		if err != nil {
 			p.stopWritingLocked()
-			p.shutdownLocked(fmt.Errorf("peer: write: %w", err), CloseAbnormal, "", false)
+			p.writeFailedLocked(err)
 			p.mu.Unlock()
 			return
 		}

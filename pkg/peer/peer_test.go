@@ -615,3 +615,22 @@ func TestCloseError(t *testing.T) {
 	assert.Equal(t, peer.CloseCode(-1), peer.CloseStatus(errors.New("other")))
 	assert.Equal(t, "connection closed with status 1009: too big", (&peer.CloseError{Code: 1009, Reason: "too big"}).Error())
 }
+
+// TestPeer_normalCloseWhileWriting: the other side closing normally while
+// this side writes is a normal close, not a write error.
+func TestPeer_normalCloseWhileWriting(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		p := start(t, a, &peer.Options{SendQueue: 1 << 20, SendQueueBytes: 1 << 30}) // never a slow consumer here
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; i < 1_000_000 && p.Notify(context.Background(), "tick", []int{1}) == nil; i++ {
+			}
+		}()
+		script{t, b}.recv()
+		require.NoError(t, b.Close(peer.CloseNormal, "bye"))
+		<-done
+		assert.NoError(t, p.Wait())
+	})
+}
