@@ -25,6 +25,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/demo"
 	"github.com/switchboard-mcp/switchboard/pkg/hub"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
 
@@ -209,8 +210,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	defer stopDemo()
 	demoDone := make(chan error, 1)
 	if o.demo {
+		var dial mcp.DialOptions
+		if tokens != nil {
+			// The demo server needs credentials like any other: one that
+			// lives only in this process, for the name "demo" alone.
+			dial.Token = tokens.AddEphemeral("demo (--demo)", []hub.Role{hub.RoleServer}, []string{"demo"})
+		}
 		d := demo.New(nil)
-		go func() { demoDone <- d.Run(demoCtx, "ws://"+ln.Addr().String()+"/mcp/server", nil) }()
+		go func() {
+			err := d.Run(demoCtx, "ws://"+ln.Addr().String()+"/mcp/server", &dial)
+			if err != nil && demoCtx.Err() == nil {
+				log.Error("the demo server stopped", "err", err)
+			}
+			demoDone <- err
+		}()
 	} else {
 		demoDone <- nil
 	}

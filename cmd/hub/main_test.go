@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +101,19 @@ func TestRun_servesAndShutsDownCleanly(t *testing.T) {
 		t.Fatal("the command did not stop")
 	}
 	assert.Contains(t, logs.String(), "draining")
+}
+
+// TestRun_demoWithTokens: with --tokens, the demo server gets credentials of
+// its own and registers.
+func TestRun_demoWithTokens(t *testing.T) {
+	file := t.TempDir() + "/tokens.yaml"
+	require.NoError(t, os.WriteFile(file, []byte("tokens: [{name: a, token: admin-secret, roles: [admin]}]"), 0o600))
+	logs := &syncBuffer{mu: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--demo", "--tokens", file}, logs) }()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "server registered") }, 10*time.Second, 10*time.Millisecond,
+		"the demo server never registered: %s", logs)
+	cancel()
+	require.NoError(t, <-done)
 }

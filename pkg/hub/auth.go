@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
@@ -117,8 +119,10 @@ func (p *principal) fixedServerName() string {
 // Tokens is a set of credentials, loaded from a tokens file and replaced
 // whole on reload.
 type Tokens struct {
-	path string
-	set  atomic.Pointer[[]*principal]
+	path  string
+	set   atomic.Pointer[[]*principal]
+	mu    sync.Mutex
+	extra []*principal // made in process (AddEphemeral); kept across reloads
 }
 
 // LoadTokens reads a tokens file.
@@ -150,8 +154,30 @@ func (t *Tokens) Reload() error {
 	if err != nil {
 		return fmt.Errorf("tokens file %s: %w", path.Base(t.path), err)
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	set = append(set, t.extra...)
 	t.set.Store(&set)
 	return nil
+}
+
+// AddEphemeral adds a credential that lives only in this process, such as
+// the one the command gives its own demo server, and returns its random
+// token. Reloads keep it.
+func (t *Tokens) AddEphemeral(name string, roles []Role, servers []string) string {
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	token := hex.EncodeToString(secret)
+	p := &principal{name: name, roles: map[Role]bool{}, servers: servers, digest: sha256.Sum256([]byte(token))}
+	for _, r := range roles {
+		p.roles[r] = true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.extra = append(t.extra, p)
+	set := append(append([]*principal{}, *t.set.Load()...), p)
+	t.set.Store(&set)
+	return token
 }
 
 func parseTokens(b []byte) ([]*principal, error) {
