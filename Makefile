@@ -6,7 +6,7 @@ FUZZTIME  ?= 60s
 FUZZOTHER ?= 15s
 ADDR      ?= 127.0.0.1:8080
 
-.PHONY: all build run test test-go test-e2e test-web bench fuzz lint deps clean
+.PHONY: all build run test test-go test-e2e test-web bench bench-go fuzz lint deps clean
 
 all: build
 
@@ -37,8 +37,13 @@ test-e2e: build
 test-web: build
 	cd web/test && npm test
 
-## bench: benchmarks, with ratios against baselines measured in the same run
+## bench: the load generator (raw echo, peer, hub, cross-instance, fan-out, idle, churn)
+## against the targets, writing docs/benchmarks.md; BENCHFLAGS=-quick for a short run
 bench:
+	$(GO) run ./cmd/hubbench $(BENCHFLAGS)
+
+## bench-go: the Go benchmarks (peer vs raw WebSocket, cross-instance vs one instance)
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./pkg/...
 
 ## fuzz: the JSON-RPC decoder for $(FUZZTIME), every other fuzz target for $(FUZZOTHER)

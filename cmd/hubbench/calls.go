@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// shape is a load's connections and calls in flight on each.
+type shape struct{ conns, inflight int }
+
+func (s shape) String() string { return strconv.Itoa(s.conns) + "x" + strconv.Itoa(s.inflight) }
+
+// payload is the size of a call's arguments, in bytes of JSON.
+type payload struct {
+	name string
+	size int
+}
+
+// endpoint is one path a call can take in the calls measurement: the raw
+// echo (always first: the baseline), the peer echo, the hub, two hubs.
+type endpoint struct {
+	name  string
+	dial  func(params json.RawMessage) dialer
+	pids  []int          // processes whose CPU time is charged to this path
+	stats []*statsSource // their runtime figures; a nil entry means not available
+}
+
+// callResult is one endpoint on one shape and payload.
+type callResult struct {
+	endpoint string
+	shape    shape
+	payload  payload
+
+	rates     []float64 // calls/s of each round
+	ratios    []float64 // rate / the baseline's rate in the same round
+	rounds    []latencies
+	p99Ratios []float64 // p99 / the baseline's p99 in the same round
+
+	total, errs int64 // calls completed in the windows; errors
+	firstErr    error
+	cpu         time.Duration // of the endpoint's processes, over all rounds
+	split       cpuSplit      // of every process, the load generator included
+	mallocs     float64
+	mallocsOK   bool
+
+	// Filled by finish.
+	rate, rateRatio, p99Ratio float64
+	sum                       latencies // medians of the rounds' percentiles
+}
+
+// cpuPerCall, allCPUPerCall and allocsPerCall are the costs per completed
+// call.
+func (r *callResult) cpuPerCall() time.Duration {
+	if r.total == 0 {
+		return 0
+	}
+	return r.cpu / time.Duration(r.total)
+}
+
+func (r *callResult) allCPUPerCall() time.Duration {
+	if r.total == 0 {
+		return 0
+	}
+	return r.split.all / time.Duration(r.total)
+}
+
+func (r *callResult) allocsPerCall() (float64, bool) {
+	if !r.mallocsOK || r.total == 0 {
+		return 0, false
+	}
+	return r.mallocs / float64(r.total), true
+}
+
+// runCell measures every endpoint on one shape and payload: all connect,
+// then they run in alternating rounds (the first endpoint rotating) so that
+// drift in the machine's speed falls on all alike; in each round each
+// endpoint's load warms up before its window is measured.
+//
+// cpuAll reads the CPU time of every process of the run.
+func runCell(ctx context.Context, cfg *config, eps []*endpoint, sh shape, pl payload, cpuAll func() map[string]time.Duration, progress func(string)) ([]*callResult, error) {
+	params := callParams(pl.size)
+	conns := make([][]loadConn, len(eps))
+	defer func() {
+		for _, cs := range conns {
+			closeAll(cs)
+		}
+	}()
+	results := make([]*callResult, len(eps))
+	for i, ep := range eps {
+		cs, err := dialAll(ctx, ep.dial(params), sh.conns)
+		if err != nil {
+			return nil, fmt.Errorf("%s: connecting: %w", ep.name, err)
+		}
+		conns[i] = cs
+		results[i] = &callResult{endpoint: ep.name, shape: sh, payload: pl, mallocsOK: true}
+	}
+	for round := range cfg.rounds {
+		progress(fmt.Sprintf("calls %s %s: round %d of %d", sh, pl.name, round+1, cfg.rounds))
+		rates := make([]float64, len(eps))
+		p99s := make([]time.Duration, len(eps))
+		for k := range eps {
+			i := (k + round) % len(eps)
+			ep, res := eps[i], results[i]
+			var m0, m1 float64
+			var mok0, mok1 bool
+			var cpu0 time.Duration
+			var all0, all1 map[string]time.Duration
+			w, err := measure(ctx, conns[i], sh.inflight, cfg.warmup, cfg.round, func(open bool) {
+				if open {
+					m0, mok0 = readMallocs(ctx, ep.stats)
+					cpu0, all0 = cpuTimes(ep.pids), cpuAll()
+					return
+				}
+				res.cpu += cpuTimes(ep.pids) - cpu0
+				all1 = cpuAll()
+				m1, mok1 = readMallocs(ctx, ep.stats)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", ep.name, err)
+			}
+			if mok0 && mok1 {
+				res.mallocs += m1 - m0 - scrapeCost(ep.stats)
+			} else {
+				res.mallocsOK = false
+			}
+			res.split.add(all0, all1, w.d)
+			rates[i] = w.rate()
+			res.rates = append(res.rates, rates[i])
+			s := summarize(w.lat)
+			p99s[i] = s.P99
+			res.rounds = append(res.rounds, s)
+			res.total += w.calls()
+			res.errs += w.errs
+			if res.firstErr == nil {
+				res.firstErr = w.firstErr
+			}
+		}
+		for i, res := range results {
+			res.ratios = append(res.ratios, rates[i]/rates[0])
+			res.p99Ratios = append(res.p99Ratios, float64(p99s[i])/float64(p99s[0]))
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	for _, res := range results {
+		res.sum = medianLatencies(res.rounds)
+		res.rate = median(res.rates)
+		res.rateRatio = median(res.ratios)
+		res.p99Ratio = median(res.p99Ratios)
+	}
+	return results, nil
+}
+
+// readMallocs sums the allocation counters of sources; false if any is
+// unavailable.
+func readMallocs(ctx context.Context, sources []*statsSource) (float64, bool) {
+	if len(sources) == 0 {
+		return 0, false
+	}
+	var sum float64
+	for _, s := range sources {
+		if s == nil {
+			return 0, false
+		}
+		st, err := s.read(ctx)
+		if err != nil {
+			return 0, false
+		}
+		sum += st.Mallocs
+	}
+	return sum, true
+}
+
+func scrapeCost(sources []*statsSource) float64 {
+	var sum float64
+	for _, s := range sources {
+		if s != nil {
+			sum += s.scrape
+		}
+	}
+	return sum
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// churnResult is the rate of whole client sessions: connect, initialize,
+// close.
+type churnResult struct {
+	workers   int
+	rate      float64
+	sum       latencies
+	total     int64
+	errs      int64
+	firstErr  error
+	cpu       time.Duration
+	mallocs   float64
+	mallocsOK bool
+}
+
+// churner is a load whose round trip is a whole session: WebSocket
+// handshake, initialize, notifications/initialized, close handshake.
+type churner struct{ url string }
+
+func (c churner) drive(ctx context.Context, _ int, lr *loadRun, rec *recorder) {
+	t := tally{run: lr}
+	defer rec.add(&t)
+	first := true
+	for !lr.stop.Load() && ctx.Err() == nil {
+		start := time.Now()
+		cl, err := mcp.Connect(ctx, c.url, &mcp.ClientOptions{WebSocket: noKeepalive})
+		if err == nil {
+			err = cl.Close()
+		}
+		if err != nil {
+			t.fail(err)
+			continue
+		}
+		t.record(start, time.Now())
+		if first {
+			first = false
+			lr.warm.Add(1)
+		}
+	}
+}
+
+func (churner) close() {}
+
+// runChurn has cfg.churnWorkers workers open and close sessions one after
+// the other, and measures them for cfg.churn once warm.
+func runChurn(ctx context.Context, cfg *config, h *hubRef, progress func(string)) (*churnResult, error) {
+	progress(fmt.Sprintf("churn: %d workers for %v", cfg.churnWorkers, cfg.churn))
+	workers := make([]loadConn, cfg.churnWorkers)
+	for i := range workers {
+		workers[i] = churner{url: h.ws("/mcp")}
+	}
+	pids, stats := []int{h.c.PID()}, []*statsSource{h.stats}
+	var cpu0, cpu1 time.Duration
+	var m0, m1 float64
+	var ok0, ok1 bool
+	w, err := measure(ctx, workers, 1, cfg.warmup, cfg.churn, func(open bool) {
+		if open {
+			m0, ok0 = readMallocs(ctx, stats)
+			cpu0 = cpuTimes(pids)
+			return
+		}
+		cpu1 = cpuTimes(pids)
+		m1, ok1 = readMallocs(ctx, stats)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("churn: %w", err)
+	}
+	res := &churnResult{
+		workers:  cfg.churnWorkers,
+		rate:     w.rate(),
+		total:    w.calls(),
+		errs:     w.errs,
+		firstErr: w.firstErr,
+		cpu:      cpu1 - cpu0,
+	}
+	res.sum = summarize(w.lat)
+	if ok0 && ok1 {
+		res.mallocs, res.mallocsOK = m1-m0-scrapeCost(stats), true
+	}
+	return res, nil
+}

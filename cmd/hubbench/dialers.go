@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// echoTool is the aggregated name of the bench server's tool on the hub.
+const echoTool = "bench__echo"
+
+// callParams returns the params of the tools/call every measurement sends:
+// {"name":"bench__echo","arguments":{"text":"xxx..."}}, with arguments of
+// exactly size bytes of JSON.
+func callParams(size int) json.RawMessage {
+	const overhead = len(`{"text":""}`)
+	text := strings.Repeat("x", max(size-overhead, 0))
+	return json.RawMessage(`{"name":"` + echoTool + `","arguments":{"text":"` + text + `"}}`)
+}
+
+// callFrame is the whole request frame for params, as the raw baseline
+// sends it.
+func callFrame(params json.RawMessage) []byte {
+	return (&jsonrpc.Request{ID: jsonrpc.Int64ID(1234567), Method: mcp.MethodToolsCall, Params: params}).Encode()
+}
+
+// rawDialer: coder/websocket clients of the raw echo server, sending the
+// tools/call frame as bytes and reading the echo.
+type rawDialer struct {
+	url   string
+	frame []byte
+}
+
+type rawConn struct {
+	ws    *websocket.Conn
+	frame []byte
+}
+
+func (d rawDialer) dial(ctx context.Context) (loadConn, error) {
+	ws, _, err := websocket.Dial(ctx, d.url, &websocket.DialOptions{Subprotocols: []string{peer.Subprotocol}})
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(peer.DefaultReadLimit)
+	return &rawConn{ws: ws, frame: d.frame}, nil
+}
+
+// drive writes frames from this goroutine and reads echoes on another, with
+// at most inflight outstanding. The echo keeps order, so the send times wait
+// in a FIFO for their answers.
+func (c *rawConn) drive(ctx context.Context, inflight int, lr *loadRun, rec *recorder) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slots := make(chan struct{}, inflight)
+	sent := make(chan time.Time, inflight)
+	rd := tally{run: lr}
+	wr := tally{run: lr}
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		n := 0
+		for start := range sent {
+			_, r, err := c.ws.Reader(ctx)
+			if err == nil {
+				_, err = io.Copy(io.Discard, r)
+			}
+			if err != nil {
+				rd.fail(err)
+				cancel()
+				for range sent {
+				}
+				return
+			}
+			rd.record(start, time.Now())
+			if n++; n == inflight {
+				lr.warm.Add(1)
+			}
+			<-slots
+		}
+	}()
+	for !lr.stop.Load() {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		sent <- time.Now()
+		if err := c.ws.Write(ctx, websocket.MessageText, c.frame); err != nil {
+			wr.fail(err)
+			cancel()
+			break
+		}
+	}
+	close(sent)
+	<-readerDone
+	rec.add(&rd)
+	rec.add(&wr)
+}
+
+func (c *rawConn) close() { _ = c.ws.Close(websocket.StatusNormalClosure, "") }
+
+// peerDialer: pkg/peer clients calling the peer echo server directly.
+type peerDialer struct {
+	url    string
+	params json.RawMessage
+}
+
+// hubDialer: MCP clients of the hub (initialized sessions), calling the
+// bench server's echo tool with raw peer calls of the same shape.
+type hubDialer struct {
+	url    string
+	params json.RawMessage
+}
+
+// callConn makes JSON-RPC calls on a peer, inflight goroutines at a time.
+type callConn struct {
+	p      *peer.Peer
+	params json.RawMessage
+	closer func() error
+}
+
+func (d peerDialer) dial(ctx context.Context) (loadConn, error) {
+	c, err := peer.Dial(ctx, d.url, &peer.DialOptions{WebSocketOptions: noKeepalive})
+	if err != nil {
+		return nil, err
+	}
+	p := peer.New(c, nil)
+	p.Start(context.Background())
+	return &callConn{p: p, params: d.params, closer: p.Close}, nil
+}
+
+func (d hubDialer) dial(ctx context.Context) (loadConn, error) {
+	c, err := mcp.Connect(ctx, d.url, &mcp.ClientOptions{WebSocket: noKeepalive})
+	if err != nil {
+		return nil, err
+	}
+	return &callConn{p: c.Peer(), params: d.params, closer: c.Close}, nil
+}
+
+// noKeepalive turns off the client side's pings: measurements are short,
+// and the hub still pings every client.
+var noKeepalive = peer.WebSocketOptions{PingInterval: -1}
+
+func (c *callConn) drive(ctx context.Context, inflight int, lr *loadRun, rec *recorder) {
+	var wg sync.WaitGroup
+	var warmSlots atomic.Int64
+	for range inflight {
+		wg.Go(func() {
+			t := tally{run: lr}
+			defer rec.add(&t)
+			first := true
+			for !lr.stop.Load() && ctx.Err() == nil {
+				start := time.Now()
+				var out json.RawMessage
+				if err := c.p.Call(ctx, mcp.MethodToolsCall, c.params, &out); err != nil {
+					t.fail(err)
+					if c.p.Err() != nil {
+						return // the connection is gone
+					}
+					continue
+				}
+				t.record(start, time.Now())
+				if first {
+					first = false
+					if warmSlots.Add(1) == int64(inflight) {
+						lr.warm.Add(1)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (c *callConn) close() { _ = c.closer() }

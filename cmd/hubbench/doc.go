@@ -1,0 +1,62 @@
+// Command hubbench is Switchboard's load generator. It measures the hub
+// against the physical limit of the machine it runs on, in the same run,
+// prints one table with the targets of issue 7 marked PASS or MISS, and
+// writes docs/benchmarks.md.
+//
+// Usage, from the repository:
+//
+//	go run ./cmd/hubbench          # the full suite, a few minutes
+//	go run ./cmd/hubbench -quick   # smaller counts and shorter rounds, under a minute
+//
+// Flags: -hub names a hub binary to measure instead of building one; -out
+// moves the report (- for none); -profile off|DIR controls the CPU profiles;
+// -servers N puts N replicas of the MCP server behind each hub path.
+//
+// # Processes
+//
+// Everything measured runs as a separate process on loopback, started and
+// stopped by hubbench (each child dies with it, even on a crash):
+//
+//   - bin/hub, built from this tree (go build ./cmd/hub) unless -hub names one;
+//   - redis-server without persistence, shared by two hubs for the
+//     cross-instance measurements;
+//   - hubbench itself in hidden roles: -role echo-server (a raw
+//     coder/websocket echo, the baseline), -role peer-server (pkg/peer
+//     answering every call with its params), -role mcp-server (an MCP server
+//     that dials out to a hub, with a tool "echo" returning its arguments)
+//     and -role hub (pkg/hub in-process as cmd/hub runs it, plus
+//     net/http/pprof: the twin that is profiled, since the hub binary has no
+//     profiling endpoint).
+//
+// Readiness is always polled with a deadline, never slept for: a hub is
+// ready when it logs its address and answers /readyz, a role when it prints
+// its address, Redis when it answers PING, a server when its tool is listed
+// by the hub the clients use.
+//
+// # Method
+//
+// Calls: for each payload (100 B and 16 KiB of arguments) and shape (1x1,
+// 16x1, 64x16: connections x calls in flight on each), four paths are
+// measured: the raw echo, pkg/peer direct, client -> hub -> server, and
+// client -> hub A -> Redis -> hub B -> server. Each connection keeps its
+// calls in flight in a closed loop. The paths warm up, then run in
+// alternating rounds so that the machine's drift hits all alike; in each
+// round each path's load warms up, then only the calls that end inside a
+// measured window count. Every figure is the median over the rounds, and
+// every ratio to the raw echo the median of the per-round ratios. CPU per
+// call is the middle process's user + system time from /proc/PID/stat over
+// the window's calls; allocations per call come from the hub's Go runtime
+// counters, where it exposes them (/metrics or /debug/pprof).
+//
+// Fan-out: an MCP server running inside hubbench (so that the send time and
+// every receipt are read from one clock) dials a hub; 1,000 and 10,000 clients
+// connect, initialize and subscribe to its resource, on one instance and
+// spread over two; each round the server sends one
+// notifications/resources/updated and the next round starts once everyone
+// has it. Idle: the fresh hub's RSS before and after those clients connect.
+// Churn: workers connecting, initializing and closing sessions in a loop.
+//
+// Profiles: when the 64x16 throughput target is missed (or -profile DIR is
+// given), the twin runs the same 64x16 load while it records a CPU profile;
+// the top functions go into docs/benchmarks.md.
+package main

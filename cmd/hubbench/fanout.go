@@ -1,0 +1,371 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// fanoutURI is the resource every fan-out subscriber watches.
+const fanoutURI = "bench://fanout"
+
+// fanoutTimeout bounds the wait for one notification to reach everyone.
+const fanoutTimeout = 30 * time.Second
+
+// hubRef is a running hub process.
+type hubRef struct {
+	name  string
+	addr  string
+	c     *child
+	stats *statsSource // nil when the hub exposes no runtime figures
+}
+
+func (h *hubRef) ws(path string) string { return "ws://" + h.addr + path }
+
+func pidsOf(hubs []*hubRef) []int {
+	var out []int
+	for _, h := range hubs {
+		out = append(out, h.c.PID())
+	}
+	return out
+}
+
+func statsOf(hubs []*hubRef) []*statsSource {
+	var out []*statsSource
+	for _, h := range hubs {
+		out = append(out, h.stats)
+	}
+	return out
+}
+
+// fanoutResult is one fan-out size in one setting. Figures are medians
+// over the rounds.
+type fanoutResult struct {
+	setting             string // "1 instance", "2 instances"
+	instances           int
+	subs                int
+	rounds              int
+	p50, p99, max       time.Duration
+	rate                float64 // notifications delivered per second
+	delivered, expected int64
+	cpu                 time.Duration
+	mallocs             float64
+	mallocsOK           bool
+	split               cpuSplit
+}
+
+// cpuCell is the hubs' CPU per delivery, when enough time was measured for
+// the 10 ms ticks of /proc to say.
+func (f *fanoutResult) cpuCell() string {
+	if !f.split.enough() {
+		return "-"
+	}
+	return cpuPerOp(f.cpu, f.delivered)
+}
+
+// idleResult is the cost of connected, initialized clients that do nothing.
+type idleResult struct {
+	conns               int
+	rssBefore, rssAfter int64
+	before, after       runtimeStats
+	statsOK             bool
+	connectRate         float64 // connect + initialize, 32 at a time
+}
+
+// deliveries records when each subscriber received the current round's
+// notification. The server runs in this process, so the send time and the
+// receipt times are read from one clock.
+type deliveries struct {
+	t0     time.Time
+	round  atomic.Int64
+	sentAt atomic.Int64 // ns since t0
+	want   atomic.Int64
+	got    atomic.Int64
+	done   atomic.Pointer[chan struct{}]
+	seen   []atomic.Int64 // the last round each subscriber received
+	lat    []atomic.Int64 // its delivery latency in that round, ns
+}
+
+func newDeliveries(n int) *deliveries {
+	return &deliveries{t0: time.Now(), seen: make([]atomic.Int64, n), lat: make([]atomic.Int64, n)}
+}
+
+// handler returns subscriber i's notification callback. It runs on the
+// subscriber's read loop, one notification at a time.
+func (d *deliveries) handler(i int) func(string, json.RawMessage) {
+	return func(method string, _ json.RawMessage) {
+		if method != mcp.NotificationResourceUpdated {
+			return
+		}
+		now := time.Since(d.t0)
+		r := d.round.Load()
+		if d.seen[i].Load() == r {
+			return
+		}
+		d.lat[i].Store(int64(now) - d.sentAt.Load())
+		d.seen[i].Store(r)
+		if d.got.Add(1) == d.want.Load() {
+			close(*d.done.Load())
+		}
+	}
+}
+
+// send starts a round for the first n subscribers and sends the update.
+func (d *deliveries) send(ctx context.Context, srv *mcp.Server, n int) <-chan struct{} {
+	ch := make(chan struct{})
+	d.done.Store(&ch)
+	d.got.Store(0)
+	d.want.Store(int64(n))
+	d.round.Add(1)
+	d.sentAt.Store(int64(time.Since(d.t0)))
+	srv.ResourceUpdated(ctx, fanoutURI)
+	return ch
+}
+
+// collect returns the latencies of the subscribers [0, n) that received
+// the current round.
+func (d *deliveries) collect(n int) []time.Duration {
+	r := d.round.Load()
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		if d.seen[i].Load() == r {
+			out = append(out, time.Duration(d.lat[i].Load()))
+		}
+	}
+	return out
+}
+
+// fanoutServer is the MCP server whose resource is updated. It runs in this
+// process and dials out to the hub like any server.
+type fanoutServer struct {
+	*mcp.Server
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startFanoutServer(ctx context.Context, url string) *fanoutServer {
+	s := mcp.NewServer(mcp.Implementation{Name: "fanout", Version: "1.0.0"}, nil)
+	s.AddResource(&mcp.Resource{URI: fanoutURI, Name: "fanout", MIMEType: "text/plain"},
+		func(ctx context.Context, req *mcp.ResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: req.URI, Text: "x"}}}, nil
+		})
+	ctx, cancel := context.WithCancel(ctx)
+	fs := &fanoutServer{Server: s, cancel: cancel, done: make(chan error, 1)}
+	go func() { fs.done <- s.Dial(ctx, url, nil) }()
+	return fs
+}
+
+func (fs *fanoutServer) stop() {
+	fs.cancel()
+	<-fs.done
+}
+
+// waitListed polls the hub until what lists says contains want.
+func waitListed(ctx context.Context, h *hubRef, lists func(context.Context, *mcp.Client) ([]string, error), want string) error {
+	c, err := mcp.Connect(ctx, h.ws("/mcp"), &mcp.ClientOptions{WebSocket: noKeepalive})
+	if err != nil {
+		return fmt.Errorf("%s: %w", h.name, err)
+	}
+	defer c.Close()
+	return poll(ctx, h.c, func() error {
+		names, err := lists(ctx, c)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(names, want) {
+			return fmt.Errorf("%s does not list %s yet", h.name, want)
+		}
+		return nil
+	})
+}
+
+func resourceURIs(ctx context.Context, c *mcp.Client) ([]string, error) {
+	rs, err := c.AllResources(ctx)
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.URI)
+	}
+	return out, err
+}
+
+func toolNames(ctx context.Context, c *mcp.Client) ([]string, error) {
+	ts, err := c.AllTools(ctx)
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Name)
+	}
+	return out, err
+}
+
+// runFanout connects max(sizes) clients spread over hubs (the server dials
+// the first), measures the idle cost on the first hub when idle is set, then
+// for each size subscribes that many and sends rounds of one update each.
+//
+// cpuAll reads the CPU time of every process of the run.
+func runFanout(ctx context.Context, cfg *config, hubs []*hubRef, sizes []int, idle bool, cpuAll func() map[string]time.Duration, progress func(string)) ([]*fanoutResult, *idleResult, error) {
+	setting := "1 instance"
+	if len(hubs) > 1 {
+		setting = fmt.Sprintf("%d instances", len(hubs))
+	}
+	srv := startFanoutServer(ctx, hubs[0].ws("/mcp/server?name=fanout"))
+	defer srv.stop()
+	for _, h := range hubs {
+		if err := waitListed(ctx, h, resourceURIs, fanoutURI); err != nil {
+			return nil, nil, err
+		}
+	}
+	n := slices.Max(sizes)
+	var ir *idleResult
+	if idle {
+		ir = &idleResult{conns: n}
+		ir.rssBefore, ir.before, ir.statsOK = hubMemory(ctx, hubs[0])
+	}
+
+	d := newDeliveries(n)
+	clients := make([]*mcp.Client, n)
+	defer func() {
+		progress(fmt.Sprintf("fan-out %s: closing %s clients", setting, fmtCount(int64(n))))
+		_ = forEach(context.WithoutCancel(ctx), n, 64, func(i int) error {
+			if clients[i] != nil {
+				_ = clients[i].Close()
+			}
+			return nil
+		})
+	}()
+	progress(fmt.Sprintf("fan-out %s: connecting %s clients", setting, fmtCount(int64(n))))
+	began := time.Now()
+	err := forEach(ctx, n, 32, func(i int) error {
+		c, err := mcp.Connect(ctx, hubs[i%len(hubs)].ws("/mcp"), &mcp.ClientOptions{
+			WebSocket:      noKeepalive,
+			OnNotification: d.handler(i),
+		})
+		clients[i] = c
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting subscribers: %w", err)
+	}
+	if ir != nil {
+		ir.connectRate = float64(n) / time.Since(began).Seconds()
+		if err := settle(ctx, hubs[0]); err != nil {
+			return nil, nil, err
+		}
+		var ok bool
+		ir.rssAfter, ir.after, ok = hubMemory(ctx, hubs[0])
+		ir.statsOK = ir.statsOK && ok
+	}
+
+	var results []*fanoutResult
+	subscribed := 0
+	for _, size := range sizes {
+		progress(fmt.Sprintf("fan-out %s: %s subscribers", setting, fmtCount(int64(size))))
+		err := forEach(ctx, size-subscribed, 32, func(i int) error {
+			return clients[subscribed+i].Subscribe(ctx, fanoutURI)
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("subscribing: %w", err)
+		}
+		subscribed = size
+		res, err := fanoutRounds(ctx, cfg, setting, hubs, srv, d, size, cpuAll)
+		if err != nil {
+			return nil, nil, err
+		}
+		results = append(results, res)
+	}
+	return results, ir, nil
+}
+
+// fanoutRounds sends cfg.fanoutRounds updates to size subscribers, one
+// after the other has reached everyone (or timed out), after one warm-up.
+func fanoutRounds(ctx context.Context, cfg *config, setting string, hubs []*hubRef, srv *fanoutServer, d *deliveries, size int, cpuAll func() map[string]time.Duration) (*fanoutResult, error) {
+	res := &fanoutResult{setting: setting, instances: len(hubs), subs: size, rounds: cfg.fanoutRounds, mallocsOK: true}
+	var p50s, p99s, maxs []time.Duration
+	var rates []float64
+	pids, stats := pidsOf(hubs), statsOf(hubs)
+	for round := -1; round < cfg.fanoutRounds; round++ {
+		m0, ok0 := readMallocs(ctx, stats)
+		cpu0, all0 := cpuTimes(pids), cpuAll()
+		began := time.Now()
+		done := d.send(ctx, srv.Server, size)
+		t := time.NewTimer(fanoutTimeout)
+		select {
+		case <-done:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		t.Stop()
+		lat := d.collect(size)
+		if round < 0 {
+			continue // warm-up
+		}
+		cpu1, all1 := cpuTimes(pids), cpuAll()
+		res.split.add(all0, all1, time.Since(began))
+		m1, ok1 := readMallocs(ctx, stats)
+		res.cpu += cpu1 - cpu0
+		if ok0 && ok1 {
+			res.mallocs += m1 - m0 - scrapeCost(stats)
+		} else {
+			res.mallocsOK = false
+		}
+		res.delivered += int64(len(lat))
+		res.expected += int64(size)
+		if len(lat) == 0 {
+			return nil, errors.New("fan-out: no subscriber received the update")
+		}
+		s := summarize(lat)
+		p50s, p99s, maxs = append(p50s, s.P50), append(p99s, s.P99), append(maxs, s.Max)
+		rates = append(rates, float64(len(lat))/s.Max.Seconds())
+	}
+	res.p50, res.p99, res.max = medianDuration(p50s), medianDuration(p99s), medianDuration(maxs)
+	res.rate = median(rates)
+	return res, nil
+}
+
+// hubMemory reads a hub's RSS and runtime figures.
+func hubMemory(ctx context.Context, h *hubRef) (rss int64, st runtimeStats, ok bool) {
+	rss, _ = rssBytes(h.c.PID())
+	if h.stats != nil {
+		var err error
+		st, err = h.stats.read(ctx)
+		ok = err == nil
+	}
+	return rss, st, ok
+}
+
+// settle waits until the hub's RSS stops moving (less than 0.5% over half a
+// second), for at most three seconds: the last connections' buffers and
+// goroutines are then in place.
+func settle(ctx context.Context, h *hubRef) error {
+	deadline := time.Now().Add(3 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var window []int64
+	for time.Now().Before(deadline) {
+		rss, err := rssBytes(h.c.PID())
+		if err != nil {
+			return err
+		}
+		window = append(window, rss)
+		if len(window) > 5 {
+			window = window[1:]
+			lo, hi := slices.Min(window), slices.Max(window)
+			if float64(hi-lo) < 0.005*float64(hi) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}

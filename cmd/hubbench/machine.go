@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+)
+
+// machineInfo describes where the figures were measured.
+type machineInfo struct {
+	CPU    string
+	Cores  int
+	RAM    string
+	Go     string
+	OS     string
+	Commit string // short hash, with "+ uncommitted changes" when the tree differs
+	Load   string // /proc/loadavg's 1, 5 and 15 minute averages as the run started
+}
+
+func readMachine(ctx context.Context, root string) machineInfo {
+	m := machineInfo{Cores: runtime.NumCPU(), Go: runtime.Version(), CPU: "unknown", RAM: "unknown", OS: runtime.GOOS}
+	if v := procField("/proc/cpuinfo", "model name"); v != "" {
+		m.CPU = v
+	}
+	if v := procField("/proc/meminfo", "MemTotal"); v != "" {
+		if b, err := parseKB(v); err == nil {
+			m.RAM = fmtBytes(float64(b))
+		}
+	}
+	if v := osRelease(); v != "" {
+		m.OS = v
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.OS += ", Linux " + strings.TrimSpace(string(b))
+	}
+	m.Commit = gitCommit(ctx, root)
+	m.Load = loadAverage()
+	return m
+}
+
+// procField returns the value of the first "key: value" line of a /proc file.
+func procField(path, key string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// loadAverage returns the 1, 5 and 15 minute load averages: other work on
+// the machine shows there, and shows in the figures.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func osRelease() string {
+	b, err := os.ReadFile("/etc/os-release")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return ""
+}
+
+// gitCommit returns `git rev-parse --short HEAD`, marked when the working
+// tree has changes (tracked or not): the figures are then of that tree.
+func gitCommit(ctx context.Context, root string) string {
+	git := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	head, err := git("rev-parse", "--short", "HEAD")
+	if err != nil {
+		return "unknown (not a git checkout)"
+	}
+	if st, err := git("status", "--porcelain"); err == nil && st != "" {
+		head += " + uncommitted changes"
+	}
+	return head
+}

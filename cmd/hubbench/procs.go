@@ -1,0 +1,387 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Time limits of the process supervisor.
+const (
+	readyTimeout = 30 * time.Second // a child must be ready this soon
+	stopGrace    = 2 * time.Second  // after SIGTERM, before SIGKILL
+)
+
+// supervisor starts the processes hubbench measures and stops them all, in
+// every case: stopAll runs deferred from run, on errors and on Ctrl-C, and
+// each child also has Pdeathsig set, so that not even a crash of hubbench
+// leaves one behind.
+type supervisor struct {
+	mu       sync.Mutex
+	children []*child
+	stopped  bool
+}
+
+// child is one process started by the supervisor.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{} // closed once the process has been reaped
+	out  *lineTail
+}
+
+// PID returns the child's process ID.
+func (c *child) PID() int { return c.cmd.Process.Pid }
+
+// exited reports whether the child has ended.
+func (c *child) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// errorf wraps an error about the child with the tail of its output.
+func (c *child) errorf(format string, args ...any) error {
+	return fmt.Errorf("%s: %s; last output:\n%s", c.name, fmt.Sprintf(format, args...), c.out.String())
+}
+
+// start runs argv as a child named name, with env as its environment (nil
+// inherits hubbench's). When ready is set, start waits
+// until a line of the child's output (stdout or stderr) matches it and
+// returns the first submatch (an address); it fails if the child exits or
+// readyTimeout passes first.
+func (s *supervisor) start(ctx context.Context, name string, argv, env []string, ready *regexp.Regexp) (*child, string, error) {
+	found := make(chan string, 1)
+	out := &lineTail{max: 40}
+	if ready != nil {
+		out.watch = func(line string) bool {
+			if m := ready.FindStringSubmatch(line); m != nil {
+				found <- m[len(m)-1]
+				return true
+			}
+			return false
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = sysProcAttr()
+	c := &child{name: name, cmd: cmd, done: make(chan struct{}), out: out}
+
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil, "", errors.New("supervisor stopped")
+	}
+	if err := cmd.Start(); err != nil {
+		s.mu.Unlock()
+		return nil, "", fmt.Errorf("start %s: %w", name, err)
+	}
+	s.children = append(s.children, c)
+	s.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		close(c.done)
+	}()
+	if ready == nil {
+		return c, "", nil
+	}
+	t := time.NewTimer(readyTimeout)
+	defer t.Stop()
+	select {
+	case addr := <-found:
+		return c, addr, nil
+	case <-c.done:
+		return nil, "", c.errorf("exited before it was ready (%v)", cmd.ProcessState)
+	case <-t.C:
+		return nil, "", c.errorf("not ready after %v", readyTimeout)
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	}
+}
+
+// selfName is hubbench's own name in CPU breakdowns; machineKey holds the
+// busy time of the whole machine, whoever ran.
+const (
+	selfName   = "hubbench (load)"
+	machineKey = "(machine)"
+)
+
+// cpuByProcess returns the CPU time used so far by hubbench and by every
+// child still running, by name: the whole machine's work for the run.
+func (s *supervisor) cpuByProcess() map[string]time.Duration {
+	s.mu.Lock()
+	pids := map[string]int{selfName: os.Getpid()}
+	for _, c := range s.children {
+		if !c.exited() {
+			pids[c.name] = c.PID()
+		}
+	}
+	s.mu.Unlock()
+	out := make(map[string]time.Duration, len(pids)+1)
+	for name, pid := range pids {
+		out[name], _ = cpuTime(pid)
+	}
+	out[machineKey], _ = machineCPU()
+	return out
+}
+
+// stopAll stops every child: SIGTERM, then SIGKILL for those still running
+// after stopGrace, and reaps them all. It may be called more than once.
+func (s *supervisor) stopAll() {
+	s.mu.Lock()
+	s.stopped = true
+	children := s.children
+	s.children = nil
+	s.mu.Unlock()
+	for _, c := range children {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	deadline := time.NewTimer(stopGrace)
+	defer deadline.Stop()
+	for _, c := range children {
+		select {
+		case <-c.done:
+		case <-deadline.C:
+			for _, k := range children {
+				_ = k.cmd.Process.Kill()
+			}
+			<-c.done
+		}
+	}
+}
+
+// lineTail keeps the last lines a child wrote and shows each to watch until
+// watch returns true. os/exec calls Write from one goroutine at a time when
+// Stdout and Stderr are the same writer.
+type lineTail struct {
+	max   int
+	watch func(line string) bool
+
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+}
+
+func (t *lineTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.partial = append(t.partial, p...)
+	for {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(t.partial[:i])
+		t.partial = t.partial[i+1:]
+		if t.watch != nil && t.watch(line) {
+			t.watch = nil
+		}
+		t.lines = append(t.lines, line)
+		if len(t.lines) > t.max {
+			t.lines = t.lines[len(t.lines)-t.max:]
+		}
+	}
+	if len(t.partial) > 64<<10 {
+		t.partial = t.partial[:0] // a runaway line: drop it
+	}
+	return len(p), nil
+}
+
+func (t *lineTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return "  " + strings.Join(t.lines, "\n  ")
+}
+
+// hubListening matches the hub's log line announcing its address.
+var hubListening = regexp.MustCompile(`msg="switchboard listening".*\baddr=(\S+)`)
+
+// roleReady matches the line a hubbench role prints once it listens.
+var roleReady = regexp.MustCompile(`^hubbench: ready addr=(\S+)`)
+
+// startHub starts bin/hub on a free loopback port, with redisURL when set.
+//
+// Its environment is hubbench's without any SWITCHBOARD_* setting of the
+// user's, plus SWITCHBOARD_RATE_LIMIT=-1: the per-connection rate limit is
+// a policy, not a cost, and a benchmark that hits it measures the policy.
+// (Set through the environment, which a hub without that flag ignores.)
+func (s *supervisor) startHub(ctx context.Context, name, bin, redisURL string) (*child, string, error) {
+	argv := []string{bin, "--addr", "127.0.0.1:0", "--log-level", "info"}
+	if redisURL != "" {
+		argv = append(argv, "--redis", redisURL)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SWITCHBOARD_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "SWITCHBOARD_RATE_LIMIT=-1")
+	c, addr, err := s.start(ctx, name, argv, env, hubListening)
+	if err != nil {
+		return nil, "", err
+	}
+	return c, addr, waitHTTP(ctx, c, "http://"+addr+"/readyz")
+}
+
+// startRole starts this executable in a role; it prints its address once
+// it listens (roles that dial out print nothing and are not waited for).
+func (s *supervisor) startRole(ctx context.Context, name string, args ...string) (*child, string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, "", err
+	}
+	var ready *regexp.Regexp
+	for _, a := range args {
+		if a == "-addr" {
+			ready = roleReady
+		}
+	}
+	return s.start(ctx, name, append([]string{self}, args...), nil, ready)
+}
+
+// startRedis starts redis-server on a free loopback port without
+// persistence and waits until it answers PING. A port found free may be
+// taken before redis binds it, so a few are tried.
+func (s *supervisor) startRedis(ctx context.Context, dir string) (*child, string, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, "", errors.New("redis-server not found on PATH (apt-get install redis-server): needed for the cross-instance measurements")
+	}
+	var lastErr error
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			return nil, "", err
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		c, _, err := s.start(ctx, "redis-server", []string{bin,
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}, nil, nil)
+		if err != nil {
+			return nil, "", err
+		}
+		if lastErr = poll(ctx, c, func() error { return redisPing(addr) }); lastErr == nil {
+			return c, addr, nil
+		}
+		_ = c.cmd.Process.Kill()
+	}
+	return nil, "", fmt.Errorf("redis-server: %w", lastErr)
+}
+
+// redisPing sends an inline PING and expects +PONG.
+func redisPing(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// poll calls check every 10 ms until it succeeds, the child (if any) exits,
+// ctx ends or readyTimeout passes. It is how hubbench waits for readiness:
+// never by sleeping a fixed time.
+func poll(ctx context.Context, c *child, check func() error) error {
+	deadline := time.NewTimer(readyTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var done <-chan struct{}
+	if c != nil {
+		done = c.done
+	}
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			return c.errorf("exited (%v)", c.cmd.ProcessState)
+		case <-deadline.C:
+			if c != nil {
+				return c.errorf("not ready after %v: %v", readyTimeout, err)
+			}
+			return fmt.Errorf("not ready after %v: %w", readyTimeout, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// waitHTTP polls url until it answers 200.
+func waitHTTP(ctx context.Context, c *child, url string) error {
+	return poll(ctx, c, func() error {
+		_, err := get(ctx, url)
+		return err
+	})
+}
+
+// buildHub compiles ./cmd/hub of the module at root into dir, so that the
+// hub measured is the one of this tree.
+func buildHub(ctx context.Context, root, dir string) (string, error) {
+	out := filepath.Join(dir, "hub")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/hub")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/hub: %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+// moduleRoot finds the directory of the go.mod above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside a Go module: run hubbench from the Switchboard repository")
+		}
+		dir = parent
+	}
+}

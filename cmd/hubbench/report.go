@@ -1,0 +1,366 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Targets of issue 7 on a 2-core machine.
+const (
+	targetRateRatio  = 0.5                    // hub 64x16 calls/s over raw echo calls/s, at least
+	targetP99Ratio   = 3.0                    // hub 1x1 p99 over raw echo p99, at most
+	targetFanoutOne  = 100 * time.Millisecond // p99 delivery to 10,000 subscribers on one instance
+	targetFanoutTwo  = 150 * time.Millisecond // ... spread over two
+	targetFanoutRate = 300_000.0              // notifications delivered per second, at least
+	targetIdleRSS    = 20 << 10               // RSS per idle connection, at most
+	targetSubs       = 10_000                 // subscribers and connections the targets are stated for
+)
+
+// Endpoint names in the calls measurement.
+const (
+	epRaw  = "raw ws echo"
+	epPeer = "peer direct"
+	epHub  = "hub"
+	epHub2 = "hub x2 (redis)"
+)
+
+// report is everything one run measured.
+type report struct {
+	cfg        *config
+	began      time.Time
+	took       time.Duration
+	machine    machineInfo
+	command    string
+	cells      [][]*callResult // one per shape and payload; the baseline first
+	fanout     []*fanoutResult
+	idle       *idleResult
+	churn      *churnResult
+	profiles   []*profileResult
+	profileDir string
+	notes      []string // what could not be measured, and why
+	loadAfter  string
+}
+
+// verdict is one target with its measured figure.
+type verdict struct {
+	ok     bool
+	what   string
+	figure string
+	goal   string
+	short  string // what the table's target column says before PASS or MISS
+	note   string
+}
+
+func (v verdict) String() string {
+	s := fmt.Sprintf("%s  %s: %s (target %s)", passMiss(v.ok), v.what, v.figure, v.goal)
+	if v.note != "" {
+		s += " " + v.note
+	}
+	return s
+}
+
+// callVerdict is the target of a calls row, if it has one.
+func callVerdict(r *callResult) (verdict, bool) {
+	if r.endpoint != epHub {
+		return verdict{}, false
+	}
+	what := fmt.Sprintf("tools/call %s %s through the hub", r.shape, r.payload.name)
+	switch r.shape {
+	case shape{64, 16}:
+		return verdict{ok: r.rateRatio >= targetRateRatio, what: what,
+			figure: fmtRatio(r.rateRatio) + " raw echo calls/s", goal: fmt.Sprintf(">= %.1fx", targetRateRatio),
+			short: fmt.Sprintf("ops/s >= %.1fx raw", targetRateRatio)}, true
+	case shape{1, 1}:
+		return verdict{ok: r.p99Ratio <= targetP99Ratio, what: what,
+			figure: "p99 " + fmtRatio(r.p99Ratio) + " raw echo p99", goal: fmt.Sprintf("<= %.0fx", targetP99Ratio),
+			short: fmt.Sprintf("p99 <= %.0fx raw", targetP99Ratio)}, true
+	}
+	return verdict{}, false
+}
+
+// fanoutVerdicts are the targets of a fan-out row: only the largest size
+// run has them (10,000, or fewer in quick mode, which says so).
+func (r *report) fanoutVerdicts(f *fanoutResult) []verdict {
+	largest := 0
+	for _, g := range r.fanout {
+		largest = max(largest, g.subs)
+	}
+	if f.subs != largest {
+		return nil
+	}
+	note := ""
+	if f.subs < targetSubs {
+		note = fmt.Sprintf("(measured at %s subscribers, not %s)", fmtCount(int64(f.subs)), fmtCount(targetSubs))
+	}
+	limit := targetFanoutOne
+	if f.instances > 1 {
+		limit = targetFanoutTwo
+	}
+	what := fmt.Sprintf("fan-out to %s subscribers, %s", fmtCount(int64(f.subs)), f.setting)
+	out := []verdict{
+		{ok: f.p99 <= limit && f.delivered == f.expected, what: what, figure: "p99 " + fmtDuration(f.p99),
+			goal: "<= " + fmtDuration(limit), short: "p99 <= " + fmtDuration(limit), note: note},
+		{ok: f.rate >= targetFanoutRate, what: what, figure: fmtRate(f.rate),
+			goal: ">= " + fmtRate(targetFanoutRate), short: ">= " + fmtRate(targetFanoutRate), note: note},
+	}
+	if f.delivered != f.expected {
+		out[0].note = strings.TrimSpace(out[0].note + fmt.Sprintf(" (only %d of %d delivered)", f.delivered, f.expected))
+	}
+	return out
+}
+
+func (r *report) idleVerdict() (verdict, bool) {
+	if r.idle == nil {
+		return verdict{}, false
+	}
+	per := float64(r.idle.rssAfter-r.idle.rssBefore) / float64(r.idle.conns)
+	note := ""
+	if r.idle.conns < targetSubs {
+		note = fmt.Sprintf("(measured at %s connections, not %s)", fmtCount(int64(r.idle.conns)), fmtCount(targetSubs))
+	}
+	return verdict{ok: per <= targetIdleRSS, what: "idle connection", figure: fmtBytes(per) + " RSS",
+		goal: "<= " + fmtBytes(targetIdleRSS), short: "RSS <= " + fmtBytes(targetIdleRSS), note: note}, true
+}
+
+// verdicts lists every target with its figure.
+func (r *report) verdicts() []verdict {
+	var out []verdict
+	for _, cell := range r.cells {
+		for _, c := range cell {
+			if v, ok := callVerdict(c); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	for _, f := range r.fanout {
+		out = append(out, r.fanoutVerdicts(f)...)
+	}
+	if v, ok := r.idleVerdict(); ok {
+		out = append(out, v)
+	}
+	return out
+}
+
+func verdictCell(vs ...verdict) string {
+	var parts []string
+	for _, v := range vs {
+		parts = append(parts, v.short+" "+passMiss(v.ok))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func rateCell(rate float64, errs int64) string {
+	s := fmtRate(rate)
+	if errs > 0 {
+		s += fmt.Sprintf(" (%d errors)", errs)
+	}
+	return s
+}
+
+func perOp(total int64, x float64, ok bool) string {
+	if !ok {
+		return "n/a"
+	}
+	if total == 0 {
+		return "-"
+	}
+	return fmtPerOp(x / float64(total))
+}
+
+func cpuPerOp(cpu time.Duration, ops int64) string {
+	if ops == 0 {
+		return "-"
+	}
+	return fmtDuration(cpu / time.Duration(ops))
+}
+
+// table builds the one table of the run.
+func (r *report) table() *table {
+	t := newTable(3, "what", "shape", "payload", "ops/s", "p50", "p99", "p999/max",
+		"ops/s vs raw", "p99 vs raw", "CPU/op", "all CPU/op", "allocs/op", "mem/conn", "target")
+	t.section("tools/call round trips (shape: connections x calls in flight on each)")
+	for _, cell := range r.cells {
+		for _, c := range cell {
+			rateRatio, p99Ratio := fmtRatio(c.rateRatio), fmtRatio(c.p99Ratio)
+			if c.endpoint == epRaw {
+				rateRatio, p99Ratio = "base", "base"
+			}
+			allocs := "n/a"
+			if a, ok := c.allocsPerCall(); ok {
+				allocs = fmtPerOp(a)
+			}
+			target := ""
+			if v, ok := callVerdict(c); ok {
+				target = verdictCell(v)
+			}
+			t.add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
+				fmtDuration(c.sum.P50), fmtDuration(c.sum.P99), fmtDuration(c.sum.P999),
+				rateRatio, p99Ratio, fmtDuration(c.cpuPerCall()), fmtDuration(c.allCPUPerCall()), allocs, "", target)
+		}
+	}
+	if len(r.fanout) > 0 {
+		t.section("fan-out: one notifications/resources/updated, server send -> each subscriber (p999/max: max)")
+		for _, f := range r.fanout {
+			rate := fmtRate(f.rate)
+			if f.delivered != f.expected {
+				rate += fmt.Sprintf(" (%d of %d delivered)", f.delivered, f.expected)
+			}
+			t.add("fan-out, "+f.setting, fmtCount(int64(f.subs))+" subs", "-", rate,
+				fmtDuration(f.p50), fmtDuration(f.p99), fmtDuration(f.max), "", "",
+				f.cpuCell(), "", perOp(f.delivered, f.mallocs, f.mallocsOK), "", verdictCell(r.fanoutVerdicts(f)...))
+		}
+	}
+	if ir := r.idle; ir != nil {
+		t.section("idle connections: connected and initialized clients on a fresh hub")
+		conns := fmtCount(int64(ir.conns)) + " conns"
+		target := ""
+		if v, ok := r.idleVerdict(); ok {
+			target = verdictCell(v)
+		}
+		n := float64(ir.conns)
+		t.add("idle", conns, "RSS", "", "", "", "", "", "", "", "", "",
+			fmtBytes(float64(ir.rssAfter-ir.rssBefore)/n), target)
+		heap, gor := "n/a", "n/a"
+		if ir.statsOK {
+			heap = fmtBytes((ir.after.HeapInuse - ir.before.HeapInuse) / n)
+			gor = fmtPerOp((ir.after.Goroutines - ir.before.Goroutines) / n)
+		}
+		t.add("idle", conns, "heap in use", "", "", "", "", "", "", "", "", "", heap)
+		t.add("idle", conns, "goroutines", "", "", "", "", "", "", "", "", "", gor)
+	}
+	if c := r.churn; c != nil || r.idle != nil {
+		t.section("connections: connect + initialize (+ close)")
+		if c != nil {
+			allocs := perOp(c.total, c.mallocs, c.mallocsOK)
+			t.add("churn: connect+init+close", fmt.Sprintf("%d workers", c.workers), "-", rateCell(c.rate, c.errs),
+				fmtDuration(c.sum.P50), fmtDuration(c.sum.P99), fmtDuration(c.sum.P999), "", "",
+				cpuPerOp(c.cpu, c.total), "", allocs)
+		}
+		if ir := r.idle; ir != nil {
+			t.add("ramp: connect+init, kept open", "32 at a time", "-", fmtRate(ir.connectRate))
+		}
+	}
+	return t
+}
+
+// cpuTable breaks each row's CPU down by process.
+func (r *report) cpuTable() *table {
+	t := newTable(3, "what", "shape", "payload", "cores busy: run", "machine", "CPU per operation, by process")
+	t.right[5] = false
+	row := func(what, sh, pl string, s *cpuSplit, ops int64) {
+		if !s.enough() {
+			t.add(what, sh, pl, "-", "-", fmt.Sprintf("(measured %v: too short for 10 ms ticks)", s.measured.Round(time.Millisecond)))
+			return
+		}
+		ours, machine := s.busy()
+		t.add(what, sh, pl, strconv.FormatFloat(ours, 'f', 2, 64), strconv.FormatFloat(machine, 'f', 2, 64), s.perOp(ops))
+	}
+	for _, cell := range r.cells {
+		for _, c := range cell {
+			row(c.endpoint, c.shape.String(), c.payload.name, &c.split, c.total)
+		}
+	}
+	for _, f := range r.fanout {
+		row("fan-out, "+f.setting, fmtCount(int64(f.subs))+" subs", "-", &f.split, f.delivered)
+	}
+	return t
+}
+
+// markdown renders docs/benchmarks.md.
+func (r *report) markdown() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# Benchmarks\n\n")
+	w("Written by `%s` (cmd/hubbench); run it again rather than editing this file.\n\n", r.command)
+	w("## How to read this\n\n")
+	w("- Everything below was measured in one run, on loopback, on the machine described here. The load generator,\n")
+	w("  the hub(s), the MCP server and Redis share its cores: figures are what this machine does end to end, and\n")
+	w("  the ratios, measured in alternating rounds against the raw echo, are what carries to other machines.\n")
+	w("- **raw ws echo** is the physical limit: a coder/websocket server echoing the same frame bytes, one hop, same\n")
+	w("  connections and calls in flight. **peer direct** is pkg/peer on both ends, no hub. **hub** is a client\n")
+	w("  calling `tools/call` through `bin/hub` to an MCP server process: two hops. **hub x2** puts the client and the\n")
+	w("  server on two hub instances sharing one redis-server: the call crosses Redis both ways.\n")
+	w("- **ops/s**: operations completed per second, median of the rounds. For fan-out: subscribers reached per\n")
+	w("  second, from the server's send to the last receipt.\n")
+	w("- **p50, p99, p999**: latency percentiles (nearest rank) of each round's calls, median over the rounds. For\n")
+	w("  fan-out: per-subscriber delivery time from the server's send to the subscriber's receipt, on one clock (the\n")
+	w("  server runs in the load generator's process), and max instead of p999.\n")
+	w("- **vs raw**: the median over the rounds of the ratio to the raw echo in the same round. A p99 ratio above 1 is\n")
+	w("  slower than raw.\n")
+	w("- **CPU/op**: user + system CPU of the process(es) in the middle, from /proc/PID/stat (10 ms ticks, so shown\n")
+	w("  only for at least %v measured: short fan-outs show -), over the\n", minMeasured)
+	w("  operations completed: the echo server for the baselines, the hub for hub rows (both hubs for x2), never the\n")
+	w("  MCP server, Redis or the load generator. **all CPU/op** counts every process of the run, the load\n")
+	w("  generator and the MCP server included: ops/s x all CPU/op near the core count means the machine is the limit.\n")
+	w("- **allocs/op**: heap allocations per operation of the same process(es) as CPU/op, from their Go runtime\n")
+	w("  counters (the hub's /metrics; /debug/pprof for hubbench's own roles), less the reading's own; n/a where\n")
+	w("  a process does not expose them (see the notes).\n")
+	w("- **mem/conn**: (after - before) / connections, for clients that connected and initialized and then do\n")
+	w("  nothing, on a fresh hub.\n")
+	w("- Fan-out subscribers are WebSocket clients inside the load generator: their reading shares the cores with\n")
+	w("  the hub, so delivery times include the receivers' work, as they would on a real machine with that many.\n")
+	w("- **target**: the targets of issue 7, PASS or MISS.\n\n")
+	w("## Machine and run\n\n")
+	w("| | |\n|---|---|\n")
+	w("| CPU | %s |\n| cores | %d |\n| RAM | %s |\n| Go | %s |\n| OS | %s |\n", r.machine.CPU, r.machine.Cores, r.machine.RAM, r.machine.Go, r.machine.OS)
+	w("| commit | %s |\n| date | %s |\n| command | `%s` |\n| run time | %s |\n", r.machine.Commit,
+		r.began.UTC().Format("2006-01-02 15:04 MST"), r.command, r.took.Round(time.Second))
+	w("| load average | %s at the start, %s at the end (1, 5, 15 min; other work on the machine shows here) |\n\n",
+		r.machine.Load, r.loadAfter)
+	w("## Figures\n\n%s\n", r.table().markdown())
+	w("## Targets\n\n")
+	for _, v := range r.verdicts() {
+		w("- %s\n", v)
+	}
+	w("\n## Method\n\n")
+	w("- Calls: for each shape and payload, every path gets its connections, then %d rounds in which the paths take\n", r.cfg.rounds)
+	w("  turns (the first one rotating) so that the machine's drift hits all alike. Each connection keeps its calls in\n")
+	w("  flight in a closed loop: a call starts when one ends. In each turn the load warms up (at least %v, and until\n", r.cfg.warmup)
+	w("  every slot has completed a call), then a window of %v is measured: only calls that end inside it count, and\n", r.cfg.round)
+	w("  the processes' CPU and allocation counters are read at its edges. Arguments are `{\"text\":\"xx…\"}` of\n")
+	w("  exactly the payload size; the raw echo sends the whole `tools/call` request frame, the MCP server answers\n")
+	w("  with its arguments as `structuredContent`, so every answer is about as large as its call.\n")
+	w("- Fan-out: clients connect and initialize (spread evenly over the instances), subscribe to one resource of a\n")
+	w("  server (on the first instance), then the server sends one update per round, %d rounds after a warm-up, the\n", r.cfg.fanoutRounds)
+	w("  next one after the previous has reached everyone.\n")
+	w("- Idle: RSS (/proc/PID/status VmRSS) of a fresh hub before and after the clients connect and initialize, once\n")
+	w("  it stops moving; heap in use and goroutines from the hub's runtime counters where exposed.\n")
+	w("- Churn: %d workers each connect, initialize and close a session, over and over, for %v.\n", r.cfg.churnWorkers, r.cfg.churn)
+	w("- Processes: `bin/hub` (built from this tree, run with `SWITCHBOARD_RATE_LIMIT=-1`: the per-connection rate\n")
+	w("  limit is a policy, not a cost), redis-server (`--save '' --appendonly no`), and hubbench itself\n")
+	w("  in hidden roles: `-role echo-server`, `-role peer-server`, `-role mcp-server`, and for profiles only\n")
+	w("  `-role hub` (pkg/hub in-process exactly as cmd/hub runs it, plus net/http/pprof).\n")
+	w("\n## Where the CPU goes\n\n")
+	w("CPU per operation of each process while it was measured (those above 2%% of the total), and how many of the\n")
+	w("machine's %d cores were busy: with the run's processes (run), and in all (machine: /proc/stat, other users'\n", r.machine.Cores)
+	w("work included). Near %d: the cores are the limit; well below: something waits. The machine column is sampled\n", r.machine.Cores)
+	w("at the kernel's tick and misses short bursts (1x1 rows read low); only where it clearly exceeds run did\n")
+	w("other work on the machine take cores from the run.\n\n")
+	w("%s\n", r.cpuTable().markdown())
+	if len(r.notes) > 0 {
+		w("\n## Notes\n\n")
+		for _, n := range r.notes {
+			w("- %s\n", n)
+		}
+	}
+	if len(r.profiles) > 0 {
+		w("\n## CPU profile of the hub at 64x16\n\n")
+		w("The hub binary has no profiling endpoint, so these come from its twin (`hubbench -role hub`: pkg/hub with\n")
+		w("net/http/pprof, same configuration as cmd/hub) under the same 64x16 load, %v each. Profiles: `%s`.\n\n", r.cfg.profile, r.profileDir)
+		for _, p := range r.profiles {
+			allocs := "n/a"
+			if p.allocsOK {
+				allocs = fmtPerOp(p.allocs)
+			}
+			w("### %s: %s, hub CPU %s/call, %s allocs/call\n\n", p.payload.name, fmtRate(p.rate), fmtDuration(p.cpu), allocs)
+			if p.toolError != nil {
+				w("(go tool pprof failed: %v)\n\n", p.toolError)
+				continue
+			}
+			w("By flat time:\n\n```\n%s\n```\n\nBy cumulative time:\n\n```\n%s\n```\n\n", p.top, p.cum)
+		}
+	}
+	return b.String()
+}

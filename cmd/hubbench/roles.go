@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/switchboard-mcp/switchboard/pkg/hub"
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
+)
+
+// Roles: what a child started from this executable does.
+const (
+	roleEcho = "echo-server" // raw coder/websocket echo: the baseline
+	rolePeer = "peer-server" // pkg/peer server answering every call with its params
+	roleMCP  = "mcp-server"  // MCP server dialing out to a hub, tool "echo"
+	roleHub  = "hub"         // pkg/hub in-process plus net/http/pprof: the profiled twin
+)
+
+// roleFlags are the flags of the hidden roles.
+type roleFlags struct {
+	addr  string // listen address (echo-server, peer-server, hub)
+	url   string // hub URL to dial (mcp-server)
+	redis string // Redis URL (hub)
+}
+
+// runRole runs one role until ctx ends (SIGINT or SIGTERM from hubbench).
+func runRole(ctx context.Context, role string, f roleFlags) error {
+	_, _ = raiseNoFile()
+	switch role {
+	case roleEcho, rolePeer:
+		ln, err := net.Listen("tcp", f.addr)
+		if err != nil {
+			return err
+		}
+		echo := http.HandlerFunc(rawEcho)
+		if role == rolePeer {
+			echo = peerEcho
+		}
+		return serve(ctx, ln, withPprof(echo))
+	case roleMCP:
+		return mcpEchoServer().Dial(ctx, f.url, nil)
+	case roleHub:
+		return runTwin(ctx, f)
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
+
+// serve announces the listener's address on stdout and serves h on it
+// until ctx ends.
+func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	stop := context.AfterFunc(ctx, func() { srv.Close() })
+	defer stop()
+	fmt.Printf("hubbench: ready addr=%s\n", ln.Addr())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// rawEcho echoes every frame back as it came, with coder/websocket alone:
+// the least any WebSocket service on this machine can cost.
+func rawEcho(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{peer.Subprotocol}})
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(peer.DefaultReadLimit)
+	var buf bytes.Buffer // reused: the echo allocates nothing per frame
+	for {
+		typ, rd, err := c.Reader(r.Context())
+		if err != nil {
+			return
+		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(rd); err != nil {
+			return
+		}
+		if err := c.Write(r.Context(), typ, buf.Bytes()); err != nil {
+			return
+		}
+	}
+}
+
+// peerEcho serves a pkg/peer connection whose handler returns each call's
+// params: the whole JSON-RPC stack without MCP and without the hub.
+func peerEcho(w http.ResponseWriter, r *http.Request) {
+	c, err := peer.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	p := peer.New(c, &peer.Options{
+		Handler: peer.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			return req.Params, nil
+		}),
+		MaxConcurrent: 64,
+		MaxPending:    1024,
+	})
+	p.Start(context.Background())
+	_ = p.Wait()
+}
+
+// mcpEchoServer is the MCP server behind the hub: one tool, "echo", whose
+// result carries its arguments back as structured content, so that the
+// answer is as large as the call, like the echoes of the baselines.
+func mcpEchoServer() *mcp.Server {
+	s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1.0.0"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo", Description: "Return the arguments."},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(req.Params.Arguments)}, nil
+		})
+	return s
+}
+
+// runTwin runs the hub in this process as cmd/hub does (same Config, same
+// HTTP server settings, Redis broker with the same key prefix), with
+// net/http/pprof mounted beside it: the hub binary has no profiling
+// endpoint, and this twin exists only to be profiled.
+func runTwin(ctx context.Context, f roleFlags) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return err
+	}
+	// As bin/hub runs in hubbench: defaults, but no rate limit (policy,
+	// not cost; see startHub).
+	cfg := hub.Config{Addr: ln.Addr().String(), CallTimeout: hub.DefaultCallTimeout, Logger: log, RateLimit: -1}
+	if f.redis != "" {
+		broker, err := pubsub.NewRedis(ctx, pubsub.RedisOptions{URL: f.redis, KeyPrefix: "switchboard:", Logger: log})
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer broker.Close()
+		cfg.Broker = broker
+	}
+	h, err := hub.New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer h.Close()
+	return serve(ctx, ln, withPprof(h.Handler()))
+}
+
+// withPprof serves net/http/pprof under /debug/pprof/ and h elsewhere, so
+// that the role's allocations and profiles can be read.
+func withPprof(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.Handle("/", h)
+	return mux
+}
