@@ -74,7 +74,7 @@ func (h *Hub) serveClient(w http.ResponseWriter, r *http.Request) {
 	}
 	cs.log = h.log.With("client", cs.id)
 	cs.peer = peer.New(conn, &peer.Options{
-		Handler:       peer.HandlerFunc(cs.handle),
+		Handler:       cs, // a peer.Handler and a peer.AsyncHandler
 		MaxConcurrent: min(clientMaxConcurrent, h.cfg.MaxInFlight),
 		MaxPending:    h.cfg.MaxInFlight,
 		Overloaded: (&jsonrpc.Error{Code: mcp.CodeRateLimited, Message: "too many requests in flight on this connection"}).
@@ -166,8 +166,8 @@ func (cs *clientSession) onCancel(id jsonrpc.ID, cause error) {
 // errNotInitialized answers requests sent before initialize.
 var errNotInitialized = jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "session not initialized: send initialize first")
 
-// handle counts, limits and answers a client's message.
-func (cs *clientSession) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+// Handle counts, limits and answers a client's message on a worker.
+func (cs *clientSession) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	if req.IsNotification() {
 		return cs.dispatch(ctx, req)
 	}
@@ -175,14 +175,14 @@ func (cs *clientSession) handle(ctx context.Context, req *jsonrpc.Request) (any,
 	if cs.limit != nil && req.Method != mcp.MethodPing {
 		if ok, retry := cs.limit.take(time.Now()); !ok {
 			h.metrics.rateLimited.Inc()
-			h.metrics.observeRequest(req.Method, errRateLimited(retry), ctx)
+			h.metrics.observeRequest(req.Method, errRateLimited(retry))
 			return nil, errRateLimited(retry)
 		}
 	}
 	h.inflight.Add(1)
 	res, err := cs.dispatch(ctx, req)
 	h.inflight.Add(-1)
-	h.metrics.observeRequest(req.Method, err, ctx)
+	h.metrics.observeRequest(req.Method, err)
 	if err != nil && cs.log.Enabled(ctx, slog.LevelDebug) {
 		cs.log.Debug("request failed", "req", req.ID.String(), "method", req.Method, "err", err)
 	}
@@ -227,15 +227,8 @@ func (cs *clientSession) dispatch(ctx context.Context, req *jsonrpc.Request) (an
 		return h.listPage(kindTemplates, req.Params, nil)
 	case mcp.MethodPromptsList:
 		return h.listPage(kindPrompts, req.Params, nil)
-	case mcp.MethodToolsCall:
-		return h.callItem(ctx, cs, kindTools, req)
-	case mcp.MethodPromptsGet:
-		if !cs.who.has(RoleClient) {
-			return nil, forbidden(cs.who, "get prompts")
-		}
-		return h.callItem(ctx, cs, kindPrompts, req)
-	case mcp.MethodResourcesRead:
-		return h.readResource(ctx, cs, req)
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead:
+		return h.forward(ctx, cs, req)
 	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
 		params, err := mcp.ParseObject(req.Params)
 		if err != nil {
@@ -357,50 +350,153 @@ func (h *Hub) listPage(k listKind, raw json.RawMessage, keep func(*aggItem) bool
 	return json.RawMessage(b), nil
 }
 
-// callItem routes tools/call and prompts/get: the aggregated name picks the
-// server, and the server sees its own name.
-func (h *Hub) callItem(ctx context.Context, cs *clientSession, k listKind, req *jsonrpc.Request) (any, error) {
-	params, err := mcp.ParseObject(req.Params)
-	if err != nil {
-		return nil, err
-	}
-	name, err := params.RequireString("name")
-	if err != nil {
-		return nil, err
-	}
-	if k == kindTools && !cs.who.mayCall(name) {
-		return nil, forbidden(cs.who, "call tool "+strconv.Quote(name))
-	}
-	it := h.reg.view().lookup(k, name)
-	if it == nil {
-		what := "tool"
-		if k == kindPrompts {
-			what = "prompt"
-		}
-		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown %s %q", what, name)
-	}
-	params.Set("name", it.orig)
-	return h.route(ctx, cs, it.server, it.replicas, req.Method, params)
+// target is where a routed request goes, and the params the server sees.
+type target struct {
+	server   string
+	replicas []*replicaInfo
+	params   json.RawMessage
 }
 
-func (h *Hub) readResource(ctx context.Context, origin downstream, req *jsonrpc.Request) (any, error) {
-	params, err := mcp.ParseObject(req.Params)
+// resolve finds the target of tools/call, prompts/get and resources/read.
+// For tools and prompts the aggregated name picks the server, and the
+// params are edited in place, byte for byte but for the name: decoding and
+// re-encoding them (arguments and all) was the hub's largest cost. It
+// returns a nil target, and no error, for the hub's own resources.
+func (h *Hub) resolve(cs *clientSession, req *jsonrpc.Request) (*target, error) {
+	v := h.reg.view()
+	if req.Method == mcp.MethodResourcesRead {
+		uri, err := requireString(req.Params, "uri")
+		if err != nil {
+			return nil, err
+		}
+		if isBuiltin(uri) {
+			return nil, nil
+		}
+		server, ok := v.serverOfURI(uri)
+		if !ok {
+			return nil, mcp.ErrResourceNotFound.WithData(map[string]string{"uri": uri})
+		}
+		return &target{server: server, replicas: v.replicasForURI(server, uri), params: req.Params}, nil
+	}
+	k, what := kindTools, "tool"
+	if req.Method == mcp.MethodPromptsGet {
+		k, what = kindPrompts, "prompt"
+	}
+	name, err := requireString(req.Params, "name")
 	if err != nil {
 		return nil, err
 	}
-	uri, err := params.RequireString("uri")
+	switch {
+	case k == kindTools && !cs.who.mayCall(name):
+		return nil, forbidden(cs.who, "call tool "+strconv.Quote(name))
+	case k == kindPrompts && !cs.who.has(RoleClient):
+		return nil, forbidden(cs.who, "get prompts")
+	}
+	it := v.lookup(k, name)
+	if it == nil {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown %s %q", what, name)
+	}
+	params, err := jsonrpc.SetMember(req.Params, "name", jsonrpc.AppendString(nil, it.orig))
+	if err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params must be a JSON object")
+	}
+	return &target{server: it.server, replicas: it.replicas, params: params}, nil
+}
+
+// forward answers tools/call, prompts/get and resources/read on a worker.
+func (h *Hub) forward(ctx context.Context, cs *clientSession, req *jsonrpc.Request) (any, error) {
+	t, err := h.resolve(cs, req)
 	if err != nil {
 		return nil, err
 	}
-	if isBuiltin(uri) {
+	if t == nil {
+		uri, _ := jsonrpc.StringMember(req.Params, "uri")
 		return h.readBuiltin(uri)
 	}
-	v := h.reg.view()
-	server, ok := v.serverOfURI(uri)
-	if !ok {
-		return nil, mcp.ErrResourceNotFound.WithData(map[string]string{"uri": uri})
+	return h.route(ctx, cs, t.server, t.replicas, req.Method, t.params)
+}
+
+var (
+	_ peer.Handler      = (*clientSession)(nil)
+	_ peer.AsyncHandler = (*clientSession)(nil)
+)
+
+// HandleAsync forwards tools/call, prompts/get and resources/read without
+// holding a worker goroutine while the server works: to a server on this
+// instance the request is sent from the client's read loop and answered
+// from the server connection's; to one on another instance, a goroutine of
+// the hub's waits for the cluster. Everything else takes the worker path
+// (Handle).
+func (cs *clientSession) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
+	switch req.Method {
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead:
+	default:
+		return false
 	}
-	return h.route(ctx, origin, server, v.replicasForURI(server, uri), req.Method, params)
+	h := cs.hub
+	if !cs.isInitialized() || h.draining.Load() {
+		return false
+	}
+	t, err := h.resolve(cs, req)
+	var ri *replicaInfo
+	switch {
+	case err != nil:
+	case t == nil:
+		return false // the hub's own resources
+	default:
+		if ri = h.pick(t.replicas); ri == nil {
+			err = errServerGone(t.server)
+		}
+	}
+	if err == nil && cs.limit != nil {
+		if ok, retry := cs.limit.take(time.Now()); !ok {
+			h.metrics.rateLimited.Inc()
+			err = errRateLimited(retry)
+		}
+	}
+	if err != nil {
+		h.metrics.observeRequest(req.Method, err)
+		reply.Send(nil, err)
+		return true
+	}
+	h.inflight.Add(1)
+	start := time.Now()
+	finish := func(ctx context.Context, raw json.RawMessage, err error) {
+		if err != nil {
+			err = h.upstreamError(ctx, t.server, err)
+		}
+		h.metrics.observeRouted(req.Method, ri.local != nil, start)
+		h.metrics.observeRequest(req.Method, err)
+		h.inflight.Add(-1)
+		reply.Send(raw, err)
+	}
+	if ri.local != nil {
+		id := ri.local.callAsync(ri.inflight, cs, req.Method, t.params, func(raw json.RawMessage, err error) {
+			finish(context.Background(), raw, err)
+		})
+		reply.OnCancel(func() { ri.local.peer.Abort(id, context.Canceled) })
+		return true
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CallTimeout)
+	reply.OnCancel(cancel)
+	if !h.goOwned(func() {
+		defer cancel()
+		raw, err := h.callRemote(ctx, ri, cs, req.Method, t.params)
+		finish(ctx, raw, err)
+	}) {
+		cancel()
+		finish(ctx, nil, errDraining)
+	}
+	return true
+}
+
+// requireString reads a member of params that must be a non-empty string.
+func requireString(params json.RawMessage, key string) (string, error) {
+	s, ok := jsonrpc.StringMember(params, key)
+	if !ok || s == "" {
+		return "", jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "%q must be a non-empty string", key)
+	}
+	return s, nil
 }
 
 // complete routes completion/complete by its reference: a prompt by its
@@ -428,27 +524,27 @@ func (h *Hub) complete(ctx context.Context, origin downstream, req *jsonrpc.Requ
 		}
 		ref.Set("name", it.orig)
 		params["ref"] = ref.Raw()
-		return h.route(ctx, origin, it.server, it.replicas, req.Method, params)
+		return h.route(ctx, origin, it.server, it.replicas, req.Method, params.Raw())
 	case "ref/resource":
 		uri, err := ref.RequireString("uri")
 		if err != nil {
 			return nil, err
 		}
 		if it := v.lookup(kindTemplates, uri); it != nil {
-			return h.route(ctx, origin, it.server, it.replicas, req.Method, params)
+			return h.route(ctx, origin, it.server, it.replicas, req.Method, req.Params)
 		}
 		server, ok := v.serverOfURI(uri)
 		if !ok {
 			return nil, mcp.ErrResourceNotFound.WithData(map[string]string{"uri": uri})
 		}
-		return h.route(ctx, origin, server, v.replicasForURI(server, uri), req.Method, params)
+		return h.route(ctx, origin, server, v.replicasForURI(server, uri), req.Method, req.Params)
 	}
 	return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"ref.type" must be "ref/prompt" or "ref/resource"`)
 }
 
 // route sends a request to one replica of server, the one with the fewest
 // calls in flight from this instance, and returns its raw answer.
-func (h *Hub) route(ctx context.Context, origin downstream, server string, replicas []*replicaInfo, method string, params mcp.Object) (json.RawMessage, error) {
+func (h *Hub) route(ctx context.Context, origin downstream, server string, replicas []*replicaInfo, method string, params json.RawMessage) (json.RawMessage, error) {
 	if h.draining.Load() {
 		return nil, errDraining
 	}

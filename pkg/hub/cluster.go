@@ -412,11 +412,11 @@ func (h *Hub) remoteInstances() []instanceDoc {
 
 // callRemote forwards a request to a replica on another instance and waits
 // for its answer, relaying progress and the server's requests meanwhile.
-func (h *Hub) callRemote(ctx context.Context, ri *replicaInfo, origin downstream, method string, params mcp.Object) (json.RawMessage, error) {
+func (h *Hub) callRemote(ctx context.Context, ri *replicaInfo, origin downstream, method string, params json.RawMessage) (json.RawMessage, error) {
 	ri.inflight.Add(1)
 	defer ri.inflight.Add(-1)
 	caps := origin.caps()
-	env := &envelope{Kind: kindCall, Replica: ri.ID, Method: method, Params: params.Raw(), Caps: &caps, Client: origin.key()}
+	env := &envelope{Kind: kindCall, Replica: ri.ID, Method: method, Params: params, Caps: &caps, Client: origin.key()}
 	res, err := h.cluster.request(ctx, ri.Instance, env, origin)
 	if err != nil {
 		return nil, err
@@ -554,13 +554,9 @@ func (c *cluster) serve(ctx context.Context, env *envelope) (json.RawMessage, er
 		if rp == nil {
 			return nil, errServerGone("")
 		}
-		params, err := mcp.ParseObject(env.Params)
-		if err != nil {
-			return nil, err
-		}
 		origin := &remoteOrigin{c: c, instance: env.From, call: env.Call, client: env.Client, declared: env.Caps}
 		ri := rp.currentInfo()
-		raw, err := rp.call(ctx, ri.inflight, origin, env.Method, params)
+		raw, err := rp.call(ctx, ri.inflight, origin, env.Method, env.Params)
 		if err != nil {
 			return nil, h.upstreamError(ctx, ri.Name, err)
 		}

@@ -519,6 +519,8 @@ func (h *Hub) upstreamError(ctx context.Context, server string, err error) error
 		return rpcErr
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.Is(err, context.Canceled):
+		return err // the caller gave up: no one hears this answer
 	}
 	h.log.Warn("routing failed", "server", server, "err", err)
 	return jsonrpc.ErrInternal

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -107,11 +108,11 @@ func methodLabel(m string) string {
 }
 
 // observeRequest counts a client's request by its outcome.
-func (m *metrics) observeRequest(method string, err error, ctx context.Context) {
+func (m *metrics) observeRequest(method string, err error) {
 	outcome := "ok"
 	switch {
 	case err == nil:
-	case ctx.Err() != nil && jsonrpc.CodeOf(err) == jsonrpc.CodeInternalError:
+	case errors.Is(err, context.Canceled):
 		outcome = "cancelled"
 	default:
 		outcome = strconv.FormatInt(int64(jsonrpc.CodeOf(err)), 10)

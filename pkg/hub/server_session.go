@@ -340,17 +340,65 @@ func (rp *replica) onCancel(id jsonrpc.ID, cause error) {
 	_ = rp.peer.Notify(context.Background(), mcp.NotificationCancelled, &mcp.CancelledParams{RequestID: id, Reason: reason})
 }
 
-// call forwards one request to this replica: it gets the replica's own id
-// and, if the caller asked for progress, a progress token of the hub's, both
-// mapped back when the server reports.
-func (rp *replica) call(ctx context.Context, inflight *atomic.Int64, origin downstream, method string, params mcp.Object) (json.RawMessage, error) {
+// call forwards one request to this replica and waits for the answer.
+func (rp *replica) call(ctx context.Context, inflight *atomic.Int64, origin downstream, method string, params json.RawMessage) (json.RawMessage, error) {
 	id := rp.peer.NextID()
+	params, token := rp.register(id, origin, params)
+	inflight.Add(1)
+	defer func() {
+		inflight.Add(-1)
+		rp.unregister(id, token)
+	}()
+	var raw json.RawMessage
+	err := rp.peer.CallID(ctx, id, method, params, &raw)
+	return raw, err
+}
+
+// callAsync forwards one request to this replica and returns at once; done
+// runs with the answer on the connection's read loop (or at once, if the
+// request could not be sent). The call times out after the hub's call
+// timeout; Abort on the peer with the returned id cancels it.
+func (rp *replica) callAsync(inflight *atomic.Int64, origin downstream, method string, params json.RawMessage, done func(json.RawMessage, error)) jsonrpc.ID {
+	id := rp.peer.NextID()
+	params, token := rp.register(id, origin, params)
+	inflight.Add(1)
+	timer := time.AfterFunc(rp.hub.cfg.CallTimeout, func() { rp.peer.Abort(id, context.DeadlineExceeded) })
+	finish := func(resp *jsonrpc.Response, err error) {
+		timer.Stop()
+		inflight.Add(-1)
+		rp.unregister(id, token)
+		var raw json.RawMessage
+		switch {
+		case err != nil:
+		case resp.Error != nil:
+			err = resp.Error
+		default:
+			raw = resp.Result
+		}
+		done(raw, err)
+	}
+	if err := rp.peer.Go(id, method, params, finish); err != nil {
+		finish(nil, err)
+	}
+	return id
+}
+
+// register records a request forwarded under id, so that the server's
+// progress reports and requests about it find their way back: the id maps
+// to its caller and, if the caller asked for progress, a progress token of
+// the hub's replaces the caller's, so that tokens of two clients never
+// collide here. It returns the params to send.
+func (rp *replica) register(id jsonrpc.ID, origin downstream, params json.RawMessage) (json.RawMessage, string) {
 	uc := &upstreamCall{origin: origin}
 	var token string
-	if t, ok := params.MetaValue(mcp.MetaProgressToken); ok {
-		uc.clientToken = t
-		token = `"sb-` + rp.hub.nextID() + `"`
-		params.SetMeta(mcp.MetaProgressToken, json.RawMessage(token))
+	if meta, ok := jsonrpc.Member(params, "_meta"); ok {
+		if t, ok := jsonrpc.Member(meta, mcp.MetaProgressToken); ok {
+			uc.clientToken = t
+			token = `"sb-` + rp.hub.nextID() + `"`
+			if meta, err := jsonrpc.SetMember(meta, mcp.MetaProgressToken, []byte(token)); err == nil {
+				params, _ = jsonrpc.SetMember(params, "_meta", meta)
+			}
+		}
 	}
 	rp.mu.Lock()
 	rp.calls[id] = uc
@@ -358,19 +406,16 @@ func (rp *replica) call(ctx context.Context, inflight *atomic.Int64, origin down
 		rp.tokens[token] = uc
 	}
 	rp.mu.Unlock()
-	inflight.Add(1)
-	defer func() {
-		inflight.Add(-1)
-		rp.mu.Lock()
-		delete(rp.calls, id)
-		if token != "" {
-			delete(rp.tokens, token)
-		}
-		rp.mu.Unlock()
-	}()
-	var raw json.RawMessage
-	err := rp.peer.CallID(ctx, id, method, params.Raw(), &raw)
-	return raw, err
+	return params, token
+}
+
+func (rp *replica) unregister(id jsonrpc.ID, token string) {
+	rp.mu.Lock()
+	delete(rp.calls, id)
+	if token != "" {
+		delete(rp.tokens, token)
+	}
+	rp.mu.Unlock()
 }
 
 // handle answers the server's requests and notifications.
@@ -379,8 +424,8 @@ func (rp *replica) handle(ctx context.Context, req *jsonrpc.Request) (any, error
 	case mcp.MethodPing:
 		// A ping naming a call goes to that call's client; any other ping
 		// is the server checking on the hub, which answers it.
-		if o, err := mcp.ParseObject(req.Params); err == nil {
-			if _, ok := o.MetaValue(mcp.MetaRelatedRequest); ok {
+		if meta, ok := jsonrpc.Member(req.Params, "_meta"); ok {
+			if _, ok := jsonrpc.Member(meta, mcp.MetaRelatedRequest); ok {
 				return rp.routeToClient(ctx, req)
 			}
 		}
@@ -419,18 +464,19 @@ func (rp *replica) handle(ctx context.Context, req *jsonrpc.Request) (any, error
 // progress maps a progress report back to the caller's token and sends it
 // to the caller.
 func (rp *replica) progress(params json.RawMessage) {
-	o, err := mcp.ParseObject(params)
-	if err != nil {
+	token, ok := jsonrpc.Member(params, mcp.MetaProgressToken)
+	if !ok {
 		return
 	}
 	rp.mu.Lock()
-	uc := rp.tokens[string(o["progressToken"])]
+	uc := rp.tokens[string(token)]
 	rp.mu.Unlock()
 	if uc == nil {
 		return // the call already ended, or the token is not the hub's
 	}
-	o["progressToken"] = uc.clientToken
-	uc.origin.notify(mcp.NotificationProgress, o.Raw())
+	if params, err := jsonrpc.SetMember(params, mcp.MetaProgressToken, uc.clientToken); err == nil {
+		uc.origin.notify(mcp.NotificationProgress, params)
+	}
 }
 
 // routeToClient sends a server's request to the client whose call the server

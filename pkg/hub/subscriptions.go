@@ -363,11 +363,7 @@ func (s *subscriptions) onUpdate(ctx context.Context, topic string, frame []byte
 	if !ok {
 		return
 	}
-	params, err := mcp.ParseObject(req.Params)
-	if err != nil {
-		return
-	}
-	if uri, ok := params.String("uri"); ok {
+	if uri, ok := jsonrpc.StringMember(req.Params, "uri"); ok {
 		s.deliverLocal(uri, frame)
 	}
 }

@@ -330,7 +330,8 @@ func decodeError(v []byte) (*Error, bool) {
 }
 
 // The helpers below walk JSON that validate has already accepted, so they
-// only find the extent of values and never report syntax errors.
+// only find the extent of values and never report syntax errors; on other
+// input (Member, SetMember) they stop at the end instead of panicking.
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -353,7 +354,7 @@ func skipSpace(b []byte, i int) int {
 
 // skipString returns the index just past the string that starts at b[i].
 func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
+	for i = plainRun(b, i+1); i < len(b); i = plainRun(b, i+1) {
 		switch b[i] {
 		case '\\':
 			i++
@@ -364,8 +365,12 @@ func skipString(b []byte, i int) int {
 	return len(b)
 }
 
-// skipValue returns the index just past the value that starts at b[i].
+// skipValue returns the index just past the value that starts at b[i]
+// (len(b) when it runs off the end).
 func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return len(b)
+	}
 	switch b[i] {
 	case '"':
 		return skipString(b, i)
@@ -439,7 +444,15 @@ func (it *objectIter) next() (key, val []byte, ok bool) {
 	kend := skipString(it.data, i)
 	key = it.data[i:kend]
 	i = skipSpace(it.data, kend)
-	i = skipSpace(it.data, i+1) // past ':'
+	if i >= len(it.data) || it.data[i] != ':' {
+		it.i = len(it.data)
+		return nil, nil, false // not an object after all
+	}
+	i = skipSpace(it.data, i+1)
+	if i >= len(it.data) {
+		it.i = len(it.data)
+		return nil, nil, false
+	}
 	end := skipValue(it.data, i)
 	it.i = end
 	return key, it.data[i:end], true

@@ -66,3 +66,16 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMember: Member and SetMember never panic, whatever the input.
+func FuzzMember(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":"x"}`), "a")
+	f.Add([]byte(`{"a"`), "a")
+	f.Add([]byte(`{"a":`), "a")
+	f.Add([]byte(`{"a" 1}`), "a")
+	f.Fuzz(func(t *testing.T, obj []byte, key string) {
+		jsonrpc.Member(obj, key)
+		jsonrpc.StringMember(obj, key)
+		jsonrpc.SetMember(obj, key, []byte(`1`))
+	})
+}

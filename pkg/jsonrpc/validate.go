@@ -123,7 +123,7 @@ func scanKey(b []byte, i int) (int, bool) {
 
 // scanString scans the string starting at b[i] and returns the index past it.
 func scanString(b []byte, i int) (int, bool) {
-	for i++; i < len(b); i++ {
+	for i = plainRun(b, i+1); i < len(b); i = plainRun(b, i+1) {
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, true

@@ -601,9 +601,19 @@ func listPage[T any](s *Server, req *jsonrpc.Request, items func() []T, result f
 }
 
 func (ss *ServerSession) callTool(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	p, err := decodeParams[CallToolParams](req)
-	if err != nil {
-		return nil, err
+	// Read the members in place: the arguments stay the bytes they came in.
+	name, ok := jsonrpc.StringMember(req.Params, "name")
+	if !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `tools/call: "name" must be a string`)
+	}
+	p := &CallToolParams{Name: name}
+	p.Arguments, _ = jsonrpc.Member(req.Params, "arguments")
+	var token json.RawMessage
+	if meta, ok := jsonrpc.Member(req.Params, "_meta"); ok {
+		if err := json.Unmarshal(meta, &p.Meta); err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "tools/call: _meta: %v", err)
+		}
+		token, _ = jsonrpc.Member(meta, MetaProgressToken)
 	}
 	s := ss.server
 	s.mu.RLock()
@@ -616,10 +626,7 @@ func (ss *ServerSession) callTool(ctx context.Context, req *jsonrpc.Request) (an
 	if h == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown tool %q", p.Name)
 	}
-	tr := &ToolRequest{Session: ss, ID: req.ID, Params: p}
-	if o, err := ParseObject(req.Params); err == nil {
-		tr.progressToken, _ = o.MetaValue(MetaProgressToken)
-	}
+	tr := &ToolRequest{Session: ss, ID: req.ID, Params: p, progressToken: token}
 	res, err := h(ctx, tr)
 	if err != nil {
 		var rpcErr *jsonrpc.Error

@@ -29,7 +29,7 @@ import (
 // alternating rounds and the figures are medians over the rounds: drift in
 // the machine's speed hits both sides of each ratio alike.
 func BenchmarkRoundTrip(b *testing.B) {
-	params := json.RawMessage(`{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 60) + `"}}`)
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"` + strings.Repeat("x", benchPayload) + `"}}`)
 	for _, shape := range []struct{ conns, inflight int }{{1, 1}, {1, 16}, {16, 16}} {
 		b.Run(fmt.Sprintf("%dx%d", shape.conns, shape.inflight), func(b *testing.B) {
 			frame := (&jsonrpc.Request{ID: jsonrpc.Int64ID(1234567), Method: "echo", Params: params}).AppendJSON(nil)
@@ -227,3 +227,5 @@ func peerEcho(b *testing.B, conns, inflight int, params json.RawMessage) (func(i
 	}
 	return run, stop
 }
+
+var benchPayload = 60

@@ -62,8 +62,8 @@ func (c *corkConn) flushLocked() error {
 		return nil
 	}
 	_, err := c.writeLocked(c.buf)
-	if cap(c.buf) > 256<<10 {
-		c.buf = nil // do not keep a large buffer on an idle connection
+	if cap(c.buf) > 64<<10 {
+		c.buf = nil // do not keep a large buffer on a connection that may go idle
 	} else {
 		c.buf = c.buf[:0]
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,23 +146,33 @@ type Peer struct {
 	// mu guards everything below. Every change to in-flight state happens
 	// under it, in one short critical section, so that closing can never
 	// miss a call that is being registered at the same moment.
-	mu        sync.Mutex
-	closing   bool
-	err       error // why the peer ended
-	pending   map[jsonrpc.ID]chan *jsonrpc.Response
-	incoming  map[jsonrpc.ID]incoming
-	queue     []job
-	workers   int
-	sendq     [][]byte
-	sendBytes int
-	spare     [][]byte
-	writing   bool          // a goroutine is writing: the writer, or a caller writing inline
-	flushed   chan struct{} // closed when writing stops; made only by a flushing close
+	mu         sync.Mutex
+	closing    bool
+	err        error // why the peer ended
+	pending    map[jsonrpc.ID]pendingCall
+	incoming   map[jsonrpc.ID]incoming
+	queue      []job
+	workers    int             // worker goroutines, busy or idle
+	idlers     []chan struct{} // the wake channels of workers waiting for work
+	sendq      [][]byte
+	sendBytes  int
+	spare      [][]byte
+	writing    bool          // a goroutine is writing: the writer, or a caller writing inline
+	writeStart time.Time     // when the write under way began (zero between writes)
+	flushed    chan struct{} // closed when writing stops; made only by a flushing close
 }
 
 type incoming struct {
-	cancel    context.CancelFunc
-	cancelled bool // Cancel was called: no response is sent
+	cancel    context.CancelFunc // nil for a call an AsyncHandler took
+	reply     *Reply             // set for a call an AsyncHandler took
+	cancelled bool               // Cancel was called: no response is sent
+}
+
+// pendingCall is an outgoing call waiting for its answer: on ch (Call) or
+// through done (Go).
+type pendingCall struct {
+	ch   chan *jsonrpc.Response
+	done func(*jsonrpc.Response, error)
 }
 
 type job struct {
@@ -194,7 +205,7 @@ func New(conn Conn, opts *Options) *Peer {
 		opts:     o,
 		log:      o.Logger,
 		done:     make(chan struct{}),
-		pending:  make(map[jsonrpc.ID]chan *jsonrpc.Response),
+		pending:  make(map[jsonrpc.ID]pendingCall),
 		incoming: make(map[jsonrpc.ID]incoming),
 		dec:      jsonrpc.Decoder{Limits: o.Limits},
 	}
@@ -248,7 +259,7 @@ func (p *Peer) CallID(ctx context.Context, id jsonrpc.ID, method string, params,
 		p.mu.Unlock()
 		return fmt.Errorf("peer: call id %s is already in flight", id)
 	}
-	p.pending[id] = ch
+	p.pending[id] = pendingCall{ch: ch}
 	inline, err := p.sendLocked(frame, true)
 	if err != nil {
 		delete(p.pending, id)
@@ -361,16 +372,18 @@ type BatchWriter interface {
 // When inline is set and nothing is being written or waiting, it queues
 // nothing and returns true instead: the caller then writes the frame itself
 // with writeInline, after unlocking, saving the hand-off to a writer
-// goroutine. Only calls and their answers are written inline, from
+// goroutine. That is worth it only while this is the peer's one piece of
+// work in flight: with more, answers and calls follow each other closely,
+// and the writer sends all that queued up in one system call instead. Only calls and their answers are written inline, from
 // goroutines that wait on this connection anyway and whose writes the conn
 // bounds with a timeout; notifications, which the hub fans out to many peers
 // from one goroutine, are always queued.
 func (p *Peer) sendLocked(frame []byte, inline bool) (bool, error) {
-	if inline && !p.writing && len(p.sendq) == 0 {
+	if inline && !p.writing && len(p.sendq) == 0 && len(p.pending)+len(p.incoming) <= 1 {
 		p.writing = true
 		return true, nil
 	}
-	if len(p.sendq) >= p.opts.SendQueue || p.sendBytes+len(frame) > p.opts.SendQueueBytes {
+	if p.overflowingLocked(len(frame)) {
 		p.shutdownLocked(ErrSlowConsumer, ClosePolicyViolation, "slow consumer", false)
 		return false, fmt.Errorf("%w: %w", ErrClosed, ErrSlowConsumer)
 	}
@@ -384,13 +397,38 @@ func (p *Peer) sendLocked(frame []byte, inline bool) (bool, error) {
 	return false, nil
 }
 
+// stuckWrite is how long a write must have been under way, with the queue
+// full behind it, for its reader to count as a slow consumer: a burst that
+// fills the queue while the writer has not yet had a turn is no sign that
+// the other side stopped reading.
+const stuckWrite = 250 * time.Millisecond
+
+// overflowingLocked reports whether queueing n more bytes breaks the slow
+// consumer rule: the byte bound always; the frame bound when a write has
+// been stuck behind it for stuckWrite, or four times over regardless.
+func (p *Peer) overflowingLocked(n int) bool {
+	switch {
+	case p.sendBytes+n > p.opts.SendQueueBytes:
+		return true
+	case len(p.sendq) < p.opts.SendQueue:
+		return false
+	case len(p.sendq) >= 4*p.opts.SendQueue:
+		return true
+	}
+	return !p.writeStart.IsZero() && time.Since(p.writeStart) > stuckWrite
+}
+
 // writeInline writes one frame on the caller's goroutine, which sendLocked
 // made the writer. Frames queued meanwhile are left to a writer goroutine,
 // so that one caller never ends up writing for everyone.
 func (p *Peer) writeInline(frame []byte) {
+	p.mu.Lock()
+	p.writeStart = time.Now()
+	p.mu.Unlock()
 	err := p.conn.Write(context.Background(), frame)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.writeStart = time.Time{}
 	switch {
 	case err != nil:
 		p.stopWritingLocked()
@@ -439,6 +477,7 @@ func (p *Peer) writeLoop() {
 		}
 		p.sendq, p.spare = p.spare[:0], nil
 		p.sendBytes = 0
+		p.writeStart = time.Now()
 		p.mu.Unlock()
 
 		var err error
@@ -453,6 +492,7 @@ func (p *Peer) writeLoop() {
 		}
 		clear(frames)
 		p.mu.Lock()
+		p.writeStart = time.Time{}
 		if err != nil {
 			p.stopWritingLocked()
 			p.writeFailedLocked(err)
@@ -543,12 +583,14 @@ func (p *Peer) handleFrame(data []byte) (becomeWorker bool) {
 
 func (p *Peer) deliver(resp *jsonrpc.Response) {
 	p.mu.Lock()
-	ch, ok := p.pending[resp.ID]
+	pc, ok := p.pending[resp.ID]
 	delete(p.pending, resp.ID)
 	p.mu.Unlock()
 	switch {
+	case ok && pc.done != nil:
+		pc.done(resp, nil)
 	case ok:
-		ch <- resp
+		pc.ch <- resp
 	case resp.ID.IsNull() && resp.Error != nil:
 		p.log.Debug("the other side could not read a message", "code", resp.Error.Code, "reason", resp.Error.Message)
 	default:
@@ -572,26 +614,49 @@ func (p *Peer) notification(req *jsonrpc.Request) {
 // when one may start: the reader becomes that worker (see readLoop).
 func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closing {
+		p.mu.Unlock()
 		return false
 	}
 	if _, dup := p.incoming[req.ID]; dup {
 		p.respondLocked(b, jsonrpc.NewErrorResponse(req.ID,
 			jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "id %s is already in flight", req.ID)))
+		p.mu.Unlock()
 		return false
 	}
 	if len(p.incoming) >= p.opts.MaxPending {
 		p.respondLocked(b, &jsonrpc.Response{ID: req.ID, Error: p.opts.Overloaded})
+		p.mu.Unlock()
 		return false
 	}
+	if async, ok := p.opts.Handler.(AsyncHandler); ok && b == nil {
+		reply := &Reply{p: p, id: req.ID}
+		p.incoming[req.ID] = incoming{reply: reply}
+		p.mu.Unlock()
+		if async.HandleAsync(req, reply) {
+			return false
+		}
+		p.mu.Lock()
+		if in, ok := p.incoming[req.ID]; !ok || in.reply != reply {
+			p.mu.Unlock() // cancelled or closed meanwhile
+			return false
+		}
+	}
+	defer p.mu.Unlock()
 	ctx, cancel := context.WithCancel(p.ctx)
 	p.incoming[req.ID] = incoming{cancel: cancel}
 	p.queue = append(p.queue, job{ctx: ctx, req: req, batch: b})
 	if b != nil {
 		b.remaining++
 	}
-	if p.workers < p.opts.MaxConcurrent {
+	switch {
+	case len(p.idlers) > 0:
+		// A worker is waiting for work: wake it rather than start one. It is
+		// taken off the list here, so that each job reserves its own worker.
+		wake := p.idlers[len(p.idlers)-1]
+		p.idlers = p.idlers[:len(p.idlers)-1]
+		wake <- struct{}{} // buffered: one token per reservation
+	case p.workers < p.opts.MaxConcurrent:
 		p.workers++
 		if b == nil {
 			return true
@@ -605,15 +670,53 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
 	return false
 }
 
-// work runs queued calls until the queue is empty, then exits, so that an
-// idle peer holds no worker goroutines.
+// workerLinger is how long a worker with nothing to do waits for more work
+// before it exits: long enough that a busy peer keeps its workers (starting
+// a goroutine and growing its stack for every call cost more than the call
+// itself), short enough that an idle peer soon holds none.
+const workerLinger = 500 * time.Millisecond
+
+// work runs queued calls, waiting a little for more when the queue is empty,
+// then exits.
 func (p *Peer) work() {
+	wake := make(chan struct{}, 1)
+	var linger *time.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
 	for {
 		p.mu.Lock()
-		if len(p.queue) == 0 || p.closing {
+		if p.closing {
 			p.workers--
 			p.mu.Unlock()
 			return
+		}
+		if len(p.queue) == 0 {
+			p.idlers = append(p.idlers, wake)
+			p.mu.Unlock()
+			if linger == nil {
+				linger = time.NewTimer(workerLinger)
+			} else {
+				linger.Reset(workerLinger)
+			}
+			select {
+			case <-wake:
+				continue // reserved for a job
+			case <-linger.C:
+			case <-p.done:
+			}
+			p.mu.Lock()
+			if i := slices.Index(p.idlers, wake); i >= 0 {
+				p.idlers = slices.Delete(p.idlers, i, i+1)
+				p.workers--
+				p.mu.Unlock()
+				return
+			}
+			p.mu.Unlock()
+			<-wake // a job reserved this worker as it gave up: take it
+			continue
 		}
 		j := p.queue[0]
 		p.queue[0] = job{}
@@ -636,7 +739,9 @@ func (p *Peer) run(j job) {
 	in, ok := p.incoming[j.req.ID]
 	delete(p.incoming, j.req.ID)
 	if ok {
-		in.cancel()
+		if in.cancel != nil {
+			in.cancel()
+		}
 		if in.cancelled {
 			resp = nil
 		}
@@ -722,14 +827,26 @@ func (p *Peer) Pending() int {
 // cancelled request gets no answer.
 func (p *Peer) Cancel(id jsonrpc.ID) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	in, ok := p.incoming[id]
-	if ok {
-		in.cancelled = true
-		in.cancel()
-		p.incoming[id] = in
+	if !ok {
+		p.mu.Unlock()
+		return false
 	}
-	return ok
+	in.cancelled = true
+	p.incoming[id] = in
+	if in.cancel != nil {
+		in.cancel()
+	}
+	var hook func()
+	if in.reply != nil {
+		delete(p.incoming, id) // no answer will be sent
+		hook = in.reply.cancelled()
+	}
+	p.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return true
 }
 
 // Close sends what is queued (for up to FlushTimeout), closes the connection
@@ -756,12 +873,28 @@ func (p *Peer) shutdownLocked(cause error, code CloseCode, reason string, flush 
 	}
 	p.closing = true
 	p.err = cause
-	for _, ch := range p.pending {
-		ch <- closedResponse // buffered, and nobody else sends once the call left the map
+	// Calls waiting on a channel learn at once; callbacks and cancellation
+	// hooks run on the closer goroutine below, outside the lock.
+	var hooks []func()
+	for _, pc := range p.pending {
+		if pc.done != nil {
+			done := pc.done
+			hooks = append(hooks, func() { done(nil, p.closedErr()) })
+		} else {
+			pc.ch <- closedResponse // buffered, and nobody else sends once the call left the map
+		}
 	}
 	p.pending = nil
-	for _, in := range p.incoming {
-		in.cancel()
+	for id, in := range p.incoming {
+		if in.cancel != nil {
+			in.cancel()
+		}
+		if in.reply != nil {
+			delete(p.incoming, id)
+			if hook := in.reply.cancelled(); hook != nil {
+				hooks = append(hooks, hook)
+			}
+		}
 	}
 	p.queue = nil
 	if !flush {
@@ -778,6 +911,9 @@ func (p *Peer) shutdownLocked(cause error, code CloseCode, reason string, flush 
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
+		for _, hook := range hooks {
+			hook()
+		}
 		if flushed != nil {
 			t := time.NewTimer(p.opts.FlushTimeout)
 			select {

@@ -634,3 +634,33 @@ func TestPeer_normalCloseWhileWriting(t *testing.T) {
 		assert.NoError(t, p.Wait())
 	})
 }
+
+// TestPeer_idleWorkersAreReservedOneJobEach: calls that arrive while one
+// worker waits for work must each get a worker, not one wake-up among them.
+func TestPeer_idleWorkersAreReservedOneJobEach(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		started := make(chan struct{}, 16)
+		start(t, a, &peer.Options{MaxConcurrent: 8, Handler: peer.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			if req.Method == "quick" {
+				return "ok", nil
+			}
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})})
+		s := script{t, b}
+		s.send(`{"jsonrpc":"2.0","id":0,"method":"quick"}`)
+		s.recv() // a worker now waits for more work
+		for i := 1; i <= 6; i++ {
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"block"}`, i))
+		}
+		for i := range 6 {
+			select {
+			case <-started:
+			case <-time.After(wait):
+				t.Fatalf("only %d of 6 calls started", i)
+			}
+		}
+	})
+}

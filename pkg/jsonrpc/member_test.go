@@ -1,0 +1,86 @@
+package jsonrpc_test
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+)
+
+func TestMember(t *testing.T) {
+	t.Parallel()
+	obj := []byte(` {"name":"demo__add","arguments":{"name":"inner"},"_meta":{"progressToken":7},"s\u0074r":"x"} `)
+	v, ok := jsonrpc.Member(obj, "arguments")
+	require.True(t, ok)
+	assert.Equal(t, `{"name":"inner"}`, string(v))
+	name, ok := jsonrpc.StringMember(obj, "name")
+	assert.True(t, ok)
+	assert.Equal(t, "demo__add", name, "a nested member of the same name is not the top-level one")
+	s, ok := jsonrpc.StringMember(obj, "str")
+	assert.True(t, ok, "escaped keys are found by their value")
+	assert.Equal(t, "x", s)
+	_, ok = jsonrpc.Member(obj, "nope")
+	assert.False(t, ok)
+	_, ok = jsonrpc.StringMember(obj, "_meta")
+	assert.False(t, ok, "not a string")
+	for _, bad := range []string{``, `[]`, `"x"`, `{`, `{"a"`, `{"a":`} {
+		_, ok := jsonrpc.Member([]byte(bad), "a")
+		assert.False(t, ok, bad)
+	}
+}
+
+func TestSetMember(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ obj, key, value, want string }{
+		{`{"name":"demo__add","arguments":{"a":1}}`, "name", `"add"`, `{"name":"add","arguments":{"a":1}}`},
+		{` { "x" : 1 , "name" : "n" } `, "name", `"m"`, `{ "x" : 1 , "name" : "m" }`},
+		{`{"a":1}`, "b", `[2]`, `{"a":1,"b":[2]}`},
+		{`{}`, "b", `true`, `{"b":true}`},
+		{`{ }`, "b", `null`, `{"b":null}`},
+		{`{"a":1,"a":2}`, "a", `3`, `{"a":3,"a":3}`},
+		{`{"_meta":{"progressToken":"t"},"name":"x"}`, "_meta", `{"progressToken":"sb-1"}`, `{"_meta":{"progressToken":"sb-1"},"name":"x"}`},
+	}
+	for _, tt := range tests {
+		got, err := jsonrpc.SetMember([]byte(tt.obj), tt.key, []byte(tt.value))
+		require.NoError(t, err, tt.obj)
+		assert.Equal(t, tt.want, string(got), tt.obj)
+		assert.True(t, json.Valid(got))
+	}
+	_, err := jsonrpc.SetMember([]byte(`[1]`), "a", []byte(`1`))
+	assert.Error(t, err)
+}
+
+// FuzzSetMember: editing a member of any valid object yields valid JSON in
+// which the member has the new value and the others are untouched.
+func FuzzSetMember(f *testing.F) {
+	f.Add([]byte(`{"name":"a","arguments":{"x":[1,{"name":2}]}}`), "name")
+	f.Add([]byte(`{}`), "k")
+	f.Add([]byte(`{"\u006e":1}`), "n")
+	f.Fuzz(func(t *testing.T, obj []byte, key string) {
+		var before map[string]json.RawMessage
+		if json.Unmarshal(obj, &before) != nil || before == nil || !utf8.ValidString(key) {
+			return
+		}
+		got, err := jsonrpc.SetMember(obj, key, []byte(`{"set":true}`))
+		if err != nil {
+			t.Fatalf("SetMember(%s): %v", obj, err)
+		}
+		var after map[string]json.RawMessage
+		if err := json.Unmarshal(got, &after); err != nil {
+			t.Fatalf("SetMember(%s) = %s: %v", obj, got, err)
+		}
+		if string(after[key]) != `{"set":true}` {
+			t.Fatalf("SetMember(%s, %q) = %s", obj, key, got)
+		}
+		if len(after) != len(before) && len(after) != len(before)+1 {
+			t.Fatalf("members changed: %s -> %s", obj, got)
+		}
+		if v, ok := jsonrpc.Member(got, key); !ok || string(v) != `{"set":true}` {
+			t.Fatalf("Member after SetMember: %s %v", v, ok)
+		}
+	})
+}

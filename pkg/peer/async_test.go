@@ -1,0 +1,148 @@
+package peer_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// forwarder takes every call "fwd" asynchronously and passes it on to up,
+// the way the hub routes a tools/call: no worker waits for the answer.
+type forwarder struct {
+	up *peer.Peer
+}
+
+func (f *forwarder) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	if req.Method == "cancel" { // a notification naming the call to cancel
+		var p struct{ RequestID jsonrpc.ID }
+		json.Unmarshal(req.Params, &p)
+		peer.FromContext(ctx).Cancel(p.RequestID)
+		return nil, nil
+	}
+	return "sync", nil
+}
+
+func (f *forwarder) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
+	if req.Method != "fwd" {
+		return false
+	}
+	id := f.up.NextID()
+	err := f.up.Go(id, "work", req.Params, func(resp *jsonrpc.Response, err error) {
+		switch {
+		case err != nil:
+			reply.Send(nil, err)
+		case resp.Error != nil:
+			reply.Send(nil, resp.Error)
+		default:
+			reply.Send(resp.Result, nil)
+		}
+	})
+	if err != nil {
+		reply.Send(nil, err)
+		return true
+	}
+	reply.OnCancel(func() { f.up.Abort(id, context.Canceled) })
+	return true
+}
+
+func TestPeer_async(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		// The upstream side: the far end of a second pair, whose calls
+		// "work" echo their params or block until cancelled.
+		up1, up2 := peer.Pipe(64)
+		t.Cleanup(func() { up1.Close(peer.CloseNormal, ""); up2.Close(peer.CloseNormal, "") })
+		blocked := make(chan struct{}, 4)
+		unblocked := make(chan error, 4)
+		start(t, up2, &peer.Options{Handler: peer.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			switch {
+			case req.Method == "cancel":
+				var p struct{ RequestID jsonrpc.ID }
+				json.Unmarshal(req.Params, &p)
+				peer.FromContext(ctx).Cancel(p.RequestID)
+				return nil, nil
+			case string(req.Params) == `["block"]`:
+				blocked <- struct{}{}
+				<-ctx.Done()
+				unblocked <- ctx.Err()
+				return nil, ctx.Err()
+			}
+			return req.Params, nil
+		})})
+		cancelled := make(chan jsonrpc.ID, 4)
+		var up *peer.Peer
+		up = start(t, up1, &peer.Options{OnCancel: func(id jsonrpc.ID, cause error) {
+			up.Notify(context.Background(), "cancel", map[string]any{"requestId": id})
+			cancelled <- id
+		}})
+		start(t, a, &peer.Options{Handler: &forwarder{up: up}})
+		s := script{t, b}
+
+		// Forwarded and answered, under the caller's own id.
+		s.send(`{"jsonrpc":"2.0","id":"x","method":"fwd","params":["hello"]}`)
+		assert.Equal(t, `{"jsonrpc":"2.0","id":"x","result":["hello"]}`, s.recv())
+		// Not taken by HandleAsync: answered on a worker.
+		s.send(`{"jsonrpc":"2.0","id":2,"method":"other"}`)
+		assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":"sync"}`, s.recv())
+
+		// Cancelled by the caller: the upstream call is aborted and told.
+		s.send(`{"jsonrpc":"2.0","id":3,"method":"fwd","params":["block"]}`)
+		<-blocked
+		s.send(`{"jsonrpc":"2.0","method":"cancel","params":{"requestId":3}}`)
+		select {
+		case <-cancelled:
+		case <-time.After(wait):
+			t.Fatal("the upstream call was not aborted")
+		}
+		assert.ErrorIs(t, <-unblocked, context.Canceled)
+		s.send(`{"jsonrpc":"2.0","id":4,"method":"fwd","params":["after"]}`)
+		assert.Equal(t, `{"jsonrpc":"2.0","id":4,"result":["after"]}`, s.recv(), "the cancelled call got no answer")
+
+		// The caller leaving aborts what it had in flight.
+		s.send(`{"jsonrpc":"2.0","id":5,"method":"fwd","params":["block"]}`)
+		<-blocked
+		require.NoError(t, b.Close(peer.CloseNormal, ""))
+		select {
+		case <-cancelled:
+		case <-time.After(wait):
+			t.Fatal("closing did not abort the upstream call")
+		}
+	})
+}
+
+func TestPeer_goAndAbort(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		cancelled := make(chan error, 1)
+		p := start(t, a, &peer.Options{OnCancel: func(id jsonrpc.ID, cause error) { cancelled <- cause }})
+		s := script{t, b}
+		done := make(chan error, 2)
+		id := p.NextID()
+		require.NoError(t, p.Go(id, "slow", nil, func(resp *jsonrpc.Response, err error) { done <- err }))
+		s.recvRequest()
+		assert.True(t, p.Abort(id, context.DeadlineExceeded))
+		assert.ErrorIs(t, <-done, context.DeadlineExceeded)
+		assert.ErrorIs(t, <-cancelled, context.DeadlineExceeded)
+		assert.False(t, p.Abort(id, context.DeadlineExceeded), "a call is aborted once")
+
+		// A call still pending when the connection closes gets the close.
+		require.NoError(t, p.Go(p.NextID(), "slow", nil, func(resp *jsonrpc.Response, err error) { done <- err }))
+		s.recvRequest()
+		b.Close(peer.CloseGoingAway, "bye")
+		select {
+		case err := <-done:
+			assert.True(t, errors.Is(err, peer.ErrClosed), "got %v", err)
+		case <-time.After(wait):
+			t.Fatal("the pending call was not failed on close")
+		}
+		assert.ErrorIs(t, p.Go(p.NextID(), "late", nil, func(*jsonrpc.Response, error) {}), peer.ErrClosed)
+	})
+}
