@@ -77,9 +77,7 @@ func (h *Hub) instanceDocs(v *view) []instanceDoc {
 			counts[ri.Instance]++
 		}
 	}
-	h.mu.Lock()
-	self := instanceDoc{ID: h.id, Addr: h.cfg.Addr, Self: true, StartedAt: h.start.UTC(), Clients: len(h.clients), Replicas: counts[h.id]}
-	h.mu.Unlock()
+	self := instanceDoc{ID: h.id, Addr: h.cfg.Addr, Self: true, StartedAt: h.start.UTC(), Clients: len(h.clientList()), Replicas: counts[h.id]}
 	docs := []instanceDoc{self}
 	for _, in := range h.remoteInstances() {
 		in.Replicas = counts[in.ID]

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -36,19 +37,20 @@ type downstream interface {
 // clientSession is one client connection. Toward it the hub is the MCP
 // server.
 type clientSession struct {
-	hub     *Hub
-	id      string
-	peer    *peer.Peer
-	log     *slog.Logger
-	who     *principal
-	role    string  // for metrics: "client" or "dashboard"
-	limit   *bucket // nil: no rate limit
-	release func()  // frees the token's connection slot
+	hub       *Hub
+	id        string
+	peer      *peer.Peer
+	who       *principal
+	role      string  // for metrics: "client" or "dashboard"
+	limit     *bucket // nil: no rate limit
+	release   func()  // frees the token's connection slot
+	initTimer *time.Timer
 
+	closed      atomic.Bool // the connection is closing: no longer a client
 	mu          sync.Mutex
 	initialized bool
-	init        *mcp.InitializeParams
-	declared    clientCaps
+	name        string           // its clientInfo.name, for logs
+	declared    clientCaps       // what it can do for servers
 	level       mcp.LoggingLevel // "" until the client sets one: then everything is sent
 }
 
@@ -72,7 +74,6 @@ func (h *Hub) serveClient(w http.ResponseWriter, r *http.Request) {
 	if !who.has(RoleClient) {
 		cs.role = "dashboard"
 	}
-	cs.log = h.log.With("client", cs.id)
 	cs.peer = peer.New(conn, &peer.Options{
 		Handler:       cs, // a peer.Handler and a peer.AsyncHandler
 		MaxConcurrent: min(clientMaxConcurrent, h.cfg.MaxInFlight),
@@ -82,51 +83,56 @@ func (h *Hub) serveClient(w http.ResponseWriter, r *http.Request) {
 		SendQueue: h.cfg.SendQueue,
 		Limits:    h.cfg.limits(),
 		OnCancel:  cs.onCancel,
-		Logger:    cs.log,
+		OnClose:   cs.onClose,
+		OnDone: func() {
+			h.mu.Lock()
+			delete(h.clients, cs)
+			h.mu.Unlock()
+		},
+		Logger: h.log, // shared: a logger of its own would cost every idle connection ~1 KiB
+	})
+	// A client that has not sent initialize in time is closed. (Neither
+	// this nor the session holds a goroutine: the peer's hooks clean up.)
+	cs.initTimer = time.AfterFunc(h.cfg.InitializeTimeout, func() {
+		if !cs.isInitialized() {
+			cs.peer.CloseWith(peer.ClosePolicyViolation, "initialize not received in time")
+		}
 	})
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		cs.initTimer.Stop()
 		release()
 		conn.Close(peer.CloseGoingAway, "hub shutting down")
 		return
 	}
 	h.clients[cs] = struct{}{}
-	h.mu.Unlock()
 	h.metrics.connections.WithLabelValues(cs.role).Inc()
-	cs.log.Info("client connected", "token", who.name, "remote", r.RemoteAddr)
-	cs.peer.Start(h.ctx)
-	if !h.goOwned(cs.run) {
-		cs.peer.CloseWith(peer.CloseGoingAway, "hub shutting down")
-	}
+	h.mu.Unlock()
+	h.log.Info("client connected", "client", cs.id, "token", who.name, "remote", r.RemoteAddr)
+	cs.peer.Start(context.WithoutCancel(h.ctx)) // the hub closes its peers itself
 }
 
-// run waits until the client leaves, then forgets it. A client that has not
-// sent initialize in time is closed.
-func (cs *clientSession) run() {
+// onClose forgets the client as soon as its connection starts closing
+// (the close handshake, of up to a few seconds, finishes meanwhile).
+func (cs *clientSession) onClose(err error) {
 	h := cs.hub
-	t := time.AfterFunc(h.cfg.InitializeTimeout, func() {
-		if !cs.isInitialized() {
-			cs.peer.CloseWith(peer.ClosePolicyViolation, "initialize not received in time")
-		}
-	})
-	// Forget the client as soon as it ends; closing its connection (a
-	// handshake of up to a few seconds) finishes meanwhile.
-	<-cs.peer.Done()
-	t.Stop()
-	err := cs.peer.Err()
+	cs.closed.Store(true)
+	cs.initTimer.Stop()
 	if errors.Is(err, peer.ErrSlowConsumer) {
 		h.metrics.slowConsumers.Inc()
 	}
 	cs.release()
-	h.mu.Lock()
-	delete(h.clients, cs)
-	h.mu.Unlock()
 	h.metrics.connections.WithLabelValues(cs.role).Dec()
 	h.subs.dropClient(cs)
 	h.builtinsChanged()
-	cs.log.Info("client disconnected", "reason", err)
-	cs.peer.Wait()
+	h.log.Info("client disconnected", "client", cs.id, "clientInfo", cs.clientName(), "reason", err)
+}
+
+func (cs *clientSession) clientName() string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.name
 }
 
 func (cs *clientSession) isInitialized() bool {
@@ -183,8 +189,8 @@ func (cs *clientSession) Handle(ctx context.Context, req *jsonrpc.Request) (any,
 	res, err := cs.dispatch(ctx, req)
 	h.inflight.Add(-1)
 	h.metrics.observeRequest(req.Method, err)
-	if err != nil && cs.log.Enabled(ctx, slog.LevelDebug) {
-		cs.log.Debug("request failed", "req", req.ID.String(), "method", req.Method, "err", err)
+	if err != nil && h.log.Enabled(ctx, slog.LevelDebug) {
+		h.log.Debug("request failed", "client", cs.id, "req", req.ID.String(), "method", req.Method, "err", err)
 	}
 	return res, err
 }
@@ -280,9 +286,8 @@ func (cs *clientSession) initialize(req *jsonrpc.Request) (any, error) {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "already initialized")
 	}
 	cs.initialized = true
-	cs.init = &p
+	cs.name = p.ClientInfo.Name
 	cs.declared = parseClientCaps(raw.Capabilities)
-	cs.log = cs.log.With("clientInfo", p.ClientInfo.Name)
 	return &mcp.InitializeResult{
 		ProtocolVersion: mcp.NegotiateVersion(p.ProtocolVersion),
 		Capabilities: mcp.ServerCapabilities{

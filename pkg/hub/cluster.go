@@ -242,9 +242,7 @@ func (c *cluster) heartbeat() {
 	c.checkBroker()
 	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
 	defer cancel()
-	h.mu.Lock()
-	clients := len(h.clients)
-	h.mu.Unlock()
+	clients := len(h.clientList())
 	c.publish(ctx, topicRegistry, &envelope{Kind: kindHeartbeat, Version: c.version.Load(), Clients: clients})
 	c.expire(time.Now())
 }

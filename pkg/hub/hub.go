@@ -480,12 +480,15 @@ func (h *Hub) broadcast(frame []byte) int {
 	return n
 }
 
+// clientList returns the connected clients (not those closing).
 func (h *Hub) clientList() []*clientSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]*clientSession, 0, len(h.clients))
 	for c := range h.clients {
-		out = append(out, c)
+		if !c.closed.Load() {
+			out = append(out, c)
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"sync"
 )
 
 // Limits bound what [Limits.Decode] accepts from one frame. A zero field takes
@@ -67,13 +68,20 @@ func (l Limits) Decode(data []byte) Frame {
 type Decoder struct {
 	Limits Limits
 
-	msgs    []Message
-	methods map[string]string
+	msgs []Message
 }
 
-// maxInterned bounds the method names a Decoder keeps: a peer sending
-// endless distinct names gets no more than this much memory.
-const maxInterned = 128
+// methods interns method names for every Decoder. A table per connection
+// would cost each idle connection its own copy of the same few names.
+var methods = struct {
+	sync.RWMutex
+	m map[string]string
+}{m: map[string]string{}}
+
+// maxInterned bounds the method names kept: peers sending endless distinct
+// names get no more than this much memory, and their names are simply
+// allocated.
+const maxInterned = 256
 
 // Decode decodes one frame, as Limits.Decode does.
 func (d *Decoder) Decode(data []byte) Frame {
@@ -142,15 +150,19 @@ func (d *Decoder) intern(v []byte) (string, bool) {
 		return "", false
 	}
 	inner := v[1 : len(v)-1]
-	if s, ok := d.methods[string(inner)]; ok {
+	methods.RLock()
+	s, ok := methods.m[string(inner)]
+	methods.RUnlock()
+	if ok {
 		return s, true
 	}
-	s, ok := unquote(v)
-	if ok && len(d.methods) < maxInterned && string(inner) == s {
-		if d.methods == nil {
-			d.methods = make(map[string]string)
+	s, ok = unquote(v)
+	if ok && string(inner) == s {
+		methods.Lock()
+		if len(methods.m) < maxInterned {
+			methods.m[s] = s
 		}
-		d.methods[s] = s
+		methods.Unlock()
 	}
 	return s, ok
 }

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -23,10 +24,21 @@ import (
 type corkConn struct {
 	net.Conn
 	timeout time.Duration
+	pre     []byte // bytes the client sent behind its upgrade request, read first
 
 	mu     sync.Mutex // coder/websocket writes from the writer, the reader (pongs) and keepalive
 	corked bool
 	buf    []byte
+}
+
+// Read serves what arrived with the upgrade request before the socket.
+func (c *corkConn) Read(p []byte) (int, error) {
+	if len(c.pre) > 0 {
+		n := copy(p, c.pre)
+		c.pre = c.pre[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
 }
 
 func (c *corkConn) Write(p []byte) (int, error) {
@@ -105,9 +117,21 @@ func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	w.conn = &corkConn{Conn: nc, timeout: w.timeout}
-	brw.Writer.Reset(w.conn)
-	return w.conn, brw, nil
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		w.conn.pre = bytes.Clone(b)
+	}
+	// Buffers of our own, smaller than net/http's 4 KiB each: they stay with
+	// the connection for its whole life, idle or not, and what is large
+	// (payloads, batches) bypasses them anyway.
+	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, connReadBuffer), bufio.NewWriterSize(w.conn, connWriteBuffer)), nil
 }
+
+// Buffer sizes of an accepted connection.
+const (
+	connReadBuffer  = 1024
+	connWriteBuffer = 1024
+)
 
 // Unwrap lets http.ResponseController reach the original writer.
 func (w *corkingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -83,6 +83,12 @@ type Options struct {
 	// its answer came. The call has already left the pending map; MCP sends
 	// notifications/cancelled from here.
 	OnCancel func(id jsonrpc.ID, cause error)
+	// OnClose runs once when the peer starts closing, with the reason, on
+	// a goroutine of the peer's: the place to forget it. OnDone runs once
+	// when the last goroutine of the closed peer ends, so that an owner can
+	// wait for peers without holding a goroutine for each.
+	OnClose func(err error)
+	OnDone  func()
 	// Logger receives debug logs (unsolicited responses, handler errors).
 	// Nil discards them.
 	Logger *slog.Logger
@@ -142,6 +148,8 @@ type Peer struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	wg     sync.WaitGroup // read loop, writer, workers, closer
+	live   atomic.Int64   // the same goroutines, counted for OnDone
+	ended  sync.Once      // OnDone
 
 	// mu guards everything below. Every change to in-flight state happens
 	// under it, in one short critical section, so that closing can never
@@ -221,11 +229,39 @@ func (p *Peer) Start(ctx context.Context) {
 	// handler that stops because ctx ended never gets its answer out.
 	base, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), peerKey{}, p))
 	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock() // closed before it started: nothing to read
+		cancel(nil)
+		return
+	}
 	p.ctx, p.cancel = base, cancel
-	p.wg.Add(1)
+	p.addGoroutine()
 	p.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() { p.CloseWith(CloseGoingAway, "going away") })
+	stop := func() bool { return false }
+	if ctx.Done() != nil { // an owner that closes its peers itself need not pay for this
+		stop = context.AfterFunc(ctx, func() { p.CloseWith(CloseGoingAway, "going away") })
+	}
 	go p.readLoop(stop)
+}
+
+// addGoroutine counts a goroutine the peer is about to start.
+func (p *Peer) addGoroutine() {
+	p.wg.Add(1)
+	p.live.Add(1)
+}
+
+// goroutineDone marks the end of a counted goroutine; the last one of a
+// closed peer runs OnDone.
+func (p *Peer) goroutineDone() {
+	last := p.live.Add(-1) == 0
+	p.wg.Done()
+	if last && p.opts.OnDone != nil {
+		select {
+		case <-p.done:
+			p.ended.Do(p.opts.OnDone)
+		default:
+		}
+	}
 }
 
 // NextID returns a fresh id for an outgoing call, for callers that must know
@@ -391,7 +427,7 @@ func (p *Peer) sendLocked(frame []byte, inline bool) (bool, error) {
 	p.sendBytes += len(frame)
 	if !p.writing {
 		p.writing = true
-		p.wg.Add(1)
+		p.addGoroutine()
 		go p.writeLoop()
 	}
 	return false, nil
@@ -434,7 +470,7 @@ func (p *Peer) writeInline(frame []byte) {
 		p.stopWritingLocked()
 		p.writeFailedLocked(err)
 	case len(p.sendq) > 0:
-		p.wg.Add(1) // safe while closing too: the closer, counted, waits for the flush
+		p.addGoroutine() // safe while closing too: the closer, counted, waits for the flush
 		go p.writeLoop()
 	default:
 		p.stopWritingLocked()
@@ -465,7 +501,7 @@ func (p *Peer) stopWritingLocked() {
 // writeLoop drains the queue, handing all queued frames to the conn at once,
 // and exits when it is empty: an idle peer holds no writer goroutine.
 func (p *Peer) writeLoop() {
-	defer p.wg.Done()
+	defer p.goroutineDone()
 	bw, batches := p.conn.(BatchWriter)
 	for {
 		p.mu.Lock()
@@ -511,7 +547,7 @@ func (p *Peer) writeLoop() {
 // for the network anyway) pays for the new goroutine. This is the largest
 // saving on the round-trip latency of one call at a time.
 func (p *Peer) readLoop(stop func() bool) {
-	defer p.wg.Done()
+	defer p.goroutineDone()
 	for {
 		data, err := p.conn.Read(context.Background())
 		if err != nil {
@@ -522,7 +558,7 @@ func (p *Peer) readLoop(stop func() bool) {
 			return
 		}
 		if p.handleFrame(data) {
-			p.wg.Add(1) // this goroutine is still counted: Add cannot race Wait
+			p.addGoroutine() // this goroutine is still counted: Add cannot race Wait
 			go p.readLoop(stop)
 			p.work()
 			return
@@ -661,9 +697,9 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
 		if b == nil {
 			return true
 		}
-		p.wg.Add(1)
+		p.addGoroutine()
 		go func() {
-			defer p.wg.Done()
+			defer p.goroutineDone()
 			p.work()
 		}()
 	}
@@ -908,9 +944,12 @@ func (p *Peer) shutdownLocked(cause error, code CloseCode, reason string, flush 
 	close(p.done)
 	p.cancel(cause)
 
-	p.wg.Add(1)
+	p.addGoroutine()
 	go func() {
-		defer p.wg.Done()
+		defer p.goroutineDone()
+		if p.opts.OnClose != nil {
+			p.opts.OnClose(cause)
+		}
 		for _, hook := range hooks {
 			hook()
 		}

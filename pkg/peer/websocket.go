@@ -106,8 +106,7 @@ func (e *HandshakeError) Error() string {
 type WebSocket struct {
 	ws   *websocket.Conn
 	opts WebSocketOptions
-	cork *corkConn    // nil when the socket is not ours to wrap
-	rbuf bytes.Buffer // reused between reads; frames are copied out of it
+	cork *corkConn // nil when the socket is not ours to wrap
 
 	mu      sync.Mutex
 	closed  bool
@@ -221,22 +220,28 @@ func (c *WebSocket) Read(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, c.readErr(err)
 	}
-	c.rbuf.Reset()
-	if _, err := c.rbuf.ReadFrom(r); err != nil {
+	// Read into a scratch buffer shared through a pool, then copy out just
+	// the frame: no connection keeps a read buffer of its own while idle.
+	buf := readBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			buf.Reset()
+			readBuffers.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(r); err != nil {
 		return nil, c.readErr(err)
 	}
 	if typ != websocket.MessageText {
 		return nil, c.closeLocal(&CloseError{Code: CloseUnsupportedData, Reason: "binary frames are not supported; send JSON-RPC as text"}, true)
 	}
-	if !utf8.Valid(c.rbuf.Bytes()) {
+	if !utf8.Valid(buf.Bytes()) {
 		return nil, c.closeLocal(&CloseError{Code: CloseInvalidData, Reason: "text frame is not valid UTF-8"}, true)
 	}
-	frame := bytes.Clone(c.rbuf.Bytes())
-	if c.rbuf.Cap() > 64<<10 {
-		c.rbuf = bytes.Buffer{} // do not keep a large buffer on an idle connection
-	}
-	return frame, nil
+	return bytes.Clone(buf.Bytes()), nil
 }
+
+var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func (c *WebSocket) readErr(err error) error {
 	c.mu.Lock()

@@ -1,7 +1,10 @@
 package peer_test
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -201,4 +204,41 @@ func TestWebSocket_keepaliveKeepsLivePeer(t *testing.T) {
 	}
 	c.Close(websocket.StatusNormalClosure, "")
 	<-readErr
+}
+
+// TestAccept_frameBehindTheUpgrade: a client may send its first frame in
+// the same packet as its upgrade request; the bytes the HTTP server read
+// ahead must reach the peer.
+func TestAccept_frameBehindTheUpgrade(t *testing.T) {
+	t.Parallel()
+	url, _ := rawServer(t, nil)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "ws://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	payload := []byte(`{"jsonrpc":"2.0","id":1,"method":"echo","params":["early"]}`)
+	mask := [4]byte{1, 2, 3, 4}
+	frame := []byte{0x81, 0x80 | byte(len(payload)), mask[0], mask[1], mask[2], mask[3]}
+	for i, c := range payload {
+		frame = append(frame, c^mask[i%4])
+	}
+	req := "GET / HTTP/1.1\r\nHost: " + strings.TrimPrefix(url, "ws://") + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+	_, err = conn.Write(append([]byte(req), frame...)) // one write: the frame rides behind the request
+	require.NoError(t, err)
+	conn.SetReadDeadline(time.Now().Add(wait))
+	r := bufio.NewReader(conn)
+	for {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		if line == "\r\n" {
+			break // end of the 101 response
+		}
+	}
+	hdr := make([]byte, 2)
+	_, err = io.ReadFull(r, hdr)
+	require.NoError(t, err)
+	body := make([]byte, hdr[1]&0x7f)
+	_, err = io.ReadFull(r, body)
+	require.NoError(t, err)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":["early"]}`, string(body))
 }
