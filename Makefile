@@ -49,8 +49,9 @@ bench-go:
 ## fuzz: the JSON-RPC decoder for $(FUZZTIME), every other fuzz target for $(FUZZOTHER)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pkg/jsonrpc
-	$(GO) test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZOTHER) ./pkg/jsonrpc
-	@for f in FuzzParseObject FuzzURITemplate; do \
+	@for f in FuzzValidate FuzzMember FuzzSetMember; do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/jsonrpc || exit 1; done
+	@for f in FuzzParseObject FuzzURITemplate FuzzServerRequest; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/mcp || exit 1; done
 	@for f in FuzzParseTokens FuzzClientCaps FuzzListItem FuzzClusterMessage; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/hub || exit 1; done

@@ -23,8 +23,9 @@ import (
 // dropped rather than left to block its writer forever.
 type corkConn struct {
 	net.Conn
-	timeout time.Duration
-	pre     []byte // bytes the client sent behind its upgrade request, read first
+	timeout  time.Duration
+	pre      []byte    // bytes the client sent behind its upgrade request, read first
+	deadline time.Time // the socket's write deadline
 
 	mu     sync.Mutex // coder/websocket writes from the writer, the reader (pongs) and keepalive
 	corked bool
@@ -84,7 +85,14 @@ func (c *corkConn) flushLocked() error {
 
 func (c *corkConn) writeLocked(p []byte) (int, error) {
 	if c.timeout > 0 {
-		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
+		// Moving the deadline costs a timer update on every write; moving
+		// it only once half of it is used up keeps every write bounded by
+		// between one half and one whole timeout.
+		now := time.Now()
+		if c.deadline.Sub(now) < c.timeout/2 {
+			c.deadline = now.Add(c.timeout)
+			_ = c.Conn.SetWriteDeadline(c.deadline)
+		}
 	}
 	n, err := c.Conn.Write(p)
 	if errors.Is(err, os.ErrDeadlineExceeded) {

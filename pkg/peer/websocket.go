@@ -39,8 +39,9 @@ type WebSocketOptions struct {
 	// considered dead and dropped. Default 15 s.
 	PingTimeout time.Duration
 	// WriteTimeout bounds each write to the socket: a peer that reads
-	// nothing for this long is dropped as a slow consumer. Default 10 s;
-	// negative disables it.
+	// nothing for this long (at least half of it, for a write that follows
+	// others closely) is dropped as a slow consumer. Default 10 s; negative
+	// disables it.
 	WriteTimeout time.Duration
 }
 
