@@ -91,7 +91,8 @@ func (d *Decoder) Decode(data []byte) Frame {
 	if l.MaxBytes > 0 && len(data) > l.MaxBytes {
 		return reject(Errorf(ErrInvalidRequest, "message of %d bytes exceeds the limit of %d", len(data), l.MaxBytes))
 	}
-	valid, deep := validate(data, l.MaxDepth)
+	var top topMembers
+	valid, deep := validate(data, l.MaxDepth, &top)
 	if deep {
 		limit := l.MaxDepth
 		if limit <= 0 || limit > maxDepthCap {
@@ -104,7 +105,13 @@ func (d *Decoder) Decode(data []byte) Frame {
 	}
 	data = trimSpace(data)
 	if data[0] != '[' {
-		m, reply := d.decodeMessage(data)
+		var m Message
+		var reply *Response
+		if data[0] == '{' && top.complete() {
+			m, reply = d.decodeMessage(data, &top)
+		} else {
+			m, reply = d.decodeMessage(data, nil)
+		}
 		if reply != nil {
 			return Frame{Replies: []*Response{reply}}
 		}
@@ -132,7 +139,7 @@ func (d *Decoder) Decode(data []byte) Frame {
 		if !ok {
 			break
 		}
-		m, reply := d.decodeMessage(elem)
+		m, reply := d.decodeMessage(elem, nil)
 		if reply != nil {
 			f.Replies = append(f.Replies, reply)
 		} else {
@@ -207,8 +214,9 @@ const (
 )
 
 // decodeMessage decodes one valid JSON value as a message, or returns the
-// error response it is owed.
-func (d *Decoder) decodeMessage(v []byte) (Message, *Response) {
+// error response it is owed. top holds the value's members when validate
+// noted them all; nil means they are read from v.
+func (d *Decoder) decodeMessage(v []byte, top *topMembers) (Message, *Response) {
 	if v[0] != '{' {
 		return nil, invalid(NullID(), "a message must be a JSON object")
 	}
@@ -216,10 +224,19 @@ func (d *Decoder) decodeMessage(v []byte) (Message, *Response) {
 		seen                                             int
 		version, idRaw, method, params, result, errorRaw []byte
 	)
-	for it := (objectIter{data: v}); ; {
-		key, val, ok := it.next()
-		if !ok {
-			break
+	it := objectIter{data: v}
+	for n := 0; ; n++ {
+		var key, val []byte
+		if top != nil {
+			if n == top.n {
+				break
+			}
+			key, val = top.m[n].key, top.m[n].val
+		} else {
+			var ok bool
+			if key, val, ok = it.next(); !ok {
+				break
+			}
 		}
 		var bit int
 		switch string(keyName(key)) {
@@ -366,6 +383,9 @@ func skipSpace(b []byte, i int) int {
 
 // skipString returns the index just past the string that starts at b[i].
 func skipString(b []byte, i int) int {
+	if end := plainString(b, i+1, false); end > 0 {
+		return end
+	}
 	for i = plainRun(b, i+1); i < len(b); i = plainRun(b, i+1) {
 		switch b[i] {
 		case '\\':
@@ -481,15 +501,17 @@ func keyName(key []byte) []byte {
 	return []byte(s)
 }
 
-// unquote returns the string value of a valid JSON value, if it is a string.
+// unquote returns the string value of v, if it is a JSON string. Strings
+// of plain ASCII are read in place; anything else goes through
+// encoding/json, which also refuses what is not valid.
 func unquote(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
 		return "", false
 	}
 	inner := v[1 : len(v)-1]
 	simple := true
 	for _, c := range inner {
-		if c == '\\' || c >= 0x80 {
+		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
 			simple = false
 			break
 		}

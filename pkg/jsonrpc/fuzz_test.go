@@ -55,6 +55,10 @@ func FuzzValidate(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `[]`, `{"a":[1,2,{"b":null}],"c":"\u00e9\n"}`, ` -0.5e+10 `, `"\ud800"`, `[1,]`,
 		`{"a" 1}`, `01`, `1.`, `-`, `tru`, `nulll`, `"\x"`, `[[[[]]]]`, `{"a":{"b":{}}}`, "\"\t\"",
+		// Strings longer than a word take the fast path, unless they hold an
+		// escape or a control character.
+		`{"text":"abcdefghijklmnopqrstuvwxyz0123456789"}`, `["abcdefghijklmnop\"qrstuvwxyz"]`,
+		"[\"abcdefghijklmnopqrstuvwxyz0123456789\x01abcdefghij\"]", `"abcdefghijklmnopqrstuvwxyz0123456789`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -67,7 +71,8 @@ func FuzzValidate(f *testing.F) {
 	})
 }
 
-// FuzzMember: Member and SetMember never panic, whatever the input.
+// FuzzMember: Member, SetMember and Members never panic, whatever the input,
+// and Unquote agrees with encoding/json.
 func FuzzMember(f *testing.F) {
 	f.Add([]byte(`{"a":1,"b":"x"}`), "a")
 	f.Add([]byte(`{"a"`), "a")
@@ -77,5 +82,16 @@ func FuzzMember(f *testing.F) {
 		jsonrpc.Member(obj, key)
 		jsonrpc.StringMember(obj, key)
 		jsonrpc.SetMember(obj, key, []byte(`1`))
+		for range jsonrpc.Members(obj) {
+		}
+		s, ok := jsonrpc.Unquote(obj)
+		isString := json.Valid(obj) && bytes.TrimSpace(obj)[0] == '"'
+		if ok != isString {
+			t.Fatalf("Unquote(%q) ok = %v", obj, ok)
+		}
+		var want string
+		if ok && (json.Unmarshal(obj, &want) != nil || s != want) {
+			t.Fatalf("Unquote(%q) = %q, encoding/json says %q", obj, s, want)
+		}
 	})
 }

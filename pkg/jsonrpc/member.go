@@ -1,6 +1,9 @@
 package jsonrpc
 
-import "errors"
+import (
+	"errors"
+	"iter"
+)
 
 // These helpers read and edit one member of a JSON object without decoding
 // the rest, so that a router can rename a tool or swap a progress token and
@@ -28,6 +31,26 @@ func Member(obj []byte, key string) ([]byte, bool) {
 	return found, ok
 }
 
+// Members yields the top-level members of the object obj in order, each
+// name unescaped and each value raw, in one pass: reading several members of
+// a large object costs one scan of it, not one per member. The name is only
+// valid during its iteration (switch on string(name), which does not
+// allocate). Nothing is yielded when obj is not an object.
+func Members(obj []byte) iter.Seq2[[]byte, []byte] {
+	return func(yield func(name, value []byte) bool) {
+		obj := trimSpace(obj)
+		if len(obj) == 0 || obj[0] != '{' {
+			return
+		}
+		for it := (objectIter{data: obj}); ; {
+			k, v, more := it.next()
+			if !more || !yield(keyName(k), v) {
+				return
+			}
+		}
+	}
+}
+
 // StringMember returns a top-level member that is a JSON string.
 func StringMember(obj []byte, key string) (string, bool) {
 	v, ok := Member(obj, key)
@@ -35,6 +58,25 @@ func StringMember(obj []byte, key string) (string, bool) {
 		return "", false
 	}
 	return unquote(v)
+}
+
+// Unquote returns the value of v, a raw member value (as Members yields
+// it), when v is a JSON string.
+func Unquote(v []byte) (string, bool) { return unquote(trimSpace(v)) }
+
+// Splice returns a copy of obj with value in place of old, which must be a
+// member value of obj as Member or Members returned it (a slice of obj
+// itself, not a copy): an object read in one pass is then edited without a
+// second. It reports false when old does not lie within obj.
+func Splice(obj, old, value []byte) ([]byte, bool) {
+	off := cap(obj) - cap(old) // where old starts, if it is a slice of obj
+	if len(old) == 0 || off < 0 || off+len(old) > len(obj) || &obj[off] != &old[0] {
+		return nil, false
+	}
+	out := make([]byte, 0, len(obj)-len(old)+len(value))
+	out = append(out, obj[:off]...)
+	out = append(out, value...)
+	return append(out, obj[off+len(old):]...), true
 }
 
 var errNotObject = errors.New("jsonrpc: not a JSON object")

@@ -33,6 +33,56 @@ func TestMember(t *testing.T) {
 	}
 }
 
+func TestMembers(t *testing.T) {
+	t.Parallel()
+	obj := []byte(` {"name":"demo__add","arguments":{"name":"inner"},"s\u0074r":"x"} `)
+	var got []string
+	for name, value := range jsonrpc.Members(obj) {
+		got = append(got, string(name)+"="+string(value))
+	}
+	assert.Equal(t, []string{`name="demo__add"`, `arguments={"name":"inner"}`, `str="x"`}, got, "in order, names unescaped")
+	got = got[:0]
+	for name := range jsonrpc.Members(obj) {
+		got = append(got, string(name))
+		break
+	}
+	assert.Equal(t, []string{"name"}, got, "stops when the loop does")
+	for _, bad := range []string{``, `[]`, `"x"`} {
+		for range jsonrpc.Members([]byte(bad)) {
+			t.Errorf("%q: a member yielded", bad)
+		}
+	}
+}
+
+func TestSplice(t *testing.T) {
+	t.Parallel()
+	obj := []byte(` {"name":"demo__add","arguments":{"name":"inner"}} `)
+	old, _ := jsonrpc.Member(obj, "name")
+	got, ok := jsonrpc.Splice(obj, old, []byte(`"add"`))
+	require.True(t, ok)
+	assert.Equal(t, ` {"name":"add","arguments":{"name":"inner"}} `, string(got))
+	assert.Equal(t, `"demo__add"`, string(old), "obj is left as it was")
+	for _, bad := range [][]byte{nil, []byte(`"demo__add"`), obj[len(obj)-1:][:0]} {
+		_, ok := jsonrpc.Splice(obj, bad, []byte(`1`))
+		assert.False(t, ok, "not a member of obj: %q", bad)
+	}
+	_, ok = jsonrpc.Splice(obj[:5], old, []byte(`1`))
+	assert.False(t, ok, "beyond obj")
+}
+
+func TestUnquote(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{`"plain"`: "plain", ` "\u00e9\n" `: "é\n", `""`: "", `"é"`: "é"} {
+		s, ok := jsonrpc.Unquote([]byte(in))
+		assert.True(t, ok, in)
+		assert.Equal(t, want, s, in)
+	}
+	for _, bad := range []string{``, `"`, `"a`, `a"`, `"a"b"`, "\"\t\"", `null`, `1`, `"\x"`} {
+		_, ok := jsonrpc.Unquote([]byte(bad))
+		assert.False(t, ok, bad)
+	}
+}
+
 func TestSetMember(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ obj, key, value, want string }{
@@ -81,6 +131,20 @@ func FuzzSetMember(f *testing.F) {
 		}
 		if v, ok := jsonrpc.Member(got, key); !ok || string(v) != `{"set":true}` {
 			t.Fatalf("Member after SetMember: %s %v", v, ok)
+		}
+		// Splicing the one member of that name is the same edit.
+		var old []byte
+		n := 0
+		for name, v := range jsonrpc.Members(obj) {
+			if string(name) == key {
+				old, n = v, n+1
+			}
+		}
+		if n == 1 {
+			spliced, ok := jsonrpc.Splice(obj, old, []byte(`{"set":true}`))
+			if !ok || string(spliced) != string(got) {
+				t.Fatalf("Splice(%s, %s) = %s, %v; SetMember gave %s", obj, old, spliced, ok, got)
+			}
 		}
 	})
 }

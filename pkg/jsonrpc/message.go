@@ -50,15 +50,27 @@ func NewErrorResponse(id ID, err error) *Response {
 	return &Response{ID: id, Error: ErrorOf(err)}
 }
 
-// Marshal encodes v as JSON for params or results: a json.RawMessage or []byte
-// holding JSON is used as is, nil becomes nil (absent), anything else goes
-// through encoding/json.
+// Appender is implemented by params and results that encode themselves. It
+// exists for values that carry raw JSON: encoding/json re-scans and compacts
+// every raw byte it embeds, which for a large tool argument costs more than
+// everything else about the call.
+type Appender interface {
+	// AppendJSON appends the value's JSON encoding to b. Raw JSON it embeds
+	// must be valid (see [Valid]).
+	AppendJSON(b []byte) ([]byte, error)
+}
+
+// Marshal encodes v as JSON for params or results: a json.RawMessage holding
+// JSON is used as is, nil becomes nil (absent), an [Appender] encodes itself,
+// anything else goes through encoding/json.
 func Marshal(v any) (json.RawMessage, error) {
 	switch v := v.(type) {
 	case nil:
 		return nil, nil
 	case json.RawMessage:
 		return v, nil
+	case Appender:
+		return v.AppendJSON(nil)
 	default:
 		return json.Marshal(v)
 	}

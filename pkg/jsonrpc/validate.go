@@ -1,10 +1,38 @@
 package jsonrpc
 
+// Valid reports whether b is exactly one valid JSON value, as json.Valid
+// does, in one pass that skips the plain bytes of strings eight at a time.
+// Arrays and objects nested deeper than 4095 levels are reported invalid.
+func Valid(b []byte) bool {
+	ok, _ := validate(b, maxDepthCap, nil)
+	return ok
+}
+
+// topMembers is where validate notes the members of a top-level object, so
+// that decoding a message does not scan its params or result a second time.
+type topMembers struct {
+	n   int // members seen; beyond len(m) they were not kept
+	m   [8]struct{ key, val []byte }
+	key []byte // the key of the member being scanned
+	at  int    // where its value starts
+}
+
+func (t *topMembers) add(b []byte, end int) {
+	if t.n < len(t.m) {
+		t.m[t.n].key, t.m[t.n].val = t.key, b[t.at:end]
+	}
+	t.n++
+}
+
+// complete reports whether every member was kept.
+func (t *topMembers) complete() bool { return t.n <= len(t.m) }
+
 // validate reports whether b is exactly one valid JSON value (RFC 8259), in
 // one pass and without allocating, and whether arrays and objects in it nest
 // deeper than maxDepth (0 or less: no limit). It accepts what json.Valid
-// accepts; a fuzz test holds the two to the same answers.
-func validate(b []byte, maxDepth int) (valid, tooDeep bool) {
+// accepts; a fuzz test holds the two to the same answers. When top is not
+// nil and b is an object, its members are noted there as they are scanned.
+func validate(b []byte, maxDepth int, top *topMembers) (valid, tooDeep bool) {
 	var objects [(maxDepthCap + 1) / 64]uint64 // bit d: the container at depth d is an object
 	depth := 0
 	i := skipSpace(b, 0)
@@ -36,7 +64,7 @@ func validate(b []byte, maxDepth int) (valid, tooDeep bool) {
 			}
 			if c == '{' {
 				var ok bool
-				if i, ok = scanKey(b, i); !ok {
+				if i, ok = scanMember(b, i, depth, top); !ok {
 					return false, false
 				}
 			}
@@ -72,6 +100,9 @@ func validate(b []byte, maxDepth int) (valid, tooDeep bool) {
 
 		// A value ended: close containers until one continues.
 		for {
+			if depth == 1 && top != nil && objects[0]&2 != 0 {
+				top.add(b, i)
+			}
 			i = skipSpace(b, i)
 			if depth == 0 {
 				return i == len(b), false
@@ -85,7 +116,7 @@ func validate(b []byte, maxDepth int) (valid, tooDeep bool) {
 				i = skipSpace(b, i+1)
 				if isObject {
 					var ok bool
-					if i, ok = scanKey(b, i); !ok {
+					if i, ok = scanMember(b, i, depth, top); !ok {
 						return false, false
 					}
 				}
@@ -105,24 +136,33 @@ func hasLiteral(b []byte, i int, lit string) bool {
 	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
 }
 
-// scanKey scans `"key" :` and the space after it.
-func scanKey(b []byte, i int) (int, bool) {
+// scanMember scans `"key" :` and the space after it, up to a member's value,
+// noting the key in top for a member of the top-level object (depth 1).
+func scanMember(b []byte, i, depth int, top *topMembers) (int, bool) {
 	if i >= len(b) || b[i] != '"' {
 		return i, false
 	}
-	i, ok := scanString(b, i)
+	end, ok := scanString(b, i)
 	if !ok {
-		return i, false
+		return end, false
 	}
-	i = skipSpace(b, i)
+	key := b[i:end]
+	i = skipSpace(b, end)
 	if i >= len(b) || b[i] != ':' {
 		return i, false
 	}
-	return skipSpace(b, i+1), true
+	i = skipSpace(b, i+1)
+	if depth == 1 && top != nil {
+		top.key, top.at = key, i
+	}
+	return i, true
 }
 
 // scanString scans the string starting at b[i] and returns the index past it.
 func scanString(b []byte, i int) (int, bool) {
+	if end := plainString(b, i+1, true); end > 0 {
+		return end, true
+	}
 	for i = plainRun(b, i+1); i < len(b); i = plainRun(b, i+1) {
 		switch c := b[i]; {
 		case c == '"':
