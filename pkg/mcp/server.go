@@ -601,15 +601,26 @@ func listPage[T any](s *Server, req *jsonrpc.Request, items func() []T, result f
 }
 
 func (ss *ServerSession) callTool(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	// Read the members in place: the arguments stay the bytes they came in.
-	name, ok := jsonrpc.StringMember(req.Params, "name")
-	if !ok {
+	// Read the members in place, in one pass: the arguments stay the bytes
+	// they came in.
+	var rawName, meta []byte
+	p := &CallToolParams{}
+	for key, value := range jsonrpc.Members(req.Params) {
+		switch string(key) {
+		case "name":
+			rawName = value
+		case "arguments":
+			p.Arguments = value
+		case "_meta":
+			meta = value
+		}
+	}
+	var ok bool
+	if p.Name, ok = jsonrpc.Unquote(rawName); !ok {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `tools/call: "name" must be a string`)
 	}
-	p := &CallToolParams{Name: name}
-	p.Arguments, _ = jsonrpc.Member(req.Params, "arguments")
 	var token json.RawMessage
-	if meta, ok := jsonrpc.Member(req.Params, "_meta"); ok {
+	if meta != nil {
 		if err := json.Unmarshal(meta, &p.Meta); err != nil {
 			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "tools/call: _meta: %v", err)
 		}
