@@ -387,9 +387,18 @@ func (h *Hub) resolve(cs *clientSession, req *jsonrpc.Request) (*target, error) 
 	if req.Method == mcp.MethodPromptsGet {
 		k, what = kindPrompts, "prompt"
 	}
-	name, err := requireString(req.Params, "name")
-	if err != nil {
-		return nil, err
+	// One pass over params finds the name; the arguments, usually most of
+	// the bytes, are then copied once, around the new name.
+	var rawName []byte
+	names := 0
+	for key, value := range jsonrpc.Members(req.Params) {
+		if string(key) == "name" {
+			rawName, names = value, names+1
+		}
+	}
+	name, _ := jsonrpc.Unquote(rawName)
+	if name == "" {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "%q must be a non-empty string", "name")
 	}
 	switch {
 	case k == kindTools && !cs.who.mayCall(name):
@@ -401,9 +410,15 @@ func (h *Hub) resolve(cs *clientSession, req *jsonrpc.Request) (*target, error) 
 	if it == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown %s %q", what, name)
 	}
-	params, err := jsonrpc.SetMember(req.Params, "name", jsonrpc.AppendString(nil, it.orig))
-	if err != nil {
-		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params must be a JSON object")
+	orig := jsonrpc.AppendString(nil, it.orig)
+	params, ok := jsonrpc.Splice(req.Params, rawName, orig)
+	if names > 1 || !ok {
+		// Rename every one of them: a server that reads the first must not
+		// see the hub's name either.
+		var err error
+		if params, err = jsonrpc.SetMember(req.Params, "name", orig); err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params must be a JSON object")
+		}
 	}
 	return &target{server: it.server, replicas: it.replicas, params: params}, nil
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,6 +74,60 @@ type envelope struct {
 	Error   *wireError      `json:"err,omitempty"`
 	URI     string          `json:"u,omitempty"`
 	Unsub   bool            `json:"x,omitempty"`
+	Body    string          `json:"b,omitempty"` // on the wire: which of Params and Result follows the header
+}
+
+// On the wire an envelope is its JSON header, and when it carries params or
+// a result (usually most of its bytes), a newline and those, raw:
+// encoding/json would re-scan them twice on the way out and twice on the way
+// in, where this copies them once and validates them once. A header never
+// holds a newline, which encoding/json always escapes.
+const (
+	bodyParams = "p"
+	bodyResult = "res"
+)
+
+// encode returns the envelope's wire form.
+func (env *envelope) encode() ([]byte, error) {
+	head := *env
+	var body []byte
+	switch {
+	case len(env.Params) > 0 && len(env.Result) > 0: // never sent; both stay in the header
+	case len(env.Params) > 0:
+		head.Body, head.Params, body = bodyParams, nil, env.Params
+	case len(env.Result) > 0:
+		head.Body, head.Result, body = bodyResult, nil, env.Result
+	}
+	b, err := json.Marshal(&head)
+	if err != nil || body == nil {
+		return b, err
+	}
+	out := make([]byte, 0, len(b)+1+len(body))
+	out = append(append(b, '\n'), body...)
+	return out, nil
+}
+
+// decodeEnvelope reads an envelope's wire form. The params or result it
+// returns share payload's memory.
+func decodeEnvelope(payload []byte) (*envelope, bool) {
+	head, body, hasBody := bytes.Cut(payload, []byte{'\n'})
+	env := new(envelope)
+	if json.Unmarshal(head, env) != nil || env.From == "" {
+		return nil, false
+	}
+	switch {
+	case !hasBody && env.Body == "":
+		return env, true
+	case !hasBody || !jsonrpc.Valid(body):
+		return nil, false
+	case env.Body == bodyParams:
+		env.Params = body
+	case env.Body == bodyResult:
+		env.Result = body
+	default:
+		return nil, false
+	}
+	return env, true
 }
 
 // wireError is a JSON-RPC error object in an envelope.
@@ -314,7 +369,7 @@ func (c *cluster) publishSnapshot(ctx context.Context) {
 // publish sends an envelope; it reports whether the broker took it.
 func (c *cluster) publish(ctx context.Context, topic string, env *envelope) error {
 	env.From = c.hub.id
-	b, err := json.Marshal(env)
+	b, err := env.encode()
 	if err != nil {
 		return err
 	}
@@ -326,8 +381,8 @@ func (c *cluster) publish(ctx context.Context, topic string, env *envelope) erro
 }
 
 func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) {
-	var env envelope
-	if json.Unmarshal(payload, &env) != nil || env.From == c.hub.id || env.From == "" {
+	env, ok := decodeEnvelope(payload)
+	if !ok || env.From == c.hub.id {
 		return
 	}
 	now := time.Now()
@@ -475,8 +530,8 @@ func (c *cluster) request(ctx context.Context, instance string, env *envelope, o
 }
 
 func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
-	var env envelope
-	if json.Unmarshal(payload, &env) != nil || env.From == "" {
+	env, ok := decodeEnvelope(payload)
+	if !ok {
 		return
 	}
 	h := c.hub
@@ -489,7 +544,7 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 		delete(c.calls, env.Call)
 		c.mu.Unlock()
 		if oc != nil {
-			oc.answer <- &env
+			oc.answer <- env
 		}
 	case kindNotify:
 		c.mu.Lock()
@@ -523,7 +578,7 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 				c.mu.Unlock()
 				cancel()
 			}()
-			res, err := c.serve(sctx, &env)
+			res, err := c.serve(sctx, env)
 			ans := &envelope{Kind: kindResult, Call: env.Call, Result: res}
 			if env.Kind == kindSReq {
 				ans.Kind = kindSRes

@@ -328,3 +328,33 @@ func readyz(t *testing.T, th *testHub) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestEnvelopeWire: an envelope's params or result travel raw after its
+// header, come back as they were, and a body that is not valid JSON, or
+// that the header does not announce, makes the whole message invalid.
+func TestEnvelopeWire(t *testing.T) {
+	t.Parallel()
+	for _, env := range []*envelope{
+		{Kind: kindCall, From: "a", Call: 7, Method: "tools/call", Params: json.RawMessage(`{"name":"x","arguments":{"s":"line\nbreak"}}`)},
+		{Kind: kindResult, From: "b", Call: 7, Result: json.RawMessage(` {"content":[]} `)},
+		{Kind: kindResult, From: "b", Call: 8, Error: &wireError{Code: -32602, Message: "bad"}},
+		{Kind: kindHeartbeat, From: "c", Version: 3},
+	} {
+		b, err := env.encode()
+		require.NoError(t, err)
+		got, ok := decodeEnvelope(b)
+		require.True(t, ok, "%s", b)
+		got.Body = ""
+		assert.Equal(t, env, got)
+	}
+	for _, bad := range []string{
+		"{\"k\":\"call\",\"f\":\"a\",\"b\":\"p\"}\n{\"name\":",
+		"{\"k\":\"call\",\"f\":\"a\",\"b\":\"p\"}",
+		"{\"k\":\"call\",\"f\":\"a\"}\n{}",
+		"{\"k\":\"call\",\"f\":\"a\",\"b\":\"zz\"}\n{}",
+		"{\"k\":\"call\"}",
+	} {
+		_, ok := decodeEnvelope([]byte(bad))
+		assert.False(t, ok, bad)
+	}
+}

@@ -80,6 +80,8 @@ func FuzzClusterMessage(f *testing.F) {
 	f.Add([]byte(`{"k":"sreq","f":"other","c":9,"o":1,"m":"sampling/createMessage","p":{}}`))
 	f.Add([]byte(`{"k":"call","f":"other","c":2,"r":"nobody","m":"tools/call","p":{"name":"x"}}`))
 	f.Add([]byte(`{"k":"bye","f":"other"}`))
+	f.Add([]byte("{\"k\":\"call\",\"f\":\"other\",\"c\":3,\"r\":\"nobody\",\"m\":\"tools/call\",\"b\":\"p\"}\n{\"name\":\"x\"}"))
+	f.Add([]byte("{\"k\":\"res\",\"f\":\"other\",\"c\":1,\"b\":\"res\"}\n{\"content\":[]"))
 	f.Add([]byte(`not json`))
 	h, err := New(Config{Logger: testLogger()})
 	if err != nil {

@@ -242,10 +242,10 @@ func TestHub_progressTokensAreRewritten(t *testing.T) {
 	})
 	th.runServer(s, NAME)
 	a, b := th.rawClient(true), th.rawClient(true)
-	// Both clients use the same token; the server must see two different ones.
-	for _, rc := range []*rawClient{a, b} {
-		rc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"p__work","_meta":{"progressToken":"tok"}}}`)
-	}
+	// Both clients use the same token; the server must see two different
+	// ones. The second spells the key with an escape: it is the same key.
+	a.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"p__work","_meta":{"progressToken":"tok"}}}`)
+	b.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"p__work","\u005fmeta":{"progressToken":"tok"}}}`)
 	for _, rc := range []*rawClient{a, b} {
 		var progress []string
 		for {

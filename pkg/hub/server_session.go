@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -391,6 +392,30 @@ func (rp *replica) callAsync(inflight *atomic.Int64, origin downstream, method s
 func (rp *replica) register(id jsonrpc.ID, origin downstream, params json.RawMessage) (json.RawMessage, string) {
 	uc := &upstreamCall{origin: origin}
 	var token string
+	if mayHaveMeta(params) {
+		params, token = rp.swapToken(uc, params)
+	}
+	rp.mu.Lock()
+	rp.calls[id] = uc
+	if token != "" {
+		rp.tokens[token] = uc
+	}
+	rp.mu.Unlock()
+	return params, token
+}
+
+// mayHaveMeta reports whether params may hold a _meta member: a search for
+// the key, much faster than walking params member by member, rules out
+// most calls (those without progress). An escape might spell the key, so
+// params with any escape are walked anyway.
+func mayHaveMeta(params []byte) bool {
+	return bytes.Contains(params, []byte(`_meta"`)) || bytes.Contains(params, []byte(`\u`))
+}
+
+// swapToken puts a progress token of the hub's in place of the caller's,
+// which it notes in uc.
+func (rp *replica) swapToken(uc *upstreamCall, params json.RawMessage) (json.RawMessage, string) {
+	var token string
 	if meta, ok := jsonrpc.Member(params, "_meta"); ok {
 		if t, ok := jsonrpc.Member(meta, mcp.MetaProgressToken); ok {
 			uc.clientToken = t
@@ -400,12 +425,6 @@ func (rp *replica) register(id jsonrpc.ID, origin downstream, params json.RawMes
 			}
 		}
 	}
-	rp.mu.Lock()
-	rp.calls[id] = uc
-	if token != "" {
-		rp.tokens[token] = uc
-	}
-	rp.mu.Unlock()
 	return params, token
 }
 
