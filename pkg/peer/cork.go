@@ -9,50 +9,103 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
 // corkConn sits between coder/websocket and the socket. coder/websocket
 // flushes every frame with its own write system call; while the peer's
-// writer has several frames queued it corks the conn, so that their bytes
-// gather in memory and leave in one write when it uncorks. The frames on the
-// wire are exactly the same; only the system calls are fewer.
+// writer has several frames queued, or one larger than coder/websocket's
+// small write buffer, it corks the conn, so that their bytes gather in memory
+// and leave in one write when it uncorks. The frames on the wire are exactly
+// the same; only the system calls are fewer.
 //
 // It also bounds every socket write with a deadline: a write that cannot
 // finish in time means the other side stopped reading, and the connection is
 // dropped rather than left to block its writer forever.
+//
+// Its buffers are borrowed from pools and given back as soon as they are
+// empty, so that an idle connection holds none: the gathered writes until
+// they are written, and what a read brings beyond what coder/websocket asked
+// for (several frames, usually) until it is all read. On a socket it can
+// wait on without a buffer (readAhead), that is also true while it waits.
 type corkConn struct {
 	net.Conn
 	timeout  time.Duration
 	pre      []byte    // bytes the client sent behind its upgrade request, read first
 	deadline time.Time // the socket's write deadline
 
+	// The read side belongs to the reading goroutine.
+	raw    syscall.RawConn // nil when the socket offers none: reads then go straight to it
+	ahead  *[]byte         // read ahead, from aheadPool
+	unread []byte          // what is left of it
+	readFn func(fd uintptr) bool
+	rn     int   // bytes the last readFn read
+	rerr   error // and its error
+
 	mu     sync.Mutex // coder/websocket writes from the writer, the reader (pongs) and keepalive
 	corked bool
-	buf    []byte
+	buf    *[]byte // gathered writes, from corkPool
 }
 
-// Read serves what arrived with the upgrade request before the socket.
+// Pools of the buffers a connection only borrows.
+var (
+	aheadPool = sync.Pool{New: func() any { b := make([]byte, readAheadSize); return &b }}
+	corkPool  = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+)
+
+const (
+	// readAheadSize is how much one read asks the socket for, when
+	// coder/websocket asks for less (a frame header, a small payload).
+	readAheadSize = 4 << 10
+	// maxPooledCork bounds the gathered-writes buffers kept in corkPool.
+	maxPooledCork = 64 << 10
+)
+
+func newCorkConn(nc net.Conn, timeout time.Duration) *corkConn {
+	c := &corkConn{Conn: nc, timeout: timeout}
+	if sc, ok := nc.(syscall.Conn); ok {
+		c.raw, _ = sc.SyscallConn()
+	}
+	return c
+}
+
+// Read serves, in this order, what arrived with the upgrade request, what
+// was read ahead, and the socket: straight into p when p is large, else
+// through a read-ahead buffer, so that one system call brings several
+// small frames.
 func (c *corkConn) Read(p []byte) (int, error) {
-	if len(c.pre) > 0 {
+	switch {
+	case len(c.pre) > 0:
 		n := copy(p, c.pre)
 		c.pre = c.pre[n:]
 		return n, nil
+	case len(c.unread) > 0:
+		n := copy(p, c.unread)
+		c.unread = c.unread[n:]
+		if len(c.unread) == 0 {
+			aheadPool.Put(c.ahead)
+			c.ahead, c.unread = nil, nil
+		}
+		return n, nil
+	case len(p) >= readAheadSize || c.raw == nil:
+		return c.Conn.Read(p)
 	}
-	return c.Conn.Read(p)
+	return c.readAhead(p)
 }
 
 func (c *corkConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.corked {
-		c.buf = append(c.buf, p...)
+		if c.buf == nil {
+			c.buf = corkPool.Get().(*[]byte)
+		}
+		*c.buf = append(*c.buf, p...)
 		return len(p), nil
 	}
-	if len(c.buf) > 0 {
-		if err := c.flushLocked(); err != nil {
-			return 0, err
-		}
+	if err := c.flushLocked(); err != nil {
+		return 0, err
 	}
 	return c.writeLocked(p)
 }
@@ -70,15 +123,17 @@ func (c *corkConn) uncork() error {
 	return c.flushLocked()
 }
 
+// flushLocked writes the gathered bytes and gives their buffer back.
 func (c *corkConn) flushLocked() error {
-	if len(c.buf) == 0 {
+	if c.buf == nil {
 		return nil
 	}
-	_, err := c.writeLocked(c.buf)
-	if cap(c.buf) > 64<<10 {
-		c.buf = nil // do not keep a large buffer on a connection that may go idle
-	} else {
-		c.buf = c.buf[:0]
+	buf := c.buf
+	c.buf = nil
+	_, err := c.writeLocked(*buf)
+	if cap(*buf) <= maxPooledCork {
+		*buf = (*buf)[:0]
+		corkPool.Put(buf)
 	}
 	return err
 }
@@ -124,21 +179,24 @@ func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		nc.Close()
 		return nil, nil, err
 	}
-	w.conn = &corkConn{Conn: nc, timeout: w.timeout}
+	w.conn = newCorkConn(nc, w.timeout)
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
 		w.conn.pre = bytes.Clone(b)
 	}
-	// Buffers of our own, smaller than net/http's 4 KiB each: they stay with
-	// the connection for its whole life, idle or not, and what is large
-	// (payloads, batches) bypasses them anyway.
+	// Buffers of our own, much smaller than net/http's 4 KiB each: they stay
+	// with the connection for its whole life, idle or not, while the
+	// corkConn below them borrows what it needs only while it needs it.
 	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, connReadBuffer), bufio.NewWriterSize(w.conn, connWriteBuffer)), nil
 }
 
-// Buffer sizes of an accepted connection.
+// Buffer sizes of an accepted connection: coder/websocket reads frame
+// headers through the first, and the second holds any control frame (at
+// most 127 bytes from a server) or small frame whole, so that it leaves in
+// one write even uncorked. Larger frames are corked (see WebSocket.Write).
 const (
-	connReadBuffer  = 1024
-	connWriteBuffer = 1024
+	connReadBuffer  = 128
+	connWriteBuffer = 128
 )
 
 // Unwrap lets http.ResponseController reach the original writer.
@@ -163,7 +221,7 @@ var dialClient = &http.Client{Transport: func() *http.Transport {
 			return nil, err
 		}
 		if slot, ok := ctx.Value(corkSlotKey{}).(*corkSlot); ok && slot.conn == nil {
-			slot.conn = &corkConn{Conn: nc, timeout: slot.timeout}
+			slot.conn = newCorkConn(nc, slot.timeout)
 			return slot.conn, nil
 		}
 		return nc, nil

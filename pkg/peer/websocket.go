@@ -265,8 +265,22 @@ func (c *WebSocket) readErr(err error) error {
 
 // Write sends one text frame.
 func (c *WebSocket) Write(ctx context.Context, frame []byte) error {
-	return c.writeErr(c.ws.Write(ctx, websocket.MessageText, frame))
+	if c.cork == nil || len(frame)+maxFrameHeader <= connWriteBuffer {
+		return c.writeErr(c.ws.Write(ctx, websocket.MessageText, frame))
+	}
+	// Larger than coder/websocket's write buffer: corked, its header and its
+	// payload leave in one write instead of two.
+	c.cork.cork()
+	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
+		c.cork.uncork()
+		return c.writeErr(err)
+	}
+	return c.writeErr(c.cork.uncork())
 }
+
+// maxFrameHeader is the longest WebSocket frame header: 2 bytes, 8 of
+// extended length and 4 of mask.
+const maxFrameHeader = 14
 
 // WriteBatch sends frames, one text frame each, gathered into as few socket
 // writes as the socket allows.
