@@ -29,15 +29,44 @@ func (p *CallToolParams) AppendJSON(b []byte) ([]byte, error) {
 
 // AppendJSON appends the result's JSON encoding to b, copying a
 // StructuredContent of type json.RawMessage as it is once it is known to be
-// valid JSON.
+// valid JSON. The most common results, text blocks and raw structured
+// content, are encoded without encoding/json at all.
 func (r *CallToolResult) AppendJSON(b []byte) ([]byte, error) {
 	raw, ok := r.StructuredContent.(json.RawMessage)
-	if !ok {
+	if !ok && r.StructuredContent != nil {
 		return appendMarshal(b, r)
+	}
+	if r.Meta == nil && !slices.ContainsFunc(r.Content, notPlainText) {
+		if len(raw) > 0 && !jsonrpc.Valid(raw) {
+			return nil, fmt.Errorf("mcp: structuredContent is not valid JSON")
+		}
+		b = append(b, `{"content":[`...)
+		for i, c := range r.Content {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"text","text":`...)
+			b = append(jsonrpc.AppendString(b, c.Text), '}')
+		}
+		b = append(b, ']')
+		if len(raw) > 0 {
+			b = append(append(b, `,"structuredContent":`...), raw...)
+		}
+		if r.IsError {
+			b = append(b, `,"isError":true`...)
+		}
+		return append(b, '}'), nil
 	}
 	rest := *r
 	rest.StructuredContent = nil
 	return appendWithRaw(b, &rest, "structuredContent", raw)
+}
+
+// notPlainText reports whether c is anything but a text block with text
+// alone.
+func notPlainText(c Content) bool {
+	return c.Type != "text" || c.Data != "" || c.MIMEType != "" || c.URI != "" || c.Name != "" ||
+		c.Title != "" || c.Description != "" || c.Resource != nil || c.Annotations != nil || c.Meta != nil
 }
 
 // appendWithRaw appends the object rest encodes to, with the member key set

@@ -21,7 +21,10 @@ func TestAppendJSON(t *testing.T) {
 		&mcp.CallToolParams{Name: "", Arguments: json.RawMessage(`[]`)},
 		&mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ok")}, StructuredContent: json.RawMessage(`{"n":1}`)},
 		&mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: map[string]int{"n": 1}, IsError: true},
-		&mcp.CallToolResult{},
+		&mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("a \"quoted\" <line>\n\x01 é \xff")}, IsError: true},
+		&mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("t"), mcp.ImageContent("AAAA", "image/png")}, StructuredContent: json.RawMessage(`[1]`)},
+		&mcp.CallToolResult{Content: []mcp.Content{{Type: "text", Text: "t", Annotations: map[string]any{"priority": 1}}}},
+		&mcp.CallToolResult{Content: []mcp.Content{}, Meta: mcp.Meta{"k": "v"}},
 	}
 	for _, v := range values {
 		got, err := jsonrpc.Marshal(v)
@@ -33,6 +36,12 @@ func TestAppendJSON(t *testing.T) {
 	empty, err := jsonrpc.Marshal(&mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(nil)})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"content":[]}`, string(empty), "empty raw content is left out, not null")
+	empty, err = jsonrpc.Marshal(&mcp.CallToolResult{})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"content":[]}`, string(empty), "no content is an empty array, as the schema wants")
+	empty, err = jsonrpc.Marshal(&mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("")}})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"content":[{"type":"text","text":""}]}`, string(empty), "a text block always has its text")
 	for _, v := range []any{
 		&mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"text":`)},
 		&mcp.CallToolResult{StructuredContent: json.RawMessage(`{} {}`)},
