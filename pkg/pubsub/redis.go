@@ -92,7 +92,8 @@ func (o RedisOptions) withDefaults() RedisOptions {
 // Each Redis holds one pub/sub connection for all its subscriptions,
 // subscribing a Redis channel when a topic gets its first local subscriber
 // and unsubscribing it when the last one leaves, and a small pool for
-// PUBLISH and PING. A single goroutine reads the pub/sub connection and
+// PUBLISH and PING; one goroutine writes the PUBLISHes, those waiting at the
+// time as one pipeline. A single goroutine reads the pub/sub connection and
 // hands each message to the bounded queue of each local subscriber, whose
 // own goroutine runs the Handler: a slow Handler loses messages (counted by
 // Dropped) but delays nothing else.
