@@ -58,7 +58,8 @@ const (
 	// readAheadSize is how much one read asks the socket for, when
 	// coder/websocket asks for less (a frame header, a small payload).
 	readAheadSize = 4 << 10
-	// maxPooledCork bounds the gathered-writes buffers kept in corkPool.
+	// maxPooledCork bounds the bytes gathered before they are written, and
+	// so the buffers kept in corkPool.
 	maxPooledCork = 64 << 10
 )
 
@@ -98,8 +99,23 @@ func (c *corkConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.corked {
+		// Gathered bytes leave once they would pass maxPooledCork, so that
+		// the buffer never grows beyond what the pool keeps (growing it
+		// would copy everything gathered so far, again and again); and
+		// what is that large alone gains nothing from gathering.
+		if c.buf != nil && len(*c.buf)+len(p) > maxPooledCork {
+			if err := c.flushLocked(); err != nil {
+				return 0, err
+			}
+		}
+		if len(p) >= maxPooledCork {
+			return c.writeLocked(p)
+		}
 		if c.buf == nil {
 			c.buf = corkPool.Get().(*[]byte)
+		}
+		if buf := *c.buf; cap(buf)-len(buf) < len(p) {
+			*c.buf = append(make([]byte, 0, maxPooledCork), buf...) // once, to the most it holds
 		}
 		*c.buf = append(*c.buf, p...)
 		return len(p), nil

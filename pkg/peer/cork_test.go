@@ -112,3 +112,35 @@ func TestCorkConnWrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "one two three four", string(got))
 }
+
+// TestCorkConnWriteLarge: corked bytes leave before the buffer would grow
+// past what the pool keeps, and in order with what is written straight out.
+func TestCorkConnWriteLarge(t *testing.T) {
+	t.Parallel()
+	a, b := tcpPair(t)
+	c := newCorkConn(b, 5*time.Second)
+	var want []byte
+	got := make(chan []byte, 1)
+	go func() {
+		all, _ := io.ReadAll(a)
+		got <- all
+	}()
+	c.cork()
+	for i, size := range []int{20 << 10, 20 << 10, 20 << 10, 20 << 10, 100 << 10, 10, 30 << 10} {
+		p := bytes.Repeat([]byte{byte('a' + i)}, size)
+		want = append(want, p...)
+		_, err := c.Write(p)
+		require.NoError(t, err)
+		if c.buf != nil {
+			assert.LessOrEqual(t, cap(*c.buf), maxPooledCork)
+		}
+	}
+	require.NoError(t, c.uncork())
+	require.NoError(t, c.Close())
+	select {
+	case all := <-got:
+		assert.True(t, bytes.Equal(want, all), "the bytes arrive in order")
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing arrived")
+	}
+}
