@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 )
@@ -20,7 +21,7 @@ type machineInfo struct {
 	Load   string // /proc/loadavg's 1, 5 and 15 minute averages as the run started
 }
 
-func readMachine(ctx context.Context, root string) machineInfo {
+func readMachine(ctx context.Context, root, report string) machineInfo {
 	m := machineInfo{Cores: runtime.NumCPU(), Go: runtime.Version(), CPU: "unknown", RAM: "unknown", OS: runtime.GOOS}
 	if v := procField("/proc/cpuinfo", "model name"); v != "" {
 		m.CPU = v
@@ -36,7 +37,7 @@ func readMachine(ctx context.Context, root string) machineInfo {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.OS += ", Linux " + strings.TrimSpace(string(b))
 	}
-	m.Commit = gitCommit(ctx, root)
+	m.Commit = gitCommit(ctx, root, report)
 	m.Load = loadAverage()
 	return m
 }
@@ -86,8 +87,10 @@ func osRelease() string {
 }
 
 // gitCommit returns `git rev-parse --short HEAD`, marked when the working
-// tree has changes (tracked or not): the figures are then of that tree.
-func gitCommit(ctx context.Context, root string) string {
+// tree has changes (tracked or not): the figures are then of that tree. The
+// report itself (a path relative to root, or "-") does not count: a run
+// rewrites the previous run's.
+func gitCommit(ctx context.Context, root, report string) string {
 	git := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, "git", args...)
 		cmd.Dir = root
@@ -98,7 +101,11 @@ func gitCommit(ctx context.Context, root string) string {
 	if err != nil {
 		return "unknown (not a git checkout)"
 	}
-	if st, err := git("status", "--porcelain"); err == nil && st != "" {
+	args := []string{"status", "--porcelain", "--", "."}
+	if report != "-" && !filepath.IsAbs(report) {
+		args = append(args, ":(exclude)"+filepath.ToSlash(report))
+	}
+	if st, err := git(args...); err == nil && st != "" {
 		head += " + uncommitted changes"
 	}
 	return head

@@ -155,7 +155,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep.machine = readMachine(ctx, root)
+	rep.machine = readMachine(ctx, root, o.out)
 	tmp, err := os.MkdirTemp("", "hubbench-")
 	if err != nil {
 		return err
