@@ -103,28 +103,7 @@ func (p *Peer) Go(id jsonrpc.ID, method string, params json.RawMessage, done fun
 		return fmt.Errorf("peer: params of %s must be a JSON object or an array", method)
 	}
 	frame := (&jsonrpc.Request{ID: id, Method: method, Params: params}).Encode()
-	p.mu.Lock()
-	if p.closing {
-		p.mu.Unlock()
-		return p.closedErr()
-	}
-	if _, dup := p.pending[id]; dup {
-		p.mu.Unlock()
-		return fmt.Errorf("peer: call id %s is already in flight", id)
-	}
-	p.pending[id] = pendingCall{done: done}
-	inline, err := p.sendLocked(frame, true)
-	if err != nil {
-		delete(p.pending, id)
-	}
-	p.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if inline {
-		p.writeInline(frame)
-	}
-	return nil
+	return p.sendCall(id, frame, pendingCall{done: done})
 }
 
 // Abort ends a call sent with Go before its answer: done gets err, and

@@ -285,27 +285,8 @@ func (p *Peer) CallID(ctx context.Context, id jsonrpc.ID, method string, params,
 	frame := (&jsonrpc.Request{ID: id, Method: method, Params: raw}).Encode()
 	ch := replyChans.Get().(chan *jsonrpc.Response)
 	defer replyChans.Put(ch) // empty again: exactly one reply is sent and received
-
-	p.mu.Lock()
-	if p.closing {
-		p.mu.Unlock()
-		return p.closedErr()
-	}
-	if _, dup := p.pending[id]; dup {
-		p.mu.Unlock()
-		return fmt.Errorf("peer: call id %s is already in flight", id)
-	}
-	p.pending[id] = pendingCall{ch: ch}
-	inline, err := p.sendLocked(frame, true)
-	if err != nil {
-		delete(p.pending, id)
-	}
-	p.mu.Unlock()
-	if err != nil {
+	if err := p.sendCall(id, frame, pendingCall{ch: ch}); err != nil {
 		return err
-	}
-	if inline {
-		p.writeInline(frame)
 	}
 
 	select {
@@ -343,6 +324,33 @@ func encodeParams(method string, params any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("peer: params of %s must encode to a JSON object or an array, not %.20s", method, raw)
 	}
 	return raw, nil
+}
+
+// sendCall records a call as pending under id, where its answer will find
+// pc, and sends its frame.
+func (p *Peer) sendCall(id jsonrpc.ID, frame []byte, pc pendingCall) error {
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		return p.closedErr()
+	}
+	if _, dup := p.pending[id]; dup {
+		p.mu.Unlock()
+		return fmt.Errorf("peer: call id %s is already in flight", id)
+	}
+	p.pending[id] = pc
+	inline, err := p.sendLocked(frame, true)
+	if err != nil {
+		delete(p.pending, id)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if inline {
+		p.writeInline(frame)
+	}
+	return nil
 }
 
 // replyChans recycles the channels calls wait on.
