@@ -355,17 +355,25 @@ func (s *subscriptions) publishUpdate(ctx context.Context, server string, params
 }
 
 func (s *subscriptions) onUpdate(ctx context.Context, topic string, frame []byte) {
+	if params, ok := notificationParams(frame); ok {
+		if uri, ok := jsonrpc.StringMember(params, "uri"); ok {
+			s.deliverLocal(uri, frame)
+		}
+	}
+}
+
+// notificationParams returns the params of a frame holding one
+// notification, as publishUpdate and publishLog encode them.
+func notificationParams(frame []byte) (json.RawMessage, bool) {
 	m, err := jsonrpc.DecodeMessage(frame)
 	if err != nil {
-		return
+		return nil, false
 	}
 	req, ok := m.(*jsonrpc.Request)
-	if !ok {
-		return
+	if !ok || req.IsCall() {
+		return nil, false
 	}
-	if uri, ok := jsonrpc.StringMember(req.Params, "uri"); ok {
-		s.deliverLocal(uri, frame)
-	}
+	return req.Params, true
 }
 
 // deliverLocal sends an encoded notification to this instance's subscribers
@@ -401,18 +409,14 @@ func (s *subscriptions) publishLog(ctx context.Context, server string, params js
 }
 
 func (s *subscriptions) onLog(ctx context.Context, topic string, frame []byte) {
-	m, err := jsonrpc.DecodeMessage(frame)
-	if err != nil {
-		return
-	}
-	req, ok := m.(*jsonrpc.Request)
+	params, ok := notificationParams(frame)
 	if !ok {
 		return
 	}
 	var p struct {
 		Level mcp.LoggingLevel `json:"level"`
 	}
-	if json.Unmarshal(req.Params, &p) != nil {
+	if json.Unmarshal(params, &p) != nil {
 		return
 	}
 	n := 0
