@@ -104,29 +104,22 @@ func runCell(ctx context.Context, cfg *config, eps []*endpoint, sh shape, pl pay
 		for k := range eps {
 			i := (k + round) % len(eps)
 			ep, res := eps[i], results[i]
-			var m0, m1 float64
-			var mok0, mok1 bool
-			var cpu0 time.Duration
-			var all0, all1 map[string]time.Duration
+			mt := meter{pids: ep.pids, stats: ep.stats, all: cpuAll}
+			var r reading
 			w, err := measure(ctx, conns[i], sh.inflight, cfg.warmup, cfg.round, func(open bool) {
 				if open {
-					m0, mok0 = readMallocs(ctx, ep.stats)
-					cpu0, all0 = cpuTimes(ep.pids), cpuAll()
-					return
+					mt.start(ctx)
+				} else {
+					r = mt.stop(ctx)
 				}
-				res.cpu += cpuTimes(ep.pids) - cpu0
-				all1 = cpuAll()
-				m1, mok1 = readMallocs(ctx, ep.stats)
 			})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", ep.name, err)
 			}
-			if mok0 && mok1 {
-				res.mallocs += m1 - m0 - scrapeCost(ep.stats)
-			} else {
-				res.mallocsOK = false
-			}
-			res.split.add(all0, all1, w.d)
+			res.cpu += r.cpu
+			res.mallocs += r.mallocs
+			res.mallocsOK = res.mallocsOK && r.mallocsOK
+			res.split.add(r.all0, r.all1, w.d)
 			rates[i] = w.rate()
 			res.rates = append(res.rates, rates[i])
 			s := summarize(w.lat)
@@ -153,6 +146,50 @@ func runCell(ctx context.Context, cfg *config, eps []*endpoint, sh shape, pl pay
 		res.p99Ratio = median(res.p99Ratios)
 	}
 	return results, nil
+}
+
+// meter reads, at the edges of a measured window, the CPU time and heap
+// allocations of the processes in the middle (the hub, the echo server),
+// and with all set the CPU time of every process of the run. Allocation
+// counters are scraped outside the CPU readings, so that the scraping is
+// not counted as the processes' work, and their own cost is taken off.
+type meter struct {
+	pids  []int
+	stats []*statsSource
+	all   func() map[string]time.Duration // nil: not read
+
+	m0   float64
+	ok0  bool
+	cpu0 time.Duration
+	all0 map[string]time.Duration
+}
+
+// reading is what a meter saw between start and stop.
+type reading struct {
+	cpu        time.Duration
+	mallocs    float64
+	mallocsOK  bool // false when an allocation counter could not be read
+	all0, all1 map[string]time.Duration
+}
+
+func (m *meter) start(ctx context.Context) {
+	m.m0, m.ok0 = readMallocs(ctx, m.stats)
+	m.cpu0 = cpuTimes(m.pids)
+	if m.all != nil {
+		m.all0 = m.all()
+	}
+}
+
+func (m *meter) stop(ctx context.Context) reading {
+	r := reading{cpu: cpuTimes(m.pids) - m.cpu0, all0: m.all0}
+	if m.all != nil {
+		r.all1 = m.all()
+	}
+	m1, ok1 := readMallocs(ctx, m.stats)
+	if m.ok0 && ok1 {
+		r.mallocs, r.mallocsOK = m1-m.m0-scrapeCost(m.stats), true
+	}
+	return r
 }
 
 // readMallocs sums the allocation counters of sources; false if any is

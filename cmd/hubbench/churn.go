@@ -58,33 +58,28 @@ func runChurn(ctx context.Context, cfg *config, h *hubRef, progress func(string)
 	for i := range workers {
 		workers[i] = churner{url: h.ws("/mcp")}
 	}
-	pids, stats := []int{h.c.PID()}, []*statsSource{h.stats}
-	var cpu0, cpu1 time.Duration
-	var m0, m1 float64
-	var ok0, ok1 bool
+	mt := meter{pids: []int{h.c.PID()}, stats: []*statsSource{h.stats}}
+	var r reading
 	w, err := measure(ctx, workers, 1, cfg.warmup, cfg.churn, func(open bool) {
 		if open {
-			m0, ok0 = readMallocs(ctx, stats)
-			cpu0 = cpuTimes(pids)
-			return
+			mt.start(ctx)
+		} else {
+			r = mt.stop(ctx)
 		}
-		cpu1 = cpuTimes(pids)
-		m1, ok1 = readMallocs(ctx, stats)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("churn: %w", err)
 	}
 	res := &churnResult{
-		workers:  cfg.churnWorkers,
-		rate:     w.rate(),
-		total:    w.calls(),
-		errs:     w.errs,
-		firstErr: w.firstErr,
-		cpu:      cpu1 - cpu0,
+		workers:   cfg.churnWorkers,
+		rate:      w.rate(),
+		total:     w.calls(),
+		errs:      w.errs,
+		firstErr:  w.firstErr,
+		cpu:       r.cpu,
+		mallocs:   r.mallocs,
+		mallocsOK: r.mallocsOK,
 	}
 	res.sum = summarize(w.lat)
-	if ok0 && ok1 {
-		res.mallocs, res.mallocsOK = m1-m0-scrapeCost(stats), true
-	}
 	return res, nil
 }

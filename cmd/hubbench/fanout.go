@@ -287,10 +287,9 @@ func fanoutRounds(ctx context.Context, cfg *config, setting string, hubs []*hubR
 	res := &fanoutResult{setting: setting, instances: len(hubs), subs: size, rounds: cfg.fanoutRounds, mallocsOK: true}
 	var p50s, p99s, maxs []time.Duration
 	var rates []float64
-	pids, stats := pidsOf(hubs), statsOf(hubs)
+	mt := meter{pids: pidsOf(hubs), stats: statsOf(hubs), all: cpuAll}
 	for round := -1; round < cfg.fanoutRounds; round++ {
-		m0, ok0 := readMallocs(ctx, stats)
-		cpu0, all0 := cpuTimes(pids), cpuAll()
+		mt.start(ctx)
 		began := time.Now()
 		done := d.send(ctx, srv.Server, size)
 		t := time.NewTimer(fanoutTimeout)
@@ -306,15 +305,12 @@ func fanoutRounds(ctx context.Context, cfg *config, setting string, hubs []*hubR
 		if round < 0 {
 			continue // warm-up
 		}
-		cpu1, all1 := cpuTimes(pids), cpuAll()
-		res.split.add(all0, all1, time.Since(began))
-		m1, ok1 := readMallocs(ctx, stats)
-		res.cpu += cpu1 - cpu0
-		if ok0 && ok1 {
-			res.mallocs += m1 - m0 - scrapeCost(stats)
-		} else {
-			res.mallocsOK = false
-		}
+		took := time.Since(began)
+		r := mt.stop(ctx)
+		res.split.add(r.all0, r.all1, took)
+		res.cpu += r.cpu
+		res.mallocs += r.mallocs
+		res.mallocsOK = res.mallocsOK && r.mallocsOK
 		res.delivered += int64(len(lat))
 		res.expected += int64(size)
 		if len(lat) == 0 {

@@ -71,10 +71,8 @@ func profileOne(ctx context.Context, cfg *config, twin *hubRef, dir string, sh s
 		err  error
 	}
 	prof := make(chan fetched, 1)
-	stats, pids := []*statsSource{twin.stats}, []int{twin.c.PID()}
-	var m0, m1 float64
-	var ok0, ok1 bool
-	var cpu0, cpu1 time.Duration
+	mt := meter{pids: []int{twin.c.PID()}, stats: []*statsSource{twin.stats}}
+	var r reading
 	// The profile starts as the window opens; the window outlasts it a
 	// little, so that the whole profile sees the load.
 	w, err := measure(ctx, conns, sh.inflight, cfg.warmup, time.Duration(secs)*time.Second+200*time.Millisecond, func(open bool) {
@@ -83,12 +81,10 @@ func profileOne(ctx context.Context, cfg *config, twin *hubRef, dir string, sh s
 				b, err := fetch(ctx, "http://"+twin.addr+"/debug/pprof/profile?seconds="+strconv.Itoa(secs))
 				prof <- fetched{b, err}
 			}()
-			m0, ok0 = readMallocs(ctx, stats)
-			cpu0 = cpuTimes(pids)
-			return
+			mt.start(ctx)
+		} else {
+			r = mt.stop(ctx)
 		}
-		cpu1 = cpuTimes(pids)
-		m1, ok1 = readMallocs(ctx, stats)
 	})
 	if err != nil {
 		return nil, err
@@ -102,9 +98,9 @@ func profileOne(ctx context.Context, cfg *config, twin *hubRef, dir string, sh s
 	}
 	res.rate = w.rate()
 	if n := w.calls(); n > 0 {
-		res.cpu = (cpu1 - cpu0) / time.Duration(n)
-		if ok0 && ok1 {
-			res.allocs, res.allocsOK = (m1-m0-scrapeCost(stats))/float64(n), true
+		res.cpu = r.cpu / time.Duration(n)
+		if r.mallocsOK {
+			res.allocs, res.allocsOK = r.mallocs/float64(n), true
 		}
 	}
 	res.top, res.toolError = pprofTop(ctx, res.file, false)
