@@ -398,7 +398,7 @@ func (h *Hub) resolve(cs *clientSession, req *jsonrpc.Request) (*target, error) 
 	}
 	name, _ := jsonrpc.Unquote(rawName)
 	if name == "" {
-		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "%q must be a non-empty string", "name")
+		return nil, errNotString("name")
 	}
 	switch {
 	case k == kindTools && !cs.who.mayCall(name):
@@ -514,9 +514,13 @@ func (cs *clientSession) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bo
 func requireString(params json.RawMessage, key string) (string, error) {
 	s, ok := jsonrpc.StringMember(params, key)
 	if !ok || s == "" {
-		return "", jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "%q must be a non-empty string", key)
+		return "", errNotString(key)
 	}
 	return s, nil
+}
+
+func errNotString(key string) error {
+	return jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "%q must be a non-empty string", key)
 }
 
 // complete routes completion/complete by its reference: a prompt by its

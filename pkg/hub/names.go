@@ -25,11 +25,3 @@ func normalizeName(s string) string {
 	}
 	return b.String()
 }
-
-// splitName splits an aggregated name "<server><sep><name>" at the first
-// separator. Server names cannot hold the default separator "__" ('_' is not
-// in their alphabet), so the split is unambiguous.
-func splitName(agg, sep string) (server, name string, ok bool) {
-	server, name, ok = strings.Cut(agg, sep)
-	return server, name, ok && server != "" && name != ""
-}

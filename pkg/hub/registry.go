@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -90,10 +89,6 @@ type replicaInfo struct {
 	lists    [numKinds][]listItem
 	local    *replica      // nil when the replica is on another instance
 	inflight *atomic.Int64 // calls this instance has in flight to it
-}
-
-func (ri *replicaInfo) offers(k listKind, key string) bool {
-	return slices.ContainsFunc(ri.lists[k], func(it listItem) bool { return it.key == key })
 }
 
 // aggItem is one item of an aggregated list.

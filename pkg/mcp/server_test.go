@@ -208,12 +208,6 @@ func TestAddTypedTool_keepsExplicitSchema(t *testing.T) {
 	assert.Empty(t, res.Content)
 }
 
-// codedError chooses its own wire code without being a *jsonrpc.Error.
-type codedError struct{}
-
-func (codedError) Error() string           { return "coded" }
-func (codedError) ErrorCode() jsonrpc.Code { return -32050 }
-
 func TestServer_toolErrors(t *testing.T) {
 	t.Parallel()
 	s := mcp.NewServer(testInfo, nil)
