@@ -1,20 +1,14 @@
 package hub
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
-	"github.com/switchboard-mcp/switchboard/pkg/mcp"
-	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
 
 // admit decides, before the upgrade, whether a connection may open: not
@@ -137,73 +131,4 @@ func (h *Hub) bucketFor(p *principal) *bucket {
 		h.buckets[p.name] = b
 	}
 	return b
-}
-
-// errRateLimited is the answer to a request over the rate limit.
-func errRateLimited(retry time.Duration) error {
-	ms := max(retry.Milliseconds(), 1)
-	return (&jsonrpc.Error{Code: mcp.CodeRateLimited, Message: "rate limited: retry after " + strconv.FormatInt(ms, 10) + " ms"}).
-		WithData(map[string]any{"retryAfterMs": ms})
-}
-
-// errDraining is the answer to a routed request while the instance drains.
-var errDraining = (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
-	Message: "this hub instance is shutting down: reconnect and try again"}).WithData(map[string]any{"reason": "draining"})
-
-// forbidden is the answer to a request the token may not make.
-func forbidden(p *principal, what string) error {
-	return (&jsonrpc.Error{Code: mcp.CodeForbidden, Message: fmt.Sprintf("forbidden: token %q may not %s", p.name, what)})
-}
-
-// meteredBroker counts what goes through the broker.
-type meteredBroker struct {
-	pubsub.Broker
-	m *metrics
-}
-
-func (b *meteredBroker) Publish(ctx context.Context, topic string, payload []byte) error {
-	err := b.Broker.Publish(ctx, topic, payload)
-	outcome := "ok"
-	if err != nil {
-		outcome = "error"
-	}
-	b.m.brokerOps.WithLabelValues("publish", outcome).Inc()
-	return err
-}
-
-func (b *meteredBroker) Subscribe(ctx context.Context, topic string, fn pubsub.Handler) (pubsub.Subscription, error) {
-	received := b.m.brokerOps.WithLabelValues("receive", "ok")
-	return b.Broker.Subscribe(ctx, topic, func(ctx context.Context, topic string, payload []byte) {
-		received.Inc()
-		fn(ctx, topic, payload)
-	})
-}
-
-// serveLogin checks a token posted by the dashboard and keeps it in an
-// HttpOnly, SameSite=Strict cookie, which the browser then sends with the
-// dashboard's WebSocket upgrade: the token never needs to be in a URL.
-func (h *Hub) serveLogin(w http.ResponseWriter, r *http.Request) {
-	if !originAllowed(r, nil) {
-		http.Error(w, "403 forbidden: cross-site login", http.StatusForbidden)
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4096)
-	token := strings.TrimSpace(r.PostFormValue("token"))
-	if h.cfg.Tokens == nil {
-		w.WriteHeader(http.StatusNoContent) // nothing to log in to
-		return
-	}
-	if token == "" || h.cfg.Tokens.lookup(token) == nil {
-		h.metrics.authFailures.WithLabelValues("unauthorized").Inc()
-		http.Error(w, "401 unauthorized: unknown token", http.StatusUnauthorized)
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"})
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (h *Hub) serveLogout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	w.WriteHeader(http.StatusNoContent)
 }

@@ -77,7 +77,7 @@ func (h *Hub) instanceDocs(v *view) []instanceDoc {
 			counts[ri.Instance]++
 		}
 	}
-	self := instanceDoc{ID: h.id, Addr: h.cfg.Addr, Self: true, StartedAt: h.start.UTC(), Clients: len(h.clientList()), Replicas: counts[h.id]}
+	self := instanceDoc{ID: h.id, Addr: h.cfg.Addr, Self: true, StartedAt: h.start.UTC(), Clients: len(h.sessionList()), Replicas: counts[h.id]}
 	docs := []instanceDoc{self}
 	for _, in := range h.remoteInstances() {
 		in.Replicas = counts[in.ID]

@@ -3,7 +3,6 @@ package hub
 import (
 	"encoding/json"
 
-	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
@@ -40,18 +39,23 @@ func parseClientCaps(raw json.RawMessage) clientCaps {
 }
 
 // check answers whether a server's request may go to this client: nil, or
-// an error saying which capability the client lacks.
+// an error saying which capability the client lacks. The method table says
+// which capability each request needs; the params say which part of it.
 func (c clientCaps) check(method string, params mcp.Object) error {
+	spec, ok := mcp.LookupMethod(method)
+	if !ok {
+		return nil
+	}
 	missing := ""
-	switch method {
-	case mcp.MethodSamplingCreateMessage:
+	switch spec.ClientCap {
+	case "sampling":
 		switch {
 		case !c.Sampling:
 			missing = "sampling"
 		case hasValue(params, "tools") && !c.SamplingTools:
 			missing = "sampling.tools"
 		}
-	case mcp.MethodElicitationCreate:
+	case "elicitation":
 		mode, _ := params.String("mode")
 		switch {
 		case mode == "url" && !c.ElicitURL:
@@ -59,13 +63,13 @@ func (c clientCaps) check(method string, params mcp.Object) error {
 		case mode != "url" && !c.ElicitForm:
 			missing = "elicitation (form)"
 		}
-	case mcp.MethodRootsList:
+	case "roots":
 		if !c.Roots {
 			missing = "roots"
 		}
 	}
 	if missing != "" {
-		return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "the client did not declare the %s capability that %s needs", missing, method)
+		return errMissingCapability(missing, method)
 	}
 	return nil
 }

@@ -1,11 +1,9 @@
 package hub
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"strconv"
 	"sync"
@@ -27,141 +25,25 @@ import (
 // its servers leave the lists.
 //
 // A request for a server on another instance travels to that instance's
-// inbox topic; its answer, progress reports and the server's own requests
-// for the client come back to the caller's inbox, and a cancellation follows
-// the request. Ids are the caller's call numbers, so nothing of one client
-// can be confused with another's.
+// inbox topic; its answer, progress reports, logs and the server's own
+// requests for the client come back to the caller's inbox, and a
+// cancellation follows the request. Ids are the caller's call numbers, so
+// nothing of one client can be confused with another's.
+//
+// The broker delivers at most once, and nothing published to an instance
+// while its broker connection is down reaches it. So an exchange never
+// spans an interruption: when this instance loses the broker, the calls it
+// sent fail at once (errInterrupted) and those it serves for others are
+// cancelled, and when another instance says it rejoined (hello), the same
+// happens to the exchanges with it. After its own reconnection an instance
+// sends nothing to another until it has heard from it again, which proves
+// the other is subscribed: calls wait for that (within their timeout)
+// instead of vanishing.
 const (
 	topicRegistry    = "registry"
 	topicInboxPrefix = "inbox/"
 	missedHeartbeats = 3
 )
-
-// Envelope kinds.
-const (
-	kindHeartbeat = "hb"   // registry: I am alive at this version
-	kindSnapshot  = "snap" // registry: my replicas
-	kindBye       = "bye"  // registry: I am leaving
-	kindHello     = "hi"   // registry: I (re)joined; everyone please send a snapshot
-	kindSync      = "sync" // inbox: please publish your snapshot
-	kindCall      = "call" // inbox: forward this request to your replica
-	kindSub       = "sub"  // inbox: keep this resource subscribed for me (or not)
-	kindResult    = "res"  // inbox: the answer to a call or sub
-	kindCancel    = "cxl"  // inbox: the caller gave up on a call
-	kindNotify    = "ntf"  // inbox: a notification about a call (progress)
-	kindSReq      = "sreq" // inbox: a server's request for the client of a call
-	kindSRes      = "sres" // inbox: the answer to a sreq
-	kindSCancel   = "scxl" // inbox: the server gave up on a sreq
-)
-
-// envelope is every message between instances.
-type envelope struct {
-	Kind string `json:"k"`
-	From string `json:"f"`
-
-	Version  uint64    `json:"v,omitempty"`
-	Clients  int       `json:"n,omitempty"`
-	Snapshot *snapshot `json:"s,omitempty"`
-
-	Call    uint64          `json:"c,omitempty"` // the sender's number for a call, sub or sreq
-	Of      uint64          `json:"o,omitempty"` // for a sreq: the call it serves
-	Client  string          `json:"cl,omitempty"`
-	Replica string          `json:"r,omitempty"`
-	Method  string          `json:"m,omitempty"`
-	Params  json.RawMessage `json:"p,omitempty"`
-	Caps    *clientCaps     `json:"cap,omitempty"`
-	Result  json.RawMessage `json:"res,omitempty"`
-	Error   *wireError      `json:"err,omitempty"`
-	URI     string          `json:"u,omitempty"`
-	Unsub   bool            `json:"x,omitempty"`
-	Body    string          `json:"b,omitempty"` // on the wire: which of Params and Result follows the header
-}
-
-// On the wire an envelope is its JSON header, and when it carries params or
-// a result (usually most of its bytes), a newline and those, raw:
-// encoding/json would re-scan them twice on the way out and twice on the way
-// in, where this copies them once and validates them once. A header never
-// holds a newline, which encoding/json always escapes.
-const (
-	bodyParams = "p"
-	bodyResult = "res"
-)
-
-// encode returns the envelope's wire form.
-func (env *envelope) encode() ([]byte, error) {
-	head := *env
-	var body []byte
-	switch {
-	case len(env.Params) > 0 && len(env.Result) > 0: // never sent; both stay in the header
-	case len(env.Params) > 0:
-		head.Body, head.Params, body = bodyParams, nil, env.Params
-	case len(env.Result) > 0:
-		head.Body, head.Result, body = bodyResult, nil, env.Result
-	}
-	b, err := json.Marshal(&head)
-	if err != nil || body == nil {
-		return b, err
-	}
-	out := make([]byte, 0, len(b)+1+len(body))
-	out = append(append(b, '\n'), body...)
-	return out, nil
-}
-
-// decodeEnvelope reads an envelope's wire form. The params or result it
-// returns share payload's memory.
-func decodeEnvelope(payload []byte) (*envelope, bool) {
-	head, body, hasBody := bytes.Cut(payload, []byte{'\n'})
-	env := new(envelope)
-	if json.Unmarshal(head, env) != nil || env.From == "" {
-		return nil, false
-	}
-	switch {
-	case !hasBody && env.Body == "":
-		return env, true
-	case !hasBody || !jsonrpc.Valid(body):
-		return nil, false
-	case env.Body == bodyParams:
-		env.Params = body
-	case env.Body == bodyResult:
-		env.Result = body
-	default:
-		return nil, false
-	}
-	return env, true
-}
-
-// wireError is a JSON-RPC error object in an envelope.
-type wireError struct {
-	Code    jsonrpc.Code    `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func toWire(err error) *wireError {
-	e := jsonrpc.ErrorOf(err)
-	return &wireError{Code: e.Code, Message: e.Message, Data: e.Data}
-}
-
-func (w *wireError) err() error {
-	return &jsonrpc.Error{Code: w.Code, Message: w.Message, Data: w.Data}
-}
-
-// snapshot is what one instance offers.
-type snapshot struct {
-	Addr      string        `json:"addr,omitempty"`
-	StartedAt time.Time     `json:"startedAt"`
-	Replicas  []replicaSnap `json:"replicas"`
-}
-
-type replicaSnap struct {
-	ID              string                      `json:"id"`
-	Name            string                      `json:"name"`
-	ServerInfo      mcp.Implementation          `json:"serverInfo"`
-	ProtocolVersion string                      `json:"protocolVersion"`
-	ConnectedAt     time.Time                   `json:"connectedAt"`
-	Owner           string                      `json:"owner"`
-	Lists           [numKinds][]json.RawMessage `json:"lists"`
-}
 
 // remoteInstance is what this instance knows of another.
 type remoteInstance struct {
@@ -170,6 +52,8 @@ type remoteInstance struct {
 	clients  int
 	snap     *snapshot
 	asked    time.Time // when we last asked it for a snapshot
+	heard    uint64    // our broker epoch when we last heard from it
+	waiting  []func()  // sends held until we hear from it in this epoch
 }
 
 // cluster is this instance's side of the cluster.
@@ -180,9 +64,10 @@ type cluster struct {
 
 	mu       sync.Mutex
 	remotes  map[string]*remoteInstance
-	calls    map[uint64]*outCall           // calls, subs and sreqs we sent, by number
-	serving  map[string]context.CancelFunc // calls and sreqs we serve for others, by "from/number"
+	calls    map[uint64]*outCall    // calls, subs and sreqs we sent, by number
+	served   map[string]func(error) // calls, subs and sreqs we serve for others, by "from/number": how to end them
 	brokerUp bool
+	epoch    uint64 // counts our broker (re)connections
 	subs     []pubsub.Subscription
 	dirty    chan struct{} // our snapshot changed
 }
@@ -190,8 +75,10 @@ type cluster struct {
 // outCall is a request this instance sent to another and waits on.
 type outCall struct {
 	instance string
-	origin   downstream // for calls: where progress and sreqs go
-	answer   chan *envelope
+	caller   caller                       // for calls: where progress, logs and the server's requests go
+	done     func(json.RawMessage, error) // the answer, or why there is none
+	started  bool                         // the request is being sent (guarded by cluster.mu)
+	sent     chan struct{}                // closed once the broker took the request, or refused it
 }
 
 func newCluster(h *Hub) *cluster {
@@ -199,7 +86,7 @@ func newCluster(h *Hub) *cluster {
 		hub:     h,
 		remotes: map[string]*remoteInstance{},
 		calls:   map[uint64]*outCall{},
-		serving: map[string]context.CancelFunc{},
+		served:  map[string]func(error){},
 		dirty:   make(chan struct{}, 1),
 	}
 }
@@ -217,6 +104,7 @@ func (c *cluster) start(ctx context.Context) error {
 		c.subs = append(c.subs, sub)
 	}
 	c.brokerUp = h.broker.Ready(ctx) == nil
+	c.epoch = 1
 	if !h.goOwned(c.loop) {
 		return errors.New("hub closed")
 	}
@@ -265,17 +153,27 @@ func (c *cluster) loop() {
 	}
 }
 
-// checkBroker notices the broker coming back after an outage, and then says
-// so, so that every instance sends its snapshot at once instead of at its
-// next heartbeat.
+// checkBroker follows the broker's state: see brokerState.
 func (c *cluster) checkBroker() {
 	h := c.hub
 	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
 	defer cancel()
-	up := h.broker.Ready(ctx) == nil
+	c.brokerState(h.broker.Ready(ctx) == nil)
+}
+
+// brokerState records whether the broker connection is up. When it is lost,
+// every exchange with other instances in flight ends (their answers may be
+// lost with it); when it comes back, this instance says so, so that every
+// instance sends its snapshot at once instead of at its next heartbeat, and
+// it waits to hear from each other instance before sending it anything.
+func (c *cluster) brokerState(up bool) {
+	h := c.hub
 	c.mu.Lock()
 	wasUp := c.brokerUp
 	c.brokerUp = up
+	if up && !wasUp {
+		c.epoch++
+	}
 	c.mu.Unlock()
 	if up {
 		h.metrics.brokerUp.Set(1)
@@ -285,10 +183,13 @@ func (c *cluster) checkBroker() {
 	switch {
 	case up && !wasUp:
 		h.log.Info("broker reachable again; rejoining the cluster")
+		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
+		defer cancel()
 		c.publish(ctx, topicRegistry, &envelope{Kind: kindHello})
 		c.publishSnapshot(ctx)
 	case !up && wasUp:
 		h.log.Warn("broker unreachable: only this instance's servers can be reached until it is back")
+		c.interrupt("")
 	}
 }
 
@@ -297,7 +198,7 @@ func (c *cluster) heartbeat() {
 	c.checkBroker()
 	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
 	defer cancel()
-	clients := len(h.clientList())
+	clients := len(h.sessionList())
 	c.publish(ctx, topicRegistry, &envelope{Kind: kindHeartbeat, Version: c.version.Load(), Clients: clients})
 	c.expire(time.Now())
 }
@@ -325,30 +226,53 @@ func (c *cluster) drop(id string) {
 	c.mu.Lock()
 	_, known := c.remotes[id]
 	delete(c.remotes, id)
-	var failed []*outCall
-	for n, oc := range c.calls {
-		if oc.instance == id {
-			failed = append(failed, oc)
-			delete(c.calls, n)
-		}
-	}
-	for key, cancel := range c.serving {
-		if len(key) > len(id) && key[:len(id)] == id && key[len(id)] == '/' {
-			cancel()
-			delete(c.serving, key)
-		}
-	}
 	c.mu.Unlock()
-	for _, oc := range failed {
-		oc.answer <- &envelope{Kind: kindResult, Error: toWire(errInstanceGone)}
-	}
+	c.endExchanges(id, errInstanceGone)
 	if known {
 		h.reg.setRemote(id, nil)
 	}
 	h.subs.dropInstance(id)
 }
 
-var errInstanceGone = &jsonrpc.Error{Code: mcp.CodeConnectionClosed, Message: "the hub instance serving this server left"}
+// interrupt ends the exchanges in flight with instance ("" for every
+// instance) after an interruption of the broker: the calls we sent fail
+// with errInterrupted, and those we serve for it are cancelled.
+func (c *cluster) interrupt(instance string) {
+	c.endExchanges(instance, errInterrupted)
+}
+
+// endExchanges fails the requests we sent to instance ("" for all) with
+// err and cancels those we serve for it.
+func (c *cluster) endExchanges(instance string, err error) {
+	c.mu.Lock()
+	var failed []*outCall
+	for n, oc := range c.calls {
+		if instance == "" || oc.instance == instance {
+			failed = append(failed, oc)
+			delete(c.calls, n)
+		}
+	}
+	var cancels []func(error)
+	for key, cancel := range c.served {
+		if instance == "" || servedBy(key, instance) {
+			cancels = append(cancels, cancel)
+		}
+	}
+	c.mu.Unlock()
+	for _, oc := range failed {
+		oc.done(nil, err)
+	}
+	for _, cancel := range cancels {
+		cancel(context.Canceled)
+	}
+}
+
+// servedKey names a request another instance sent us.
+func servedKey(from string, n uint64) string { return from + "/" + strconv.FormatUint(n, 10) }
+
+func servedBy(key, instance string) bool {
+	return len(key) > len(instance) && key[:len(instance)] == instance && key[len(instance)] == '/'
+}
 
 func (c *cluster) publishSnapshot(ctx context.Context) {
 	h := c.hub
@@ -380,6 +304,39 @@ func (c *cluster) publish(ctx context.Context, topic string, env *envelope) erro
 	return nil
 }
 
+// send publishes an envelope to another instance's inbox, bounded by a
+// second but not by any caller's cancellation: a message that the broker
+// may already have delivered must be followed by its cancellation, never
+// taken for unsent.
+func (c *cluster) send(instance string, env *envelope) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.hub.ctx), time.Second)
+	defer cancel()
+	return c.publish(ctx, topicInboxPrefix+instance, env)
+}
+
+// heard records that a message came from instance: it is alive, and,
+// since this instance's broker connection is up, subscribed; the sends
+// held for it go out.
+func (c *cluster) heard(instance string, now time.Time) *remoteInstance {
+	c.mu.Lock()
+	r := c.remotes[instance]
+	if r == nil {
+		r = &remoteInstance{}
+		c.remotes[instance] = r
+	}
+	r.lastSeen = now
+	var release []func()
+	if c.brokerUp && r.heard != c.epoch {
+		r.heard = c.epoch
+		release, r.waiting = r.waiting, nil
+	}
+	c.mu.Unlock()
+	for _, fn := range release {
+		fn()
+	}
+	return r
+}
+
 func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) {
 	env, ok := decodeEnvelope(payload)
 	if !ok || env.From == c.hub.id {
@@ -390,15 +347,15 @@ func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) 
 	case kindBye:
 		c.drop(env.From)
 	case kindHello:
+		// It (re)joined: what we sent it before may be lost, and what it
+		// served for us may never answer.
+		c.interrupt(env.From)
+		c.heard(env.From, now)
 		c.localChanged() // publish our snapshot for the newcomer
 	case kindHeartbeat:
+		r := c.heard(env.From, now)
 		c.mu.Lock()
-		r := c.remotes[env.From]
-		if r == nil {
-			r = &remoteInstance{}
-			c.remotes[env.From] = r
-		}
-		r.lastSeen, r.clients = now, env.Clients
+		r.clients = env.Clients
 		ask := (r.snap == nil || r.version != env.Version) && now.Sub(r.asked) > c.hub.cfg.HeartbeatInterval/2
 		if ask {
 			r.asked = now
@@ -411,13 +368,8 @@ func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) 
 		if env.Snapshot == nil {
 			return
 		}
+		r := c.heard(env.From, now)
 		c.mu.Lock()
-		r := c.remotes[env.From]
-		if r == nil {
-			r = &remoteInstance{}
-			c.remotes[env.From] = r
-		}
-		r.lastSeen = now
 		same := r.snap != nil && r.version == env.Version
 		r.version, r.snap = env.Version, env.Snapshot
 		c.mu.Unlock()
@@ -463,70 +415,120 @@ func (h *Hub) remoteInstances() []instanceDoc {
 	return out
 }
 
-// callRemote forwards a request to a replica on another instance and waits
-// for its answer, relaying progress and the server's requests meanwhile.
-func (h *Hub) callRemote(ctx context.Context, ri *replicaInfo, origin downstream, method string, params json.RawMessage) (json.RawMessage, error) {
-	ri.inflight.Add(1)
-	defer ri.inflight.Add(-1)
-	caps := origin.caps()
-	env := &envelope{Kind: kindCall, Replica: ri.ID, Method: method, Params: params, Caps: &caps, Client: origin.key()}
-	res, err := h.cluster.request(ctx, ri.Instance, env, origin)
-	if err != nil {
-		return nil, err
+// call forwards a call to a replica on another instance and returns at
+// once; done runs with the answer when it comes back. The returned function
+// ends the call early: the other instance is told to give up.
+func (c *cluster) call(ri *replicaInfo, server string, cl caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+	caps := cl.caps()
+	env := &envelope{Kind: kindCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: &caps, Client: cl.client()}
+	return c.startRequest(ri.Instance, env, cl, done)
+}
+
+// request sends a request (a sub, or a server's request for a client) to
+// another instance and waits for the answer; if ctx ends first, the other
+// instance is told to give up.
+func (c *cluster) request(ctx context.Context, instance string, env *envelope) (json.RawMessage, error) {
+	type outcome struct {
+		raw json.RawMessage
+		err error
 	}
-	return res, nil
-}
-
-// askRemote asks another instance to keep uri subscribed at its replica ri
-// for this instance, or no longer.
-func (h *Hub) askRemote(ctx context.Context, ri *replicaInfo, uri string, subscribe bool) error {
-	_, err := h.cluster.request(ctx, ri.Instance, &envelope{Kind: kindSub, Replica: ri.ID, URI: uri, Unsub: !subscribe}, nil)
-	return err
-}
-
-// errBrokerDown is what a cross-instance request gets while the broker is
-// unreachable: at once, instead of a timeout.
-func errBrokerDown(err error) error {
-	return (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
-		Message: "the server is on another hub instance, unreachable now: the broker is unavailable"}).
-		WithData(map[string]string{"reason": "broker unavailable"})
-}
-
-// request sends an envelope to another instance's inbox and waits for the
-// answer; if ctx ends first, the other instance is told to give up.
-func (c *cluster) request(ctx context.Context, instance string, env *envelope, origin downstream) (json.RawMessage, error) {
-	n := c.nextCall.Add(1)
-	env.Call = n
-	oc := &outCall{instance: instance, origin: origin, answer: make(chan *envelope, 1)}
-	c.mu.Lock()
-	c.calls[n] = oc
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.calls, n)
-		c.mu.Unlock()
-	}()
-	if err := c.publish(ctx, topicInboxPrefix+instance, env); err != nil {
-		return nil, errBrokerDown(err)
-	}
+	ch := make(chan outcome, 1)
+	abort := c.startRequest(instance, env, nil, func(raw json.RawMessage, err error) { ch <- outcome{raw, err} })
 	select {
-	case ans := <-oc.answer:
-		if ans.Error != nil {
-			return nil, ans.Error.err()
-		}
-		return ans.Result, nil
+	case o := <-ch:
+		return o.raw, o.err
 	case <-ctx.Done():
-		if env.Kind == kindCall || env.Kind == kindSReq {
-			cancelKind := kindCancel
-			if env.Kind == kindSReq {
-				cancelKind = kindSCancel
-			}
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			c.publish(cctx, topicInboxPrefix+instance, &envelope{Kind: cancelKind, Call: n})
-			cancel()
-		}
+		abort(context.Cause(ctx))
 		return nil, ctx.Err()
 	}
+}
+
+// startRequest registers a request under a new number, sends it (once the other
+// instance is known to listen) and returns how to abort it. done runs
+// exactly once: with the answer, a failure to send, an interruption, or the
+// abort's cause.
+func (c *cluster) startRequest(instance string, env *envelope, cl caller, done func(json.RawMessage, error)) (abort func(error)) {
+	h := c.hub
+	n := c.nextCall.Add(1)
+	env.Call = n
+	oc := &outCall{instance: instance, caller: cl, done: done, sent: make(chan struct{})}
+	sendIt := func() {
+		if !h.goOwned(func() {
+			defer close(oc.sent)
+			if err := c.send(instance, env); err != nil {
+				c.finish(n, nil, errBrokerDown(err))
+			}
+		}) {
+			close(oc.sent)
+			c.finish(n, nil, errDraining)
+		}
+	}
+	c.mu.Lock()
+	c.calls[n] = oc
+	r := c.remotes[instance]
+	held := r != nil && c.brokerUp && r.heard != c.epoch
+	if held {
+		r.waiting = append(r.waiting, func() {
+			c.mu.Lock()
+			_, live := c.calls[n]
+			oc.started = live
+			c.mu.Unlock()
+			if live {
+				sendIt()
+			}
+		})
+	} else {
+		oc.started = true
+	}
+	c.mu.Unlock()
+	if !held {
+		sendIt()
+	}
+	return func(cause error) {
+		if !c.finish(n, nil, cause) {
+			return
+		}
+		c.mu.Lock()
+		started := oc.started
+		c.mu.Unlock()
+		if !started || (env.Kind != kindCall && env.Kind != kindSReq) {
+			return
+		}
+		cancelKind := kindCancel
+		if env.Kind == kindSReq {
+			cancelKind = kindSCancel
+		}
+		// The cancellation follows the request, never overtakes it.
+		h.goOwned(func() {
+			select {
+			case <-oc.sent:
+			case <-h.ctx.Done():
+				return
+			}
+			c.send(instance, &envelope{Kind: cancelKind, Call: n})
+		})
+	}
+}
+
+// finish ends a request we sent; it reports false when it had ended
+// already.
+func (c *cluster) finish(n uint64, raw json.RawMessage, err error) bool {
+	c.mu.Lock()
+	oc := c.calls[n]
+	delete(c.calls, n)
+	c.mu.Unlock()
+	if oc == nil {
+		return false
+	}
+	oc.done(raw, err)
+	return true
+}
+
+// serving returns how many requests of other instances this one serves.
+func (c *cluster) serving() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.served)
 }
 
 func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
@@ -539,89 +541,117 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 	case kindSync:
 		c.localChanged()
 	case kindResult, kindSRes:
-		c.mu.Lock()
-		oc := c.calls[env.Call]
-		delete(c.calls, env.Call)
-		c.mu.Unlock()
-		if oc != nil {
-			oc.answer <- env
-		}
+		raw, err := env.outcome()
+		c.finish(env.Call, raw, err)
 	case kindNotify:
 		c.mu.Lock()
 		oc := c.calls[env.Call]
 		c.mu.Unlock()
-		if oc != nil && oc.origin != nil {
-			oc.origin.notify(env.Method, env.Params)
+		if oc != nil && oc.caller != nil {
+			oc.caller.notify(env.Method, env.Params)
 		}
 	case kindCancel, kindSCancel:
-		key := env.From + "/" + strconv.FormatUint(env.Call, 10)
+		key := servedKey(env.From, env.Call)
 		c.mu.Lock()
-		cancel := c.serving[key]
-		delete(c.serving, key)
+		cancel := c.served[key]
 		c.mu.Unlock()
 		if cancel != nil {
-			cancel()
+			cancel(context.Canceled)
 		}
-	case kindCall, kindSub, kindSReq:
+	case kindCall:
+		c.serveCall(env)
+	case kindSub, kindSReq:
 		// Served on a goroutine of its own: the inbox must keep flowing
 		// (the answer to a sampling request this call makes comes through
 		// it).
-		key := env.From + "/" + strconv.FormatUint(env.Call, 10)
+		key := servedKey(env.From, env.Call)
 		sctx, cancel := context.WithTimeout(h.ctx, h.cfg.CallTimeout+time.Second)
+		stop := func(error) { cancel() }
 		c.mu.Lock()
-		c.serving[key] = cancel
+		c.served[key] = stop
 		c.mu.Unlock()
 		if !h.goOwned(func() {
-			defer func() {
-				c.mu.Lock()
-				delete(c.serving, key)
-				c.mu.Unlock()
-				cancel()
-			}()
-			res, err := c.serve(sctx, env)
-			ans := &envelope{Kind: kindResult, Call: env.Call, Result: res}
+			defer cancel()
+			res, err := c.serveRequest(sctx, env)
+			c.unserve(key)
+			if errors.Is(sctx.Err(), context.Canceled) {
+				return // the caller gave up, or the exchange was interrupted: no one wants the answer
+			}
+			kind := kindResult
 			if env.Kind == kindSReq {
-				ans.Kind = kindSRes
+				kind = kindSRes
 			}
-			if err != nil {
-				ans.Result, ans.Error = nil, toWire(err)
-			}
-			if sctx.Err() != nil && errors.Is(context.Cause(sctx), context.Canceled) && err != nil {
-				return // the caller gave up: it wants no answer
-			}
-			pctx, pcancel := context.WithTimeout(h.ctx, time.Second)
-			defer pcancel()
-			c.publish(pctx, topicInboxPrefix+env.From, ans)
+			c.answer(env, kind, res, err)
 		}) {
+			c.unserve(key)
 			cancel()
 		}
 	}
 }
 
-// serve carries out a request another instance sent.
-func (c *cluster) serve(ctx context.Context, env *envelope) (json.RawMessage, error) {
+func (c *cluster) unserve(key string) {
+	c.mu.Lock()
+	delete(c.served, key)
+	c.mu.Unlock()
+}
+
+// answer sends the outcome of a request another instance sent.
+func (c *cluster) answer(req *envelope, kind string, res json.RawMessage, err error) {
+	ans := &envelope{Kind: kind, Call: req.Call, Result: res}
+	if err != nil {
+		ans.Result, ans.Error = nil, toWire(err)
+	}
+	c.send(req.From, ans)
+}
+
+// serveCall forwards a call another instance sent to one of this
+// instance's replicas, without a goroutine waiting: the answer is published
+// from wherever it arrives.
+func (c *cluster) serveCall(env *envelope) {
+	h := c.hub
+	rp := h.localReplica(env.Replica)
+	if rp == nil {
+		h.goOwned(func() { c.answer(env, kindResult, nil, errServerGone(env.Server)) })
+		return
+	}
+	ri := rp.currentInfo()
+	key := servedKey(env.From, env.Call)
+	cl := &remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client, declared: env.Caps}
+	f := &flight{}
+	ri.inflight.Add(1)
+	finish := func(raw json.RawMessage, err error) {
+		if !f.end() {
+			return
+		}
+		ri.inflight.Add(-1)
+		c.unserve(key)
+		if errors.Is(err, context.Canceled) {
+			return // the caller gave up, or the exchange was interrupted: no one wants the answer
+		}
+		err = h.upstreamError(ri.Name, err)
+		h.goOwned(func() { c.answer(env, kindResult, raw, err) })
+	}
+	c.mu.Lock()
+	c.served[key] = f.cancel
+	c.mu.Unlock()
+	abort := rp.send(cl, env.Method, env.Params, finish)
+	// The caller times the call out and cancels it; this bound only holds
+	// if that cancellation is lost.
+	f.started(abort, h.cfg.CallTimeout+time.Second)
+}
+
+// serveRequest carries out a sub or a sreq another instance sent.
+func (c *cluster) serveRequest(ctx context.Context, env *envelope) (json.RawMessage, error) {
 	h := c.hub
 	switch env.Kind {
-	case kindCall:
-		rp := h.localReplica(env.Replica)
-		if rp == nil {
-			return nil, errServerGone("")
-		}
-		origin := &remoteOrigin{c: c, instance: env.From, call: env.Call, client: env.Client, declared: env.Caps}
-		ri := rp.currentInfo()
-		raw, err := rp.call(ctx, ri.inflight, origin, env.Method, env.Params)
-		if err != nil {
-			return nil, h.upstreamError(ctx, ri.Name, err)
-		}
-		return raw, nil
 	case kindSub:
 		rp := h.localReplica(env.Replica)
 		if env.Unsub {
-			h.subs.coordRemove(env.URI, env.From)
+			h.subs.coordRemove(env.URI, env.Replica, env.From)
 			return json.RawMessage(`{}`), nil
 		}
 		if rp == nil {
-			return nil, errServerGone("")
+			return nil, errServerGone(env.Server)
 		}
 		if err := h.subs.coordAdd(ctx, rp, env.URI, env.From); err != nil {
 			return nil, err
@@ -631,55 +661,64 @@ func (c *cluster) serve(ctx context.Context, env *envelope) (json.RawMessage, er
 		c.mu.Lock()
 		oc := c.calls[env.Of]
 		c.mu.Unlock()
-		if oc == nil || oc.origin == nil {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "cannot route %s: the call it serves has ended", env.Method)
+		if oc == nil || oc.caller == nil {
+			return nil, errCannotRoute(env.Method, "the call it serves has ended")
 		}
 		params, err := mcp.ParseObject(env.Params)
 		if err != nil {
 			return nil, err
 		}
-		if err := oc.origin.caps().check(env.Method, params); err != nil {
+		if err := oc.caller.caps().check(env.Method, params); err != nil {
 			return nil, err
 		}
-		raw, err := oc.origin.request(ctx, env.Method, env.Params)
+		raw, err := oc.caller.request(ctx, env.Method, env.Params)
 		if err != nil {
-			return nil, h.downstreamError(ctx, err)
+			return nil, h.downstreamError(err)
 		}
 		return raw, nil
 	}
-	return nil, fmt.Errorf("unknown request kind %q", env.Kind)
+	return nil, jsonrpc.ErrInternal
 }
 
-// remoteOrigin is a client on another instance, as the replica serving its
-// call sees it.
-type remoteOrigin struct {
-	c        *cluster
-	instance string
-	call     uint64 // the caller's number for the call
-	client   string // the caller's key for its client
-	declared *clientCaps
+// remoteCaller is a client's call on another instance, as the replica
+// serving it sees it.
+type remoteCaller struct {
+	c         *cluster
+	instance  string
+	call      uint64 // the caller's number for the call
+	clientKey string // the caller's key for its client
+	declared  *clientCaps
 }
 
-func (o *remoteOrigin) notify(method string, params json.RawMessage) {
-	ctx, cancel := context.WithTimeout(o.c.hub.ctx, time.Second)
-	defer cancel()
-	o.c.publish(ctx, topicInboxPrefix+o.instance, &envelope{Kind: kindNotify, Call: o.call, Method: method, Params: params})
+var _ caller = (*remoteCaller)(nil)
+
+// notify publishes at once, before the replica's read loop goes on, so that
+// a progress report is never overtaken by the answer it precedes.
+func (o *remoteCaller) notify(method string, params json.RawMessage) {
+	o.c.send(o.instance, &envelope{Kind: kindNotify, Call: o.call, Method: method, Params: params})
 }
 
-func (o *remoteOrigin) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (o *remoteCaller) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	// The sreq names the caller's call, so that the caller's instance finds
 	// the client; the answer comes back under this instance's own number.
-	return o.c.request(ctx, o.instance, &envelope{Kind: kindSReq, Method: method, Params: params, Of: o.call}, nil)
+	return o.c.request(ctx, o.instance, &envelope{Kind: kindSReq, Method: method, Params: params, Of: o.call})
 }
 
-func (o *remoteOrigin) caps() clientCaps {
+func (o *remoteCaller) caps() clientCaps {
 	if o.declared == nil {
 		return clientCaps{}
 	}
 	return *o.declared
 }
 
-func (o *remoteOrigin) key() string { return o.client }
+func (o *remoteCaller) client() string { return o.clientKey }
+
+// askRemote asks another instance to keep uri subscribed at its replica ri
+// for this instance, or no longer.
+func (h *Hub) askRemote(ctx context.Context, ri *replicaInfo, uri string, subscribe bool) error {
+	_, err := h.cluster.request(ctx, ri.Instance, &envelope{Kind: kindSub, Replica: ri.ID, Server: ri.Name, URI: uri, Unsub: !subscribe})
+	return err
+}
 
 func (c *cluster) close() {
 	for _, s := range c.subs {

@@ -165,10 +165,9 @@ func TestCluster_fanOutAndSubscriptions(t *testing.T) {
 	ctx := ctxFor(t)
 	require.NoError(t, ca.Subscribe(ctx, demo.CounterURI))
 	require.NoError(t, cc.Subscribe(ctx, demo.CounterURI))
-	b.subs.mu.Lock()
-	require.Contains(t, b.subs.coord, demo.CounterURI, "B's replica coordinates the subscription")
-	assert.Len(t, b.subs.coord[demo.CounterURI].instances, 2, "A and C asked; the server was asked once")
-	b.subs.mu.Unlock()
+	instances, replicas := b.subs.coordOf(demo.CounterURI)
+	require.Equal(t, 1, replicas, "B's replica coordinates the subscription")
+	assert.Equal(t, 2, instances, "A and C asked; the server was asked once")
 
 	_, err := ca.CallTool(ctx, "demo__increment", nil, nil)
 	require.NoError(t, err)
@@ -178,16 +177,13 @@ func TestCluster_fanOutAndSubscriptions(t *testing.T) {
 
 	require.NoError(t, ca.Unsubscribe(ctx, demo.CounterURI))
 	require.Eventually(t, func() bool {
-		b.subs.mu.Lock()
-		defer b.subs.mu.Unlock()
-		co := b.subs.coord[demo.CounterURI]
-		return co != nil && len(co.instances) == 1
+		instances, replicas := b.subs.coordOf(demo.CounterURI)
+		return replicas == 1 && instances == 1
 	}, wait, 10*time.Millisecond, "A's release reached the coordinator")
 	cc.Close()
 	require.Eventually(t, func() bool {
-		b.subs.mu.Lock()
-		defer b.subs.mu.Unlock()
-		return b.subs.coord[demo.CounterURI] == nil
+		_, replicas := b.subs.coordOf(demo.CounterURI)
+		return replicas == 0
 	}, wait, 10*time.Millisecond, "the last instance's release unsubscribed upstream")
 }
 
@@ -311,9 +307,8 @@ func TestCluster_redisOutage(t *testing.T) {
 
 	// The subscription was renewed at the server's instance by itself.
 	require.Eventually(t, func() bool {
-		b.subs.mu.Lock()
-		defer b.subs.mu.Unlock()
-		return b.subs.coord[demo.CounterURI] != nil
+		_, replicas := b.subs.coordOf(demo.CounterURI)
+		return replicas == 1
 	}, wait, 10*time.Millisecond, "A asked B again for its subscription")
 	require.NoError(t, call("far__increment"))
 	notes.wait(t, mcp.NotificationResourceUpdated, 1, func(p json.RawMessage) bool {

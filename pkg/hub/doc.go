@@ -21,22 +21,59 @@
 // Drain stops taking connections and lets calls in flight finish; Close
 // ends everything and waits for every goroutine the hub started.
 //
+// # Words
+//
+// One word for each thing, here and in the docs:
+//
+//   - a session is one client's connection to the hub, which is to it one
+//     MCP server (session.go; session_ws.go is its WebSocket face);
+//   - a replica is one connection of an MCP server dialing out; several
+//     replicas with one name are one server, and the hub is their MCP
+//     client (replica.go);
+//   - an instance is one hub process; instances share a broker (cluster.go,
+//     envelope.go);
+//   - upstream is toward servers, downstream toward clients; a caller is the
+//     downstream end of one routed call (routing.go).
+//
+// # Where things are
+//
+//	hub.go            Config, Hub, drain and close
+//	http.go           the HTTP mux, readiness, the dashboard's login
+//	admission.go      who may connect: draining, origin, token, limits
+//	auth.go           the tokens file and roles
+//	session.go        a client session: the method table, lists, routing entry
+//	routing.go        the call path: resolve, pick, forward; id and progress-
+//	                  token rewriting; server requests routed to their client
+//	replica.go        a server connection: handshake, lists, what it sends
+//	registry.go       every replica of every instance, and the immutable view
+//	subscriptions.go  resource subscriptions counted cluster-wide; fan-out
+//	cluster.go        instances: heartbeats, snapshots, calls between them
+//	envelope.go       the wire format between instances
+//	errors.go         every JSON-RPC error the hub gives, built in one place
+//	caps.go, builtin.go, names.go, metrics.go
+//
 // # Inside
 //
-// Each connection is a peer.Peer. A clientSession is the hub as an MCP
-// server to one client; a replica (server_session.go) is the hub as an MCP
-// client to one server connection; several replicas may serve one server
-// name, and calls go to the one with the fewest in flight. The registry
-// holds every replica of every instance and publishes an immutable view
-// that readers use without locking. Items are named server + Separator +
-// item ("weather__forecast"), resource URIs are kept as they are.
+// Each connection is a peer.Peer. The registry holds every replica of
+// every instance and publishes an immutable view that readers use without
+// locking. Items are named server + Separator + item ("weather__forecast"),
+// resource URIs are kept as they are.
 //
-// A tools/call to a server on this instance is forwarded from the client's
-// read loop and answered from the server's, without a goroutine waiting;
-// params are edited as bytes (the name spliced in, the progress token
-// swapped), never decoded and re-encoded. Calls to a server on another
-// instance travel through the broker (cluster.go). Subscriptions are
-// counted across the cluster, with one upstream subscription per resource.
+// A tools/call is forwarded from the client's read loop and answered from
+// wherever the answer arrives, without a goroutine waiting, whether the
+// replica is here or on another instance: params are edited as bytes (the
+// name spliced in, the progress token swapped), never decoded and
+// re-encoded. Subscriptions are counted across the cluster, with one
+// upstream subscription per resource.
+//
+// # Locks
+//
+// Locks are short and never held while writing to a socket, calling a peer
+// or the broker. When two are held, they are taken in this order:
+// registry.mu (held while a registry change is announced), then Hub.mu,
+// then replica.mu; registry.mu, then subscriptions.mu or Hub.changedMu.
+// cluster.mu, subscriptions.mu, session.mu and flight.mu are leaves:
+// nothing else is taken while one is held.
 //
 // docs/architecture.md follows one call and one notification through all
 // of this; docs/protocol.md says how each ambiguity of MCP and JSON-RPC was

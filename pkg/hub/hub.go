@@ -2,10 +2,8 @@ package hub
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,7 +15,6 @@ import (
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
-	"github.com/switchboard-mcp/switchboard/web"
 )
 
 // Version is the hub's version, reported in serverInfo and clientInfo.
@@ -165,7 +162,7 @@ type Hub struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	clients  map[*clientSession]struct{}
+	sessions map[*session]struct{}
 	replicas map[*replica]struct{} // connected, registered or not yet
 	perToken map[string]int        // open connections by token name
 	buckets  map[string]*bucket    // rate limits by token name
@@ -186,7 +183,7 @@ func New(cfg Config) (*Hub, error) {
 		id:       cfg.InstanceID,
 		broker:   cfg.Broker,
 		start:    time.Now(),
-		clients:  map[*clientSession]struct{}{},
+		sessions: map[*session]struct{}{},
 		replicas: map[*replica]struct{}{},
 		perToken: map[string]int{},
 		buckets:  map[string]*bucket{},
@@ -226,81 +223,6 @@ func shortID(id string) string {
 // ID returns the instance's ID.
 func (h *Hub) ID() string { return h.id }
 
-// Handler returns the hub's HTTP handler: /mcp, /mcp/server, /healthz,
-// /readyz, /metrics, the dashboard's /login and /logout, and the dashboard
-// at /.
-func (h *Hub) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /mcp", h.serveClient)
-	mux.HandleFunc("GET /mcp/server", h.serveServer)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", h.serveReady)
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		// With tokens, metrics are for admins (a scraper's bearer token).
-		if h.authenticate(w, r, "/metrics", RoleAdmin) != nil {
-			h.metrics.handler().ServeHTTP(w, r)
-		}
-	})
-	mux.HandleFunc("POST /login", h.serveLogin)
-	mux.HandleFunc("POST /logout", h.serveLogout)
-	mux.Handle("GET /", securityHeaders(web.Handler()))
-	return mux
-}
-
-// NewHTTPServer returns an http.Server for the hub's handler with timeouts
-// against slow clients: headers must arrive within HandshakeTimeout.
-// (Upgraded connections are the hub's, with their own keepalive and
-// limits.)
-func (h *Hub) NewHTTPServer() *http.Server {
-	return &http.Server{
-		Handler:           h.Handler(),
-		ReadHeaderTimeout: h.cfg.HandshakeTimeout,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
-	}
-}
-
-// securityHeaders guards the dashboard: no inline script, no framing, no
-// content sniffing, no referrer.
-func securityHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; "+
-			"img-src 'self' data: blob:; media-src 'self' data: blob:; connect-src 'self' ws: wss:; "+
-			"frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'")
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("X-Frame-Options", "DENY")
-		hd.Set("Referrer-Policy", "no-referrer")
-		hd.Set("Cross-Origin-Opener-Policy", "same-origin")
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (h *Hub) serveReady(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if h.draining.Load() {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, "not ready: draining")
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := h.broker.Ready(ctx); err != nil {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, "not ready: broker unavailable")
-		return
-	}
-	fmt.Fprintln(w, "ready")
-}
-
-func (h *Hub) acceptOptions() *peer.AcceptOptions {
-	return &peer.AcceptOptions{WebSocketOptions: h.cfg.WebSocket, OriginPatterns: h.cfg.OriginPatterns}
-}
-
 // nextID returns a number unique on this instance.
 func (h *Hub) nextID() string { return strconv.FormatInt(h.seq.Add(1), 10) }
 
@@ -315,12 +237,13 @@ func (h *Hub) Drain(ctx context.Context) error {
 	}
 	h.metrics.draining.Set(1)
 	h.log.Info("draining", "inFlight", h.inflight.Load())
-	// Wait until no client has a request unanswered: its answer is then on
-	// its way, and closing sends it before the close frame. The drain
-	// happens once: polling is cheaper than a signal on every request.
+	// Wait until no client has a request unanswered, and no call that
+	// another instance routed here is in flight: answers are then on their
+	// way, and closing sends them before the close frame. The drain happens
+	// once: polling is cheaper than a signal on every request.
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for !h.clientsIdle() {
+	for !h.idle() {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
@@ -331,12 +254,14 @@ func (h *Hub) Drain(ctx context.Context) error {
 	return h.Close()
 }
 
-func (h *Hub) clientsIdle() bool {
-	if h.inflight.Load() > 0 {
+// idle reports whether the instance carries no call: none of its clients'
+// and none that other instances routed to its servers.
+func (h *Hub) idle() bool {
+	if h.inflight.Load() > 0 || h.cluster.serving() > 0 {
 		return false
 	}
-	for _, cs := range h.clientList() {
-		if cs.peer.Pending() > 0 {
+	for _, s := range h.sessionList() {
+		if s.peer.Pending() > 0 {
 			return false
 		}
 	}
@@ -351,9 +276,9 @@ func (h *Hub) Close() error {
 		return nil
 	}
 	h.closed = true
-	peers := make([]*peer.Peer, 0, len(h.clients)+len(h.replicas))
-	for c := range h.clients {
-		peers = append(peers, c.peer)
+	peers := make([]*peer.Peer, 0, len(h.sessions)+len(h.replicas))
+	for s := range h.sessions {
+		peers = append(peers, s.peer)
 	}
 	for r := range h.replicas {
 		peers = append(peers, r.peer)
@@ -471,23 +396,23 @@ func (h *Hub) waitView(ctx context.Context, ok func(*view) bool) error {
 // returns how many got it.
 func (h *Hub) broadcast(frame []byte) int {
 	n := 0
-	for _, c := range h.clientList() {
-		if c.isInitialized() {
-			_ = c.peer.SendEncoded(frame)
+	for _, s := range h.sessionList() {
+		if s.isInitialized() {
+			_ = s.peer.SendEncoded(frame)
 			n++
 		}
 	}
 	return n
 }
 
-// clientList returns the connected clients (not those closing).
-func (h *Hub) clientList() []*clientSession {
+// sessionList returns the client sessions (not those ending).
+func (h *Hub) sessionList() []*session {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]*clientSession, 0, len(h.clients))
-	for c := range h.clients {
-		if !c.closed.Load() {
-			out = append(out, c)
+	out := make([]*session, 0, len(h.sessions))
+	for s := range h.sessions {
+		if !s.closed.Load() {
+			out = append(out, s)
 		}
 	}
 	return out
@@ -499,51 +424,4 @@ func encodeNotification(method string, params any) []byte {
 		raw = nil
 	}
 	return (&jsonrpc.Request{Method: method, Params: raw}).Encode()
-}
-
-// errServerGone is what a call gets when its server disconnects.
-func errServerGone(server string) error {
-	return (&jsonrpc.Error{Code: mcp.CodeConnectionClosed, Message: fmt.Sprintf("server %q disconnected", server)}).
-		WithData(map[string]string{"server": server})
-}
-
-// upstreamError turns the outcome of a routed request into what the caller
-// sees: the server's own error as is, a timeout as -32001, a lost server as
-// -32000.
-func (h *Hub) upstreamError(ctx context.Context, server string, err error) error {
-	var rpcErr *jsonrpc.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
-		return mcp.ErrRequestTimeout.WithData(map[string]any{"server": server, "timeoutMs": h.cfg.CallTimeout.Milliseconds()})
-	case errors.As(err, &rpcErr):
-		if rpcErr == peer.ErrClosed { // the connection closed, as opposed to a -32000 the server sent
-			return errServerGone(server)
-		}
-		return rpcErr
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, context.Canceled):
-		return err // the caller gave up: no one hears this answer
-	}
-	h.log.Warn("routing failed", "server", server, "err", err)
-	return jsonrpc.ErrInternal
-}
-
-// downstreamError is upstreamError for a server's request routed to a
-// client.
-func (h *Hub) downstreamError(ctx context.Context, err error) error {
-	var rpcErr *jsonrpc.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
-		return mcp.ErrRequestTimeout.WithData(map[string]any{"timeoutMs": h.cfg.CallTimeout.Milliseconds()})
-	case errors.As(err, &rpcErr):
-		if rpcErr == peer.ErrClosed {
-			return &jsonrpc.Error{Code: mcp.CodeConnectionClosed, Message: "the client disconnected"}
-		}
-		return rpcErr
-	case ctx.Err() != nil:
-		return ctx.Err()
-	}
-	h.log.Warn("routing to a client failed", "err", err)
-	return jsonrpc.ErrInternal
 }

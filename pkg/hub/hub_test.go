@@ -229,3 +229,18 @@ func peerDial(t *testing.T, url string) (*peer.WebSocket, error) {
 	}
 	return c, err
 }
+
+// coordOf returns, under the lock, how many instances this instance keeps
+// uri subscribed for and at how many of its replicas (more than one would
+// be a leak).
+func (s *subscriptions) coordOf(uri string) (instances, replicas int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, c := range s.coord {
+		if key.uri == uri {
+			replicas++
+			instances += len(c.instances)
+		}
+	}
+	return instances, replicas
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
 
 // metrics are the hub's Prometheus metrics, on a registry of its own so that
@@ -86,22 +87,10 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// knownMethods bounds the method label: anything else counts as "other".
-var knownMethods = map[string]bool{}
-
-func init() {
-	for _, m := range []string{mcp.MethodInitialize, mcp.MethodPing, mcp.MethodToolsList, mcp.MethodToolsCall,
-		mcp.MethodResourcesList, mcp.MethodResourcesTemplatesList, mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe,
-		mcp.MethodResourcesUnsubscribe, mcp.MethodPromptsList, mcp.MethodPromptsGet, mcp.MethodCompletionComplete,
-		mcp.MethodLoggingSetLevel, mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList,
-		mcp.NotificationResourceUpdated, mcp.NotificationMessage, mcp.NotificationToolsListChanged,
-		mcp.NotificationResourcesListChanged, mcp.NotificationPromptsListChanged, mcp.NotificationProgress} {
-		knownMethods[m] = true
-	}
-}
-
+// methodLabel bounds the method label to the methods MCP defines:
+// anything else counts as "other".
 func methodLabel(m string) string {
-	if knownMethods[m] {
+	if _, ok := mcp.LookupMethod(m); ok {
 		return m
 	}
 	return "other"
@@ -127,4 +116,28 @@ func (m *metrics) observeRouted(method string, local bool, since time.Time) {
 		where = "remote"
 	}
 	m.routed.WithLabelValues(methodLabel(method), where).Observe(time.Since(since).Seconds())
+}
+
+// meteredBroker counts what goes through the broker.
+type meteredBroker struct {
+	pubsub.Broker
+	m *metrics
+}
+
+func (b *meteredBroker) Publish(ctx context.Context, topic string, payload []byte) error {
+	err := b.Broker.Publish(ctx, topic, payload)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	b.m.brokerOps.WithLabelValues("publish", outcome).Inc()
+	return err
+}
+
+func (b *meteredBroker) Subscribe(ctx context.Context, topic string, fn pubsub.Handler) (pubsub.Subscription, error) {
+	received := b.m.brokerOps.WithLabelValues("receive", "ok")
+	return b.Broker.Subscribe(ctx, topic, func(ctx context.Context, topic string, payload []byte) {
+		received.Inc()
+		fn(ctx, topic, payload)
+	})
 }

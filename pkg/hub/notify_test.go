@@ -35,28 +35,26 @@ func TestHub_subscriptionsAreReferenceCounted(t *testing.T) {
 
 	th.subs.mu.Lock()
 	assert.Len(t, th.subs.local["rc://x"], 2)
-	require.Contains(t, th.subs.coord, "rc://x")
-	assert.Len(t, th.subs.coord["rc://x"].instances, 1, "one upstream subscription for the whole hub")
 	th.subs.mu.Unlock()
+	instances, replicas := th.subs.coordOf("rc://x")
+	require.Equal(t, 1, replicas)
+	assert.Equal(t, 1, instances, "one upstream subscription for the whole hub")
 
 	s.ResourceUpdated(ctx, "rc://x")
 	na.wait(t, mcp.NotificationResourceUpdated, 1, nil)
 	nb.wait(t, mcp.NotificationResourceUpdated, 1, nil)
 
 	require.NoError(t, a.Unsubscribe(ctx, "rc://x"))
-	th.subs.mu.Lock()
-	assert.Contains(t, th.subs.coord, "rc://x", "b still needs it")
-	th.subs.mu.Unlock()
+	_, replicas = th.subs.coordOf("rc://x")
+	assert.Equal(t, 1, replicas, "b still needs it")
 
 	s.ResourceUpdated(ctx, "rc://x")
 	nb.wait(t, mcp.NotificationResourceUpdated, 2, nil)
 
 	b.Close() // leaving drops the last subscription
 	require.Eventually(t, func() bool {
-		th.subs.mu.Lock()
-		defer th.subs.mu.Unlock()
-		_, ok := th.subs.coord["rc://x"]
-		return !ok
+		_, replicas := th.subs.coordOf("rc://x")
+		return replicas == 0
 	}, wait, wait/1000, "the last subscriber leaving unsubscribes upstream")
 	assert.Equal(t, 1, na.count(mcp.NotificationResourceUpdated), "a unsubscribed: it got only the first update")
 

@@ -91,6 +91,15 @@ type replicaInfo struct {
 	inflight *atomic.Int64 // calls this instance has in flight to it
 }
 
+// olderThan orders replicas by connection time, then ID: the order in
+// which every instance picks a coordinator alike.
+func (ri *replicaInfo) olderThan(o *replicaInfo) bool {
+	if !ri.ConnectedAt.Equal(o.ConnectedAt) {
+		return ri.ConnectedAt.Before(o.ConnectedAt)
+	}
+	return ri.ID < o.ID
+}
+
 // aggItem is one item of an aggregated list.
 type aggItem struct {
 	key      string // what clients name it by: aggregated name, URI or template

@@ -19,23 +19,28 @@ const (
 // subscriptions keeps resource subscriptions reference-counted across the
 // whole cluster, so that each resource is subscribed upstream once.
 //
-// Every instance counts its own clients per URI and, while it has any, asks
-// the URI's coordinator to keep the resource subscribed. The coordinator is
-// the instance of the replica with the lowest ID among those serving the URI,
-// a choice every instance makes alike from the shared registry; it subscribes
-// upstream for the first instance that asks and unsubscribes after the last
-// one leaves. When the coordinating replica goes, every instance asks the new
-// one. Updates from servers go to the broker and every instance delivers them
-// to its own subscribers.
+// Every instance counts its own sessions per URI and, while it has any,
+// asks the URI's coordinator to keep the resource subscribed. The
+// coordinator is the oldest replica (by connection time, then ID) among
+// those serving the URI, a choice every instance makes alike from the
+// shared registry, and one that a replica joining later never changes; its
+// instance subscribes upstream for the first instance that asks and
+// unsubscribes after the last one leaves. When the coordinating replica
+// goes, every instance asks the new one, and releases the old one if it is
+// still there. Updates from servers go to the broker and every instance
+// delivers them to its own subscribers.
+//
+// Lock order: subscriptions.mu is never held while calling a peer or the
+// broker, nor while taking another lock of the hub's.
 type subscriptions struct {
 	hub *Hub
 
-	mu       sync.Mutex
-	local    map[string]map[*clientSession]struct{} // uri -> this instance's subscribers
-	byClient map[*clientSession]map[string]struct{}
-	upstream map[string]*upstreamSub // uri -> what this instance asked of the coordinator
-	coord    map[string]*coordSub    // uri -> subscriptions this instance coordinates
-	broker   []pubsub.Subscription
+	mu        sync.Mutex
+	local     map[string]map[*session]struct{} // uri -> this instance's subscribers
+	bySession map[*session]map[string]struct{}
+	upstream  map[string]*upstreamSub // uri -> what this instance asked of the coordinator
+	coord     map[coordKey]*coordSub  // what this instance keeps subscribed at its replicas, for the instances that asked
+	broker    []pubsub.Subscription
 }
 
 // upstreamSub is this instance's request that a resource stay subscribed.
@@ -47,6 +52,12 @@ type upstreamSub struct {
 	err      error
 }
 
+// coordKey names one upstream subscription: a URI at one replica.
+type coordKey struct {
+	uri     string
+	replica string
+}
+
 // coordSub is a resource this instance keeps subscribed at one of its
 // replicas, for the instances that asked.
 type coordSub struct {
@@ -56,11 +67,11 @@ type coordSub struct {
 
 func newSubscriptions(h *Hub) *subscriptions {
 	return &subscriptions{
-		hub:      h,
-		local:    map[string]map[*clientSession]struct{}{},
-		byClient: map[*clientSession]map[string]struct{}{},
-		upstream: map[string]*upstreamSub{},
-		coord:    map[string]*coordSub{},
+		hub:       h,
+		local:     map[string]map[*session]struct{}{},
+		bySession: map[*session]map[string]struct{}{},
+		upstream:  map[string]*upstreamSub{},
+		coord:     map[coordKey]*coordSub{},
 	}
 }
 
@@ -75,30 +86,37 @@ func (s *subscriptions) start(ctx context.Context) error {
 	return nil
 }
 
-// subscribe adds a client's subscription; the first on this instance asks
+// subscribe adds a session's subscription; the first on this instance asks
 // the coordinator, and the client gets the coordinator's answer.
-func (s *subscriptions) subscribe(ctx context.Context, cs *clientSession, uri string) error {
+func (s *subscriptions) subscribe(ctx context.Context, ss *session, uri string) error {
 	h := s.hub
 	server := reservedName
 	if !isBuiltin(uri) {
 		var ok bool
 		if server, ok = h.reg.view().serverOfURI(uri); !ok {
-			return mcp.ErrResourceNotFound.WithData(map[string]string{"uri": uri})
+			return errResourceNotFound(uri)
 		}
 	}
 	s.mu.Lock()
-	if _, ok := s.byClient[cs][uri]; ok {
+	// The check is made under the lock that dropSession takes after the
+	// session is marked closed: a subscription is either seen by
+	// dropSession or refused here, never kept for a session that left.
+	if ss.closed.Load() {
+		s.mu.Unlock()
+		return errClientGone
+	}
+	if _, ok := s.bySession[ss][uri]; ok {
 		s.mu.Unlock()
 		return nil
 	}
 	if s.local[uri] == nil {
-		s.local[uri] = map[*clientSession]struct{}{}
+		s.local[uri] = map[*session]struct{}{}
 	}
-	s.local[uri][cs] = struct{}{}
-	if s.byClient[cs] == nil {
-		s.byClient[cs] = map[string]struct{}{}
+	s.local[uri][ss] = struct{}{}
+	if s.bySession[ss] == nil {
+		s.bySession[ss] = map[string]struct{}{}
 	}
-	s.byClient[cs][uri] = struct{}{}
+	s.bySession[ss][uri] = struct{}{}
 	if server == reservedName {
 		s.mu.Unlock()
 		return nil
@@ -112,17 +130,24 @@ func (s *subscriptions) subscribe(ctx context.Context, cs *clientSession, uri st
 	s.mu.Unlock()
 
 	if first {
-		up.err = s.ask(ctx, up, uri)
-		close(up.ready)
-	} else {
-		select {
-		case <-up.ready:
-		case <-ctx.Done():
-			up = &upstreamSub{err: ctx.Err()}
+		// The ask belongs to the hub, not to this request: a client that
+		// leaves meanwhile must not fail it for the others waiting on it.
+		if !h.goOwned(func() {
+			up.err = s.ask(h.ctx, up, uri)
+			close(up.ready)
+		}) {
+			up.err = errDraining
+			close(up.ready)
 		}
 	}
+	select {
+	case <-up.ready:
+	case <-ctx.Done():
+		s.unsubscribe(ss, uri)
+		return ctx.Err()
+	}
 	if up.err != nil {
-		s.unsubscribe(cs, uri)
+		s.unsubscribe(ss, uri)
 		return up.err
 	}
 	return nil
@@ -146,116 +171,138 @@ func (s *subscriptions) ask(ctx context.Context, up *upstreamSub, uri string) er
 	} else {
 		err = h.askRemote(ctx, ri, uri, true)
 	}
-	if err != nil {
-		return h.upstreamError(ctx, up.server, err)
-	}
-	return nil
+	return h.upstreamError(up.server, err)
 }
 
-// coordinator picks the replica that keeps uri subscribed: the lowest ID
-// among those that can serve it.
+// coordinator picks the replica that keeps uri subscribed: the oldest of
+// those that can serve it, so that a replica joining later takes nothing
+// over.
 func coordinator(v *view, server, uri string) *replicaInfo {
 	var best *replicaInfo
 	for _, ri := range v.replicasForURI(server, uri) {
-		if best == nil || ri.ID < best.ID {
+		if best == nil || ri.olderThan(best) {
 			best = ri
 		}
 	}
 	return best
 }
 
-// unsubscribe removes a client's subscription; the last on this instance
-// tells the coordinator.
-func (s *subscriptions) unsubscribe(cs *clientSession, uri string) {
+// unsubscribe removes a session's subscription; the last on this instance
+// releases the upstream subscription, in the background.
+func (s *subscriptions) unsubscribe(ss *session, uri string) {
 	s.mu.Lock()
-	if _, ok := s.byClient[cs][uri]; !ok {
-		s.mu.Unlock()
-		return
-	}
-	delete(s.byClient[cs], uri)
-	if len(s.byClient[cs]) == 0 {
-		delete(s.byClient, cs)
-	}
-	delete(s.local[uri], cs)
-	var up *upstreamSub
-	if len(s.local[uri]) == 0 {
-		delete(s.local, uri)
-		up = s.upstream[uri]
-		delete(s.upstream, uri)
-	}
+	up := s.removeLocked(ss, uri)
 	s.mu.Unlock()
 	if up != nil {
-		s.release(up, uri)
+		s.releaseAll(map[string]*upstreamSub{uri: up})
 	}
 }
 
-// release tells the coordinator this instance no longer needs uri.
+// removeLocked removes one subscription of a session and returns the
+// upstream subscription to release when it was this instance's last.
+func (s *subscriptions) removeLocked(ss *session, uri string) *upstreamSub {
+	if _, ok := s.bySession[ss][uri]; !ok {
+		return nil
+	}
+	delete(s.bySession[ss], uri)
+	if len(s.bySession[ss]) == 0 {
+		delete(s.bySession, ss)
+	}
+	delete(s.local[uri], ss)
+	if len(s.local[uri]) > 0 {
+		return nil
+	}
+	delete(s.local, uri)
+	up := s.upstream[uri]
+	delete(s.upstream, uri)
+	return up
+}
+
+// dropSession removes every subscription of a session that left. It never
+// waits: the releases upstream happen on one goroutine of the hub's.
+func (s *subscriptions) dropSession(ss *session) {
+	s.mu.Lock()
+	release := map[string]*upstreamSub{}
+	for uri := range s.bySession[ss] {
+		if up := s.removeLocked(ss, uri); up != nil {
+			release[uri] = up
+		}
+	}
+	s.mu.Unlock()
+	if len(release) > 0 {
+		s.releaseAll(release)
+	}
+}
+
+// releaseAll tells the coordinators that this instance no longer needs the
+// URIs, one after the other on one goroutine. An ask still in flight is
+// waited for first: its coordinator must hear the release too.
+func (s *subscriptions) releaseAll(ups map[string]*upstreamSub) {
+	h := s.hub
+	h.goOwned(func() {
+		for uri, up := range ups {
+			select {
+			case <-up.ready:
+			case <-h.ctx.Done():
+				return
+			}
+			s.release(up, uri)
+		}
+	})
+}
+
+// release tells up's coordinator that this instance no longer needs uri.
 func (s *subscriptions) release(up *upstreamSub, uri string) {
 	h := s.hub
-	<-up.ready
 	if up.err != nil || up.replica == "" {
 		return
 	}
 	if up.instance == h.id {
-		s.coordRemove(uri, h.id)
+		s.coordRemove(uri, up.replica, h.id)
 		return
 	}
 	for _, ri := range h.reg.view().servers[up.server] {
 		if ri.ID == up.replica {
-			h.goOwned(func() {
-				ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CallTimeout)
-				defer cancel()
-				if err := h.askRemote(ctx, ri, uri, false); err != nil {
-					h.log.Debug("releasing a subscription failed", "uri", uri, "err", err)
-				}
-			})
+			ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CallTimeout)
+			defer cancel()
+			if err := h.askRemote(ctx, ri, uri, false); err != nil {
+				h.log.Debug("releasing a subscription failed", "uri", uri, "err", err)
+			}
 			return
 		}
-	}
-}
-
-// dropClient removes every subscription of a client that left.
-func (s *subscriptions) dropClient(cs *clientSession) {
-	s.mu.Lock()
-	uris := make([]string, 0, len(s.byClient[cs]))
-	for uri := range s.byClient[cs] {
-		uris = append(uris, uri)
-	}
-	s.mu.Unlock()
-	for _, uri := range uris {
-		s.unsubscribe(cs, uri)
 	}
 }
 
 // coordAdd keeps uri subscribed at replica rp for an instance: the first
 // instance makes the replica subscribe upstream.
 func (s *subscriptions) coordAdd(ctx context.Context, rp *replica, uri, instance string) error {
+	key := coordKey{uri: uri, replica: rp.id}
 	s.mu.Lock()
-	c := s.coord[uri]
-	if c != nil && c.replica == rp {
+	if c := s.coord[key]; c != nil {
 		c.instances[instance] = struct{}{}
 		s.mu.Unlock()
 		return nil
 	}
-	c = &coordSub{replica: rp, instances: map[string]struct{}{instance: {}}}
-	s.coord[uri] = c
+	c := &coordSub{replica: rp, instances: map[string]struct{}{instance: {}}}
+	s.coord[key] = c
 	s.mu.Unlock()
 	err := rp.peer.Call(ctx, mcp.MethodResourcesSubscribe, &mcp.ResourceParams{URI: uri}, nil)
 	if err != nil {
 		s.mu.Lock()
-		if s.coord[uri] == c {
-			delete(s.coord, uri)
+		if s.coord[key] == c {
+			delete(s.coord, key)
 		}
 		s.mu.Unlock()
 	}
 	return err
 }
 
-// coordRemove drops an instance's need for uri; after the last one the
-// replica unsubscribes upstream.
-func (s *subscriptions) coordRemove(uri, instance string) {
+// coordRemove drops an instance's need for uri at a replica; after the last
+// one the replica unsubscribes upstream.
+func (s *subscriptions) coordRemove(uri, replicaID, instance string) {
+	key := coordKey{uri: uri, replica: replicaID}
 	s.mu.Lock()
-	c := s.coord[uri]
+	c := s.coord[key]
 	if c == nil {
 		s.mu.Unlock()
 		return
@@ -265,7 +312,7 @@ func (s *subscriptions) coordRemove(uri, instance string) {
 		s.mu.Unlock()
 		return
 	}
-	delete(s.coord, uri)
+	delete(s.coord, key)
 	s.mu.Unlock()
 	h := s.hub
 	h.goOwned(func() {
@@ -280,15 +327,15 @@ func (s *subscriptions) coordRemove(uri, instance string) {
 // dropInstance forgets what a departed instance asked this one to keep.
 func (s *subscriptions) dropInstance(instance string) {
 	s.mu.Lock()
-	var uris []string
-	for uri, c := range s.coord {
+	var keys []coordKey
+	for key, c := range s.coord {
 		if _, ok := c.instances[instance]; ok {
-			uris = append(uris, uri)
+			keys = append(keys, key)
 		}
 	}
 	s.mu.Unlock()
-	for _, uri := range uris {
-		s.coordRemove(uri, instance)
+	for _, key := range keys {
+		s.coordRemove(key.uri, key.replica, instance)
 	}
 }
 
@@ -298,10 +345,10 @@ func (s *subscriptions) dropInstance(instance string) {
 func (s *subscriptions) viewChanged(v *view) {
 	h := s.hub
 	s.mu.Lock()
-	for uri, c := range s.coord {
+	for key, c := range s.coord {
 		select {
 		case <-c.replica.peer.Done():
-			delete(s.coord, uri)
+			delete(s.coord, key)
 		default:
 		}
 	}
@@ -328,7 +375,8 @@ func (s *subscriptions) viewChanged(v *view) {
 }
 
 // reask asks the current coordinator of uri again, for the subscribers this
-// instance still has.
+// instance still has, then releases the previous one if it is still there:
+// a resource is never left subscribed twice.
 func (s *subscriptions) reask(uri string) {
 	s.mu.Lock()
 	old := s.upstream[uri]
@@ -343,6 +391,9 @@ func (s *subscriptions) reask(uri string) {
 	close(up.ready)
 	if up.err != nil {
 		s.hub.log.Warn("resubscribing after a server moved failed", "uri", uri, "err", up.err)
+	}
+	if old.replica != up.replica {
+		s.release(old, uri)
 	}
 }
 
@@ -380,29 +431,21 @@ func notificationParams(frame []byte) (json.RawMessage, bool) {
 // of uri.
 func (s *subscriptions) deliverLocal(uri string, frame []byte) {
 	s.mu.Lock()
-	subs := make([]*clientSession, 0, len(s.local[uri]))
-	for cs := range s.local[uri] {
-		subs = append(subs, cs)
+	subs := make([]*session, 0, len(s.local[uri]))
+	for ss := range s.local[uri] {
+		subs = append(subs, ss)
 	}
 	s.mu.Unlock()
-	for _, cs := range subs {
-		_ = cs.peer.SendEncoded(frame)
+	for _, ss := range subs {
+		_ = ss.peer.SendEncoded(frame)
 	}
 	s.hub.metrics.fannedOut.WithLabelValues(mcp.NotificationResourceUpdated).Add(float64(len(subs)))
 }
 
-// publishLog fans a server's log message out to every instance, tagged with
-// its server.
+// publishLog fans a server's log message (already tagged with its server)
+// out to every instance.
 func (s *subscriptions) publishLog(ctx context.Context, server string, params json.RawMessage) {
-	o, err := mcp.ParseObject(params)
-	if err != nil {
-		return
-	}
-	if l, _ := o.String("logger"); l == "" {
-		o.Set("logger", server)
-	}
-	o.SetMeta(mcp.MetaServer, server)
-	frame := (&jsonrpc.Request{Method: mcp.NotificationMessage, Params: o.Raw()}).Encode()
+	frame := (&jsonrpc.Request{Method: mcp.NotificationMessage, Params: params}).Encode()
 	if err := s.hub.broker.Publish(ctx, topicLogs, frame); err != nil {
 		s.hub.log.Warn("publishing a log message failed", "server", server, "err", err)
 	}
@@ -413,16 +456,11 @@ func (s *subscriptions) onLog(ctx context.Context, topic string, frame []byte) {
 	if !ok {
 		return
 	}
-	var p struct {
-		Level mcp.LoggingLevel `json:"level"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return
-	}
+	level := logLevel(params)
 	n := 0
-	for _, cs := range s.hub.clientList() {
-		if cs.admits(p.Level) {
-			_ = cs.peer.SendEncoded(frame)
+	for _, ss := range s.hub.sessionList() {
+		if ss.admits(level) {
+			_ = ss.peer.SendEncoded(frame)
 			n++
 		}
 	}

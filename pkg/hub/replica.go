@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,12 +39,6 @@ type replica struct {
 	tokens     map[string]*upstreamCall // by the raw JSON of the hub's progress token
 	refreshing bool
 	dirty      [numKinds]bool
-}
-
-// upstreamCall is a request this instance forwarded to the replica.
-type upstreamCall struct {
-	origin      downstream
-	clientToken json.RawMessage // the caller's progress token, restored on progress reports
 }
 
 func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
@@ -341,218 +334,95 @@ func (rp *replica) onCancel(id jsonrpc.ID, cause error) {
 	_ = rp.peer.Notify(context.Background(), mcp.NotificationCancelled, &mcp.CancelledParams{RequestID: id, Reason: reason})
 }
 
-// call forwards one request to this replica and waits for the answer.
-func (rp *replica) call(ctx context.Context, inflight *atomic.Int64, origin downstream, method string, params json.RawMessage) (json.RawMessage, error) {
-	id := rp.peer.NextID()
-	params, token := rp.register(id, origin, params)
-	inflight.Add(1)
-	defer func() {
-		inflight.Add(-1)
-		rp.unregister(id, token)
-	}()
-	var raw json.RawMessage
-	err := rp.peer.CallID(ctx, id, method, params, &raw)
-	return raw, err
-}
+// replicaMethods is the hub's method table toward servers: what it does
+// with each request and notification a server sends. A request not in it
+// is -32601; a notification not in it is ignored.
+var replicaMethods map[string]func(rp *replica, ctx context.Context, req *jsonrpc.Request) (any, error)
 
-// callAsync forwards one request to this replica and returns at once; done
-// runs with the answer on the connection's read loop (or at once, if the
-// request could not be sent). The call times out after the hub's call
-// timeout; Abort on the peer with the returned id cancels it.
-func (rp *replica) callAsync(inflight *atomic.Int64, origin downstream, method string, params json.RawMessage, done func(json.RawMessage, error)) jsonrpc.ID {
-	id := rp.peer.NextID()
-	params, token := rp.register(id, origin, params)
-	inflight.Add(1)
-	timer := time.AfterFunc(rp.hub.cfg.CallTimeout, func() { rp.peer.Abort(id, context.DeadlineExceeded) })
-	finish := func(resp *jsonrpc.Response, err error) {
-		timer.Stop()
-		inflight.Add(-1)
-		rp.unregister(id, token)
-		var raw json.RawMessage
-		switch {
-		case err != nil:
-		case resp.Error != nil:
-			err = resp.Error
-		default:
-			raw = resp.Result
+func init() {
+	toClient := (*replica).routeToClient
+	notification := func(fn func(rp *replica, ctx context.Context, params json.RawMessage)) func(*replica, context.Context, *jsonrpc.Request) (any, error) {
+		return func(rp *replica, ctx context.Context, req *jsonrpc.Request) (any, error) {
+			fn(rp, ctx, req.Params)
+			return nil, nil
 		}
-		done(raw, err)
 	}
-	if err := rp.peer.Go(id, method, params, finish); err != nil {
-		finish(nil, err)
+	refresh := func(kinds ...listKind) func(*replica, context.Context, *jsonrpc.Request) (any, error) {
+		return notification(func(rp *replica, _ context.Context, _ json.RawMessage) { rp.refresh(kinds...) })
 	}
-	return id
-}
-
-// register records a request forwarded under id, so that the server's
-// progress reports and requests about it find their way back: the id maps
-// to its caller and, if the caller asked for progress, a progress token of
-// the hub's replaces the caller's, so that tokens of two clients never
-// collide here. It returns the params to send.
-func (rp *replica) register(id jsonrpc.ID, origin downstream, params json.RawMessage) (json.RawMessage, string) {
-	uc := &upstreamCall{origin: origin}
-	var token string
-	if mayHaveMeta(params) {
-		params, token = rp.swapToken(uc, params)
-	}
-	rp.mu.Lock()
-	rp.calls[id] = uc
-	if token != "" {
-		rp.tokens[token] = uc
-	}
-	rp.mu.Unlock()
-	return params, token
-}
-
-// mayHaveMeta reports whether params may hold a _meta member: a search for
-// the key, much faster than walking params member by member, rules out
-// most calls (those without progress). An escape might spell the key, so
-// params with any escape are walked anyway.
-func mayHaveMeta(params []byte) bool {
-	return bytes.Contains(params, []byte(`_meta"`)) || bytes.Contains(params, []byte(`\u`))
-}
-
-// swapToken puts a progress token of the hub's in place of the caller's,
-// which it notes in uc.
-func (rp *replica) swapToken(uc *upstreamCall, params json.RawMessage) (json.RawMessage, string) {
-	var token string
-	if meta, ok := jsonrpc.Member(params, "_meta"); ok {
-		if t, ok := jsonrpc.Member(meta, mcp.MetaProgressToken); ok {
-			uc.clientToken = t
-			token = `"sb-` + rp.hub.nextID() + `"`
-			if meta, err := jsonrpc.SetMember(meta, mcp.MetaProgressToken, []byte(token)); err == nil {
-				params, _ = jsonrpc.SetMember(params, "_meta", meta)
+	replicaMethods = map[string]func(*replica, context.Context, *jsonrpc.Request) (any, error){
+		mcp.MethodPing: func(rp *replica, ctx context.Context, req *jsonrpc.Request) (any, error) {
+			// A ping naming a call goes to that call's client; any other
+			// ping is the server checking on the hub, which answers it.
+			if meta, ok := jsonrpc.Member(req.Params, "_meta"); ok {
+				if _, ok := jsonrpc.Member(meta, mcp.MetaRelatedRequest); ok {
+					return rp.routeToClient(ctx, req)
+				}
 			}
-		}
+			return struct{}{}, nil
+		},
+		mcp.MethodSamplingCreateMessage: toClient,
+		mcp.MethodElicitationCreate:     toClient,
+		mcp.MethodRootsList:             toClient,
+		mcp.NotificationProgress: notification(func(rp *replica, _ context.Context, params json.RawMessage) {
+			rp.progress(params)
+		}),
+		mcp.NotificationCancelled: notification(func(rp *replica, _ context.Context, params json.RawMessage) {
+			var p mcp.CancelledParams
+			if json.Unmarshal(params, &p) == nil {
+				rp.peer.Cancel(p.RequestID)
+			}
+		}),
+		mcp.NotificationResourceUpdated: notification(func(rp *replica, ctx context.Context, params json.RawMessage) {
+			if name := rp.name(); name != "" {
+				rp.hub.subs.publishUpdate(ctx, name, params)
+			}
+		}),
+		mcp.NotificationMessage:              notification((*replica).forwardLog),
+		mcp.NotificationToolsListChanged:     refresh(kindTools),
+		mcp.NotificationResourcesListChanged: refresh(kindResources, kindTemplates),
+		mcp.NotificationPromptsListChanged:   refresh(kindPrompts),
 	}
-	return params, token
 }
 
-func (rp *replica) unregister(id jsonrpc.ID, token string) {
-	rp.mu.Lock()
-	delete(rp.calls, id)
-	if token != "" {
-		delete(rp.tokens, token)
-	}
-	rp.mu.Unlock()
-}
-
-// handle answers the server's requests and notifications.
+// handle answers the server's requests and notifications by the method
+// table.
 func (rp *replica) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	switch req.Method {
-	case mcp.MethodPing:
-		// A ping naming a call goes to that call's client; any other ping
-		// is the server checking on the hub, which answers it.
-		if meta, ok := jsonrpc.Member(req.Params, "_meta"); ok {
-			if _, ok := jsonrpc.Member(meta, mcp.MetaRelatedRequest); ok {
-				return rp.routeToClient(ctx, req)
-			}
-		}
-		return struct{}{}, nil
-	case mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList:
-		return rp.routeToClient(ctx, req)
-	case mcp.NotificationProgress:
-		rp.progress(req.Params)
-	case mcp.NotificationCancelled:
-		var p mcp.CancelledParams
-		if json.Unmarshal(req.Params, &p) == nil {
-			rp.peer.Cancel(p.RequestID)
-		}
-	case mcp.NotificationResourceUpdated:
-		if name := rp.name(); name != "" {
-			rp.hub.subs.publishUpdate(ctx, name, req.Params)
-		}
-	case mcp.NotificationMessage:
-		if name := rp.name(); name != "" {
-			rp.hub.subs.publishLog(ctx, name, req.Params)
-		}
-	case mcp.NotificationToolsListChanged:
-		rp.refresh(kindTools)
-	case mcp.NotificationResourcesListChanged:
-		rp.refresh(kindResources, kindTemplates)
-	case mcp.NotificationPromptsListChanged:
-		rp.refresh(kindPrompts)
-	default:
-		if req.IsCall() {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "the hub does not answer %s", req.Method)
-		}
+	if fn, ok := replicaMethods[req.Method]; ok {
+		return fn(rp, ctx, req)
+	}
+	if req.IsCall() {
+		return nil, errNotAnswered(req.Method)
 	}
 	return nil, nil
 }
 
-// progress maps a progress report back to the caller's token and sends it
-// to the caller.
-func (rp *replica) progress(params json.RawMessage) {
-	token, ok := jsonrpc.Member(params, mcp.MetaProgressToken)
-	if !ok {
+// forwardLog passes on a server's notifications/message, tagged with its server:
+// to the caller of the call it names in _meta["switchboard/relatedRequest"]
+// only, else to the clients whose level admits it, on every instance.
+func (rp *replica) forwardLog(ctx context.Context, params json.RawMessage) {
+	name := rp.name()
+	if name == "" {
 		return
 	}
-	rp.mu.Lock()
-	uc := rp.tokens[string(token)]
-	rp.mu.Unlock()
-	if uc == nil {
-		return // the call already ended, or the token is not the hub's
-	}
-	if params, err := jsonrpc.SetMember(params, mcp.MetaProgressToken, uc.clientToken); err == nil {
-		uc.origin.notify(mcp.NotificationProgress, params)
-	}
-}
-
-// routeToClient sends a server's request to the client whose call the server
-// is serving: the one named by _meta["switchboard/relatedRequest"], else the
-// only client with a call in flight to this replica. The hub never guesses
-// between two clients.
-func (rp *replica) routeToClient(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	params, err := mcp.ParseObject(req.Params)
+	o, err := mcp.ParseObject(params)
 	if err != nil {
-		return nil, err
+		return
 	}
-	var origin downstream
-	if raw, ok := params.MetaValue(mcp.MetaRelatedRequest); ok {
-		var id jsonrpc.ID
-		if err := json.Unmarshal(raw, &id); err != nil {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "_meta[%q] must be a request id", mcp.MetaRelatedRequest)
-		}
-		rp.mu.Lock()
-		if uc := rp.calls[id]; uc != nil {
-			origin = uc.origin
-		}
-		rp.mu.Unlock()
-		if origin == nil {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidRequest,
-				"cannot route %s: request %s is not in flight", req.Method, id)
-		}
-		params.DeleteMeta(mcp.MetaRelatedRequest)
-	} else {
-		rp.mu.Lock()
-		n := 0
-		for _, uc := range rp.calls {
-			if origin == nil {
-				origin, n = uc.origin, 1
-			} else if origin.key() != uc.origin.key() {
-				n = 2
-				break
-			}
-		}
-		rp.mu.Unlock()
-		switch {
-		case n == 0:
-			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidRequest,
-				"cannot route %s: no client has a call in flight to this server", req.Method)
-		case n > 1:
-			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidRequest,
-				"cannot route %s: several clients have calls in flight; set _meta[%q] to the id of the call it serves",
-				req.Method, mcp.MetaRelatedRequest)
-		}
+	if l, _ := o.String("logger"); l == "" {
+		o.Set("logger", name)
 	}
-	if err := origin.caps().check(req.Method, params); err != nil {
-		return nil, err
+	o.SetMeta(mcp.MetaServer, name)
+	uc, rest, named, err := rp.callOf(o.Raw())
+	switch {
+	case err != nil:
+		return
+	case named && uc != nil:
+		uc.caller.notify(mcp.NotificationMessage, rest)
+	case named:
+		// The call it names has ended: its client alone may see it, and is
+		// no longer known.
+	default:
+		rp.hub.subs.publishLog(ctx, name, rest)
 	}
-	ctx, cancel := context.WithTimeout(ctx, rp.hub.cfg.CallTimeout)
-	defer cancel()
-	res, err := origin.request(ctx, req.Method, params.Raw())
-	if err != nil {
-		return nil, rp.hub.downstreamError(ctx, err)
-	}
-	return res, nil
 }

@@ -1,0 +1,177 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// Every JSON-RPC error the hub itself gives a client or a server is built
+// here, so that its code, message and data are decided in one place.
+// (HTTP refusals before a session exists are in admission.go.)
+
+// A client's request the hub refuses.
+var (
+	errNotInitialized     = jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "session not initialized: send initialize first")
+	errAlreadyInitialized = jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "already initialized")
+	errInvalidCursor      = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "invalid cursor")
+	errInvalidLevel       = jsonrpc.Errorf(jsonrpc.ErrInvalidParams,
+		"level must be one of debug, info, notice, warning, error, critical, alert, emergency")
+	errParamsNotObject = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params must be a JSON object")
+	errDuplicateMeta   = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `params hold "_meta" more than once`)
+)
+
+// errMethodNotFound answers a method the hub does not serve.
+func errMethodNotFound(method string) error {
+	return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "%s", method)
+}
+
+// errNotString answers params whose member key must be a non-empty string.
+func errNotString(key string) error {
+	return jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "%q must be a non-empty string", key)
+}
+
+// errUnknownItem answers a tool or prompt name that no server offers.
+func errUnknownItem(what, name string) error {
+	return jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown %s %q", what, name)
+}
+
+// errResourceNotFound answers a URI that no server serves.
+func errResourceNotFound(uri string) error {
+	return mcp.ErrResourceNotFound.WithData(map[string]string{"uri": uri})
+}
+
+// errOverloaded answers a request beyond a connection's MaxInFlight.
+func errOverloaded(maxInFlight int) *jsonrpc.Error {
+	return (&jsonrpc.Error{Code: mcp.CodeRateLimited, Message: "too many requests in flight on this connection"}).
+		WithData(map[string]any{"retryAfterMs": 100, "maxInFlight": maxInFlight})
+}
+
+// errRateLimited answers a request over the token's rate limit.
+func errRateLimited(retry time.Duration) error {
+	ms := max(retry.Milliseconds(), 1)
+	return (&jsonrpc.Error{Code: mcp.CodeRateLimited, Message: "rate limited: retry after " + strconv.FormatInt(ms, 10) + " ms"}).
+		WithData(map[string]any{"retryAfterMs": ms})
+}
+
+// forbidden answers a request the token may not make.
+func forbidden(p *principal, what string) error {
+	return &jsonrpc.Error{Code: mcp.CodeForbidden, Message: fmt.Sprintf("forbidden: token %q may not %s", p.name, what)}
+}
+
+// Routing failures: the server, its instance or the way to it is gone.
+var (
+	// errDraining answers a routed request while the instance drains.
+	errDraining = (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
+		Message: "this hub instance is shutting down: reconnect and try again"}).WithData(map[string]any{"reason": "draining"})
+	// errInstanceGone fails the calls to an instance that left or went
+	// silent.
+	errInstanceGone = (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
+		Message: "the hub instance serving this server left"}).WithData(map[string]any{"reason": "instance gone"})
+	// errInterrupted fails the cross-instance calls in flight when the
+	// broker connection of either instance is lost: their answers may be
+	// lost with it. The call may or may not have run.
+	errInterrupted = (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
+		Message: "the connection between hub instances was interrupted; the call may or may not have run"}).
+		WithData(map[string]any{"reason": "broker connection lost"})
+)
+
+// errServerGone is what a call gets when its server disconnects, or has no
+// replica left.
+func errServerGone(server string) error {
+	msg := "the server disconnected"
+	if server != "" {
+		msg = fmt.Sprintf("server %q disconnected", server)
+	}
+	return (&jsonrpc.Error{Code: mcp.CodeConnectionClosed, Message: msg}).WithData(map[string]string{"server": server})
+}
+
+// errBrokerDown is what a cross-instance request gets while the broker is
+// unreachable: at once, instead of a timeout. The cause is named (it holds
+// no secret: the brokers scrub their passwords).
+func errBrokerDown(cause error) error {
+	data := map[string]string{"reason": "broker unavailable"}
+	if cause != nil {
+		data["cause"] = cause.Error()
+	}
+	return (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
+		Message: "the server is on another hub instance, unreachable now: the broker is unavailable"}).WithData(data)
+}
+
+// errTimedOut answers a routed request that outlived the call timeout.
+func errTimedOut(server string, timeout time.Duration) error {
+	data := map[string]any{"timeoutMs": timeout.Milliseconds()}
+	if server != "" {
+		data["server"] = server
+	}
+	return mcp.ErrRequestTimeout.WithData(data)
+}
+
+// errClientGone answers a server whose request's client disconnected.
+var errClientGone = &jsonrpc.Error{Code: mcp.CodeConnectionClosed, Message: "the client disconnected"}
+
+// errCannotRoute answers a server's request that has no client to go to.
+func errCannotRoute(method, why string) error {
+	return jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "cannot route %s: %s", method, why)
+}
+
+// errMissingCapability answers a server's request whose client did not
+// declare the capability it needs.
+func errMissingCapability(capability, method string) error {
+	return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "the client did not declare the %s capability that %s needs", capability, method)
+}
+
+// errNotAnswered answers a server's request the hub does not answer.
+func errNotAnswered(method string) error {
+	return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "the hub does not answer %s", method)
+}
+
+// upstreamError turns the outcome of a call routed to a server into what
+// its caller sees: the server's own error as is, a timeout as -32001, a lost
+// server as -32000, the caller's own cancellation as context.Canceled (no
+// one hears that answer).
+func (h *Hub) upstreamError(server string, err error) error {
+	var rpcErr *jsonrpc.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return errTimedOut(server, h.cfg.CallTimeout)
+	case errors.As(err, &rpcErr):
+		if rpcErr == peer.ErrClosed { // the connection closed, as opposed to a -32000 the server sent
+			return errServerGone(server)
+		}
+		return rpcErr
+	case errors.Is(err, context.Canceled):
+		return err
+	}
+	h.log.Warn("routing failed", "server", server, "err", err)
+	return jsonrpc.ErrInternal
+}
+
+// downstreamError is upstreamError for a server's request routed to a
+// client.
+func (h *Hub) downstreamError(err error) error {
+	var rpcErr *jsonrpc.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return errTimedOut("", h.cfg.CallTimeout)
+	case errors.As(err, &rpcErr):
+		if rpcErr == peer.ErrClosed {
+			return errClientGone
+		}
+		return rpcErr
+	case errors.Is(err, context.Canceled):
+		return err
+	}
+	h.log.Warn("routing to a client failed", "err", err)
+	return jsonrpc.ErrInternal
+}

@@ -1,0 +1,558 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// The call path. A client's tools/call, prompts/get, resources/read and
+// completion/complete go through here, whatever its transport and wherever
+// the server is:
+//
+//	resolve   the aggregated name (or URI) gives the server and its replicas;
+//	          the params are edited as bytes, the server's own name spliced in
+//	pick      the replica with the fewest calls in flight from this instance
+//	forward   one policy for a replica here and one on another instance:
+//	          one timeout, one way to cancel, one mapping of outcomes to
+//	          wire errors
+//	send      on the replica's instance: the call gets the hub's id and
+//	          progress token on the server's connection (register), so that
+//	          two clients' ids and tokens never meet there
+//
+// and back: the server's answer goes to the caller; its progress reports
+// (progress), logs naming the call (logFor) and requests for the client
+// (routeToClient) find the call by the hub's id or token and go to its
+// caller, on this instance or, through the cluster, on the caller's.
+
+// caller is the downstream end of a routed call: the client's call it
+// serves, on this instance (sessionCall) or on another (remoteCaller, in
+// cluster.go).
+type caller interface {
+	// notify sends the client a notification about the call: a progress
+	// report (its own token already restored), or a log that names the
+	// call.
+	notify(method string, params json.RawMessage)
+	// request sends the client a request of the server's (sampling,
+	// elicitation, roots, ping) and waits for the answer.
+	request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// caps returns what the client declared it can do for servers.
+	caps() clientCaps
+	// client identifies the client across the cluster: the calls of one
+	// client have equal client().
+	client() string
+}
+
+// sessionCall is a call of a client of this instance, known by the id the
+// client gave it.
+type sessionCall struct {
+	s  *session
+	id jsonrpc.ID
+}
+
+var _ caller = sessionCall{}
+
+func (c sessionCall) notify(method string, params json.RawMessage) {
+	if method == mcp.NotificationMessage {
+		if !c.s.admits(logLevel(params)) {
+			return
+		}
+		params = withRelated(params, c.id)
+	}
+	c.s.notify(method, params)
+}
+
+// request names the client's call in _meta["switchboard/relatedRequest"],
+// with the client's own id, so that the client (and a transport with one
+// stream per call) knows which call asks.
+func (c sessionCall) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := c.s.peer.Call(ctx, method, withRelated(params, c.id), &raw)
+	return raw, err
+}
+
+func (c sessionCall) caps() clientCaps { return c.s.caps() }
+func (c sessionCall) client() string   { return c.s.key() }
+
+// withRelated returns params with _meta["switchboard/relatedRequest"] set to
+// id.
+func withRelated(params json.RawMessage, id jsonrpc.ID) json.RawMessage {
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	meta, ok := jsonrpc.Member(params, "_meta")
+	if !ok || len(meta) == 0 || meta[0] != '{' {
+		meta = []byte(`{}`)
+	}
+	meta, err := jsonrpc.SetMember(meta, mcp.MetaRelatedRequest, id.AppendJSON(nil))
+	if err != nil {
+		return params
+	}
+	out, err := jsonrpc.SetMember(params, "_meta", meta)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// withoutRelated returns params without _meta["switchboard/relatedRequest"],
+// and the id it held.
+func withoutRelated(params json.RawMessage) (json.RawMessage, json.RawMessage, bool) {
+	o, err := mcp.ParseObject(params)
+	if err != nil {
+		return params, nil, false
+	}
+	related, ok := o.MetaValue(mcp.MetaRelatedRequest)
+	if !ok {
+		return params, nil, false
+	}
+	o.DeleteMeta(mcp.MetaRelatedRequest)
+	return o.Raw(), related, true
+}
+
+// logLevel reads the level of a notifications/message.
+func logLevel(params json.RawMessage) mcp.LoggingLevel {
+	l, _ := jsonrpc.StringMember(params, "level")
+	return mcp.LoggingLevel(l)
+}
+
+// target is where a routed request goes, and the params the server sees.
+type target struct {
+	server   string
+	replicas []*replicaInfo
+	params   json.RawMessage
+}
+
+// resolve finds the target of tools/call, prompts/get and resources/read.
+// For tools and prompts the aggregated name picks the server, and the
+// params are edited in place, byte for byte but for the name: decoding and
+// re-encoding them (arguments and all) was the hub's largest cost. It
+// returns a nil target, and no error, for the hub's own resources.
+func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
+	v := h.reg.view()
+	if req.Method == mcp.MethodResourcesRead {
+		uri, err := requireString(req.Params, "uri")
+		if err != nil {
+			return nil, err
+		}
+		if isBuiltin(uri) {
+			return nil, nil
+		}
+		server, ok := v.serverOfURI(uri)
+		if !ok {
+			return nil, errResourceNotFound(uri)
+		}
+		return &target{server: server, replicas: v.replicasForURI(server, uri), params: req.Params}, nil
+	}
+	k, what := kindTools, "tool"
+	if req.Method == mcp.MethodPromptsGet {
+		k, what = kindPrompts, "prompt"
+	}
+	// One pass over params finds the name; the arguments, usually most of
+	// the bytes, are then copied once, around the new name.
+	var rawName []byte
+	names, metas := 0, 0
+	for key, value := range jsonrpc.Members(req.Params) {
+		switch string(key) {
+		case "name":
+			rawName, names = value, names+1
+		case "_meta":
+			metas++
+		}
+	}
+	if metas > 1 {
+		// Two readers could disagree on which one holds the progress token:
+		// the server might see the client's own, unrewritten.
+		return nil, errDuplicateMeta
+	}
+	name, _ := jsonrpc.Unquote(rawName)
+	if name == "" {
+		return nil, errNotString("name")
+	}
+	switch {
+	case k == kindTools && !s.who.mayCall(name):
+		return nil, forbidden(s.who, "call tool "+strconv.Quote(name))
+	case k == kindPrompts && !s.who.has(RoleClient):
+		return nil, forbidden(s.who, "get prompts")
+	}
+	it := v.lookup(k, name)
+	if it == nil {
+		return nil, errUnknownItem(what, name)
+	}
+	orig := jsonrpc.AppendString(nil, it.orig)
+	params, ok := jsonrpc.Splice(req.Params, rawName, orig)
+	if names > 1 || !ok {
+		// Rename every one of them: a server that reads the first must not
+		// see the hub's name either.
+		var err error
+		if params, err = jsonrpc.SetMember(req.Params, "name", orig); err != nil {
+			return nil, errParamsNotObject
+		}
+	}
+	return &target{server: it.server, replicas: it.replicas, params: params}, nil
+}
+
+// resolveComplete finds the target of completion/complete by its reference:
+// a prompt by its aggregated name, a resource template by its URI template.
+func (h *Hub) resolveComplete(raw json.RawMessage) (*target, error) {
+	params, err := mcp.ParseObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := mcp.ParseObject(params["ref"])
+	if err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"ref" must be an object`)
+	}
+	typ, _ := ref.String("type")
+	v := h.reg.view()
+	switch typ {
+	case "ref/prompt":
+		name, err := ref.RequireString("name")
+		if err != nil {
+			return nil, err
+		}
+		it := v.lookup(kindPrompts, name)
+		if it == nil {
+			return nil, errUnknownItem("prompt", name)
+		}
+		ref.Set("name", it.orig)
+		params["ref"] = ref.Raw()
+		return &target{server: it.server, replicas: it.replicas, params: params.Raw()}, nil
+	case "ref/resource":
+		uri, err := ref.RequireString("uri")
+		if err != nil {
+			return nil, err
+		}
+		if it := v.lookup(kindTemplates, uri); it != nil {
+			return &target{server: it.server, replicas: it.replicas, params: raw}, nil
+		}
+		server, ok := v.serverOfURI(uri)
+		if !ok {
+			return nil, errResourceNotFound(uri)
+		}
+		return &target{server: server, replicas: v.replicasForURI(server, uri), params: raw}, nil
+	}
+	return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"ref.type" must be "ref/prompt" or "ref/resource"`)
+}
+
+// pick chooses the replica with the fewest calls in flight; ties go round
+// robin, so that one call at a time still spreads over replicas.
+func (h *Hub) pick(replicas []*replicaInfo) *replicaInfo {
+	if len(replicas) == 0 {
+		return nil
+	}
+	offset := int(h.seq.Add(1) % int64(len(replicas)))
+	var best *replicaInfo
+	var bestN int64
+	for i := range replicas {
+		ri := replicas[(offset+i)%len(replicas)]
+		if n := ri.inflight.Load(); best == nil || n < bestN {
+			best, bestN = ri, n
+		}
+	}
+	return best
+}
+
+// forward sends a call to one replica of t's server, here or on another
+// instance, and calls done exactly once with its outcome, already mapped to
+// what the caller sees (upstreamError). It never blocks: done runs later,
+// on whichever goroutine the answer arrives. The returned function ends
+// the call early, with cause context.Canceled (the caller gave up: the
+// server is told) or context.DeadlineExceeded.
+func (h *Hub) forward(t *target, c caller, method string, done func(json.RawMessage, error)) (cancel func(cause error)) {
+	if h.draining.Load() {
+		done(nil, errDraining)
+		return func(error) {}
+	}
+	ri := h.pick(t.replicas)
+	if ri == nil {
+		done(nil, errServerGone(t.server))
+		return func(error) {}
+	}
+	f := &flight{}
+	ri.inflight.Add(1)
+	start := time.Now()
+	finish := func(raw json.RawMessage, err error) {
+		if !f.end() {
+			return
+		}
+		ri.inflight.Add(-1)
+		h.metrics.observeRouted(method, ri.local != nil, start)
+		done(raw, h.upstreamError(t.server, err))
+	}
+	var abort func(error)
+	if ri.local != nil {
+		abort = ri.local.send(c, method, t.params, finish)
+	} else {
+		abort = h.cluster.call(ri, t.server, c, method, t.params, finish)
+	}
+	f.started(abort, h.cfg.CallTimeout)
+	return f.cancel
+}
+
+// call is forward for a caller that waits: it returns when the answer
+// comes or ctx ends (the call is then cancelled upstream).
+func (h *Hub) call(ctx context.Context, t *target, c caller, method string) (json.RawMessage, error) {
+	type outcome struct {
+		raw json.RawMessage
+		err error
+	}
+	ch := make(chan outcome, 1)
+	cancel := h.forward(t, c, method, func(raw json.RawMessage, err error) { ch <- outcome{raw, err} })
+	select {
+	case o := <-ch:
+		return o.raw, o.err
+	case <-ctx.Done():
+		cancel(context.Cause(ctx))
+		return nil, ctx.Err()
+	}
+}
+
+// flight is the life of one forwarded call: it ends once, by its answer, its
+// cancellation or its timeout, whichever comes first.
+type flight struct {
+	mu    sync.Mutex
+	ended bool
+	abort func(error) // ends the call at the replica, which then answers done
+	timer *time.Timer
+}
+
+// started arms the call's timeout, unless it already ended.
+func (f *flight) started(abort func(error), timeout time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		return
+	}
+	f.abort = abort
+	f.timer = time.AfterFunc(timeout, func() { f.cancel(context.DeadlineExceeded) })
+}
+
+// end marks the call ended; it reports false if it had ended already.
+func (f *flight) end() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		return false
+	}
+	f.ended = true
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	return true
+}
+
+// cancel ends the call early: the replica side tells the server and the
+// call's done runs with cause.
+func (f *flight) cancel(cause error) {
+	f.mu.Lock()
+	abort := f.abort
+	ended := f.ended
+	f.mu.Unlock()
+	if !ended && abort != nil {
+		abort(cause)
+	}
+}
+
+// upstreamCall is a call this instance forwarded to one of its replicas.
+type upstreamCall struct {
+	caller      caller
+	clientToken json.RawMessage // the caller's progress token, restored on progress reports
+}
+
+// send forwards one call to the replica under a new id of the hub's and
+// returns at once; done runs with the answer on the connection's read
+// loop, or with the error that ended the call. The returned function ends
+// the call early: the server hears notifications/cancelled with the hub's
+// id.
+func (rp *replica) send(c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+	id := rp.peer.NextID()
+	params, token := rp.register(id, c, params)
+	finish := func(resp *jsonrpc.Response, err error) {
+		rp.unregister(id, token)
+		var raw json.RawMessage
+		switch {
+		case err != nil:
+		case resp.Error != nil:
+			err = resp.Error
+		default:
+			raw = resp.Result
+		}
+		done(raw, err)
+	}
+	if err := rp.peer.Go(id, method, params, finish); err != nil {
+		finish(nil, err)
+	}
+	return func(cause error) { rp.peer.Abort(id, cause) }
+}
+
+// register records a call forwarded under id, so that the server's
+// progress reports, logs and requests about it find their way back: the id
+// maps to its caller and, if the caller asked for progress, a progress
+// token of the hub's replaces the caller's, so that tokens of two clients
+// never collide here. It returns the params to send.
+func (rp *replica) register(id jsonrpc.ID, c caller, params json.RawMessage) (json.RawMessage, string) {
+	uc := &upstreamCall{caller: c}
+	var token string
+	if mayHaveMeta(params) {
+		params, token = rp.swapToken(uc, params)
+	}
+	rp.mu.Lock()
+	rp.calls[id] = uc
+	if token != "" {
+		rp.tokens[token] = uc
+	}
+	rp.mu.Unlock()
+	return params, token
+}
+
+// mayHaveMeta reports whether params may hold a _meta member: a search for
+// the key, much faster than walking params member by member, rules out
+// most calls (those without progress). An escape might spell the key, so
+// params with any escape are walked anyway.
+func mayHaveMeta(params []byte) bool {
+	return bytes.Contains(params, []byte(`_meta"`)) || bytes.Contains(params, []byte(`\u`))
+}
+
+// swapToken puts a progress token of the hub's in place of the caller's,
+// which it notes in uc.
+func (rp *replica) swapToken(uc *upstreamCall, params json.RawMessage) (json.RawMessage, string) {
+	var token string
+	if meta, ok := jsonrpc.Member(params, "_meta"); ok {
+		if t, ok := jsonrpc.Member(meta, mcp.MetaProgressToken); ok {
+			uc.clientToken = t
+			token = `"sb-` + rp.hub.nextID() + `"`
+			if meta, err := jsonrpc.SetMember(meta, mcp.MetaProgressToken, []byte(token)); err == nil {
+				params, _ = jsonrpc.SetMember(params, "_meta", meta)
+			}
+		}
+	}
+	return params, token
+}
+
+func (rp *replica) unregister(id jsonrpc.ID, token string) {
+	rp.mu.Lock()
+	delete(rp.calls, id)
+	if token != "" {
+		delete(rp.tokens, token)
+	}
+	rp.mu.Unlock()
+}
+
+// progress maps a progress report back to the caller's token and sends it
+// to the caller.
+func (rp *replica) progress(params json.RawMessage) {
+	token, ok := jsonrpc.Member(params, mcp.MetaProgressToken)
+	if !ok {
+		return
+	}
+	rp.mu.Lock()
+	uc := rp.tokens[string(token)]
+	rp.mu.Unlock()
+	if uc == nil {
+		return // the call already ended, or the token is not the hub's
+	}
+	if params, err := jsonrpc.SetMember(params, mcp.MetaProgressToken, uc.clientToken); err == nil {
+		uc.caller.notify(mcp.NotificationProgress, params)
+	}
+}
+
+// callOf finds the call in flight that a server's message names in
+// _meta["switchboard/relatedRequest"] (the id the server received it
+// under), and returns params without that member. found is false when the
+// message names no call; uc is nil when the call it names is not in flight.
+func (rp *replica) callOf(params json.RawMessage) (uc *upstreamCall, rest json.RawMessage, found bool, err error) {
+	rest, related, found := withoutRelated(params)
+	if !found {
+		return nil, params, false, nil
+	}
+	var id jsonrpc.ID
+	if json.Unmarshal(related, &id) != nil {
+		return nil, params, true, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "_meta[%q] must be a request id", mcp.MetaRelatedRequest)
+	}
+	rp.mu.Lock()
+	uc = rp.calls[id]
+	rp.mu.Unlock()
+	return uc, rest, true, nil
+}
+
+// routeToClient sends a server's request to the client whose call the server
+// is serving: the one named by _meta["switchboard/relatedRequest"], else the
+// only client with a call in flight to this replica. The hub never guesses
+// between two clients.
+func (rp *replica) routeToClient(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	params, err := mcp.ParseObject(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	uc, rest, named, err := rp.callOf(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	var c caller
+	switch {
+	case named && uc == nil:
+		return nil, errCannotRoute(req.Method, "the call it names is not in flight")
+	case named:
+		c = uc.caller
+		if params, err = mcp.ParseObject(rest); err != nil {
+			return nil, err
+		}
+	default:
+		n := 0
+		rp.mu.Lock()
+		for _, uc := range rp.calls {
+			if c == nil {
+				c, n = uc.caller, 1
+			} else if c.client() != uc.caller.client() {
+				n = 2
+				break
+			}
+		}
+		rp.mu.Unlock()
+		switch {
+		case n == 0:
+			return nil, errCannotRoute(req.Method, "no client has a call in flight to this server")
+		case n > 1:
+			return nil, errCannotRoute(req.Method, "several clients have calls in flight; set _meta[\""+
+				mcp.MetaRelatedRequest+"\"] to the id of the call it serves")
+		}
+	}
+	if err := c.caps().check(req.Method, params); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, rp.hub.cfg.CallTimeout)
+	defer cancel()
+	res, err := c.request(ctx, req.Method, params.Raw())
+	if err != nil {
+		return nil, rp.hub.downstreamError(err)
+	}
+	return res, nil
+}
+
+// rootsChanged tells the servers serving a client's calls that its roots
+// changed.
+func (h *Hub) rootsChanged(s *session) {
+	h.mu.Lock()
+	var targets []*replica
+	for rp := range h.replicas {
+		rp.mu.Lock()
+		for _, uc := range rp.calls {
+			if uc.caller.client() == s.key() {
+				targets = append(targets, rp)
+				break
+			}
+		}
+		rp.mu.Unlock()
+	}
+	h.mu.Unlock()
+	for _, rp := range targets {
+		_ = rp.peer.Notify(context.Background(), mcp.NotificationRootsListChanged, nil)
+	}
+}

@@ -1,0 +1,433 @@
+package hub
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// session is one client's session with the hub: toward it the hub is one MCP
+// server aggregating every server. It does not care how the client is
+// connected: its peer runs over a WebSocket (session_ws.go) or any other
+// peer.Conn. Calls it routes go through routing.go.
+type session struct {
+	hub       *Hub
+	id        string
+	peer      *peer.Peer
+	who       *principal
+	role      string  // for metrics: "client" or "dashboard"
+	transport string  // "websocket", for the dashboard's view of clients
+	limit     *bucket // nil: no rate limit
+	release   func()  // frees the token's connection slot
+	initTimer *time.Timer
+
+	closed      atomic.Bool // the session is ending: no longer a client
+	mu          sync.Mutex
+	initialized bool
+	name        string           // its clientInfo.name, for logs
+	declared    clientCaps       // what it can do for servers
+	level       mcp.LoggingLevel // "" until the client sets one: then everything is sent
+}
+
+// sessionMaxConcurrent bounds the handlers of one session running at once.
+const sessionMaxConcurrent = 64
+
+// newSession makes the session of a client that the admission let in, on
+// conn. Start it with start.
+func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transport string) *session {
+	s := &session{hub: h, id: h.nextID(), who: who, role: "client", transport: transport,
+		limit: h.bucketFor(who), release: release}
+	if !who.has(RoleClient) {
+		s.role = "dashboard"
+	}
+	s.peer = peer.New(conn, &peer.Options{
+		Handler:       s, // a peer.Handler and a peer.AsyncHandler
+		MaxConcurrent: min(sessionMaxConcurrent, h.cfg.MaxInFlight),
+		MaxPending:    h.cfg.MaxInFlight,
+		Overloaded:    errOverloaded(h.cfg.MaxInFlight),
+		SendQueue:     h.cfg.SendQueue,
+		Limits:        h.cfg.limits(),
+		OnCancel:      s.onCancel,
+		OnClose:       s.onClose,
+		OnDone: func() {
+			h.mu.Lock()
+			delete(h.sessions, s)
+			h.mu.Unlock()
+		},
+		Logger: h.log, // shared: a logger of its own would cost every idle connection ~1 KiB
+	})
+	return s
+}
+
+// start registers the session and starts reading; it reports false (and
+// closes conn) when the hub is closing.
+func (s *session) start(conn peer.Conn) bool {
+	h := s.hub
+	// A client that has not sent initialize in time is closed. (Neither
+	// this nor the session holds a goroutine: the peer's hooks clean up.)
+	s.initTimer = time.AfterFunc(h.cfg.InitializeTimeout, func() {
+		if !s.isInitialized() {
+			s.peer.CloseWith(peer.ClosePolicyViolation, "initialize not received in time")
+		}
+	})
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		s.initTimer.Stop()
+		s.release()
+		conn.Close(peer.CloseGoingAway, "hub shutting down")
+		return false
+	}
+	h.sessions[s] = struct{}{}
+	h.metrics.connections.WithLabelValues(s.role).Inc()
+	h.mu.Unlock()
+	s.peer.Start(context.WithoutCancel(h.ctx)) // the hub closes its peers itself
+	return true
+}
+
+// onClose forgets the client as soon as its session starts ending (a
+// WebSocket's close handshake, of up to a few seconds, finishes meanwhile).
+func (s *session) onClose(err error) {
+	h := s.hub
+	s.closed.Store(true)
+	s.initTimer.Stop()
+	if errors.Is(err, peer.ErrSlowConsumer) {
+		h.metrics.slowConsumers.Inc()
+	}
+	s.release()
+	h.metrics.connections.WithLabelValues(s.role).Dec()
+	h.subs.dropSession(s)
+	h.builtinsChanged()
+	h.log.Info("client disconnected", "client", s.id, "clientInfo", s.clientName(), "reason", err)
+}
+
+func (s *session) clientName() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.name
+}
+
+func (s *session) isInitialized() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.initialized
+}
+
+// key identifies the session across the cluster.
+func (s *session) key() string { return s.hub.id + "/" + s.id }
+
+// caps returns what the client declared it can do for servers.
+func (s *session) caps() clientCaps {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.declared
+}
+
+// admits reports whether the client wants a log message of this level.
+func (s *session) admits(level mcp.LoggingLevel) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.initialized && (s.level == "" || level.Severity() >= s.level.Severity())
+}
+
+// notify sends the client a notification; it never blocks.
+func (s *session) notify(method string, params json.RawMessage) {
+	_ = s.peer.SendEncoded((&jsonrpc.Request{Method: method, Params: params}).Encode())
+}
+
+// onCancel tells the client that the hub gave up on a request it routed to
+// it (the server cancelled it, or it timed out).
+func (s *session) onCancel(id jsonrpc.ID, cause error) {
+	reason := "cancelled by the server"
+	if errors.Is(cause, context.DeadlineExceeded) {
+		reason = "request timed out"
+	}
+	_ = s.peer.Notify(context.Background(), mcp.NotificationCancelled, &mcp.CancelledParams{RequestID: id, Reason: reason})
+}
+
+// sessionMethod is how a session answers one method.
+type sessionMethod struct {
+	// handle answers on a worker (a nil result for a notification).
+	handle func(s *session, ctx context.Context, req *jsonrpc.Request) (any, error)
+	// routed methods go to a server through routing.go, from the read loop
+	// (HandleAsync) without holding a worker.
+	routed bool
+	// anytime methods may come before initialize.
+	anytime bool
+}
+
+// sessionMethods is the hub's method table toward clients. A method not in
+// it is -32601 (a notification not in it is ignored).
+var sessionMethods map[string]sessionMethod
+
+func init() {
+	sessionMethods = map[string]sessionMethod{
+		mcp.MethodInitialize: {handle: (*session).initialize, anytime: true},
+		mcp.MethodPing:       {handle: func(*session, context.Context, *jsonrpc.Request) (any, error) { return struct{}{}, nil }, anytime: true},
+		mcp.MethodToolsList: {handle: func(s *session, _ context.Context, req *jsonrpc.Request) (any, error) {
+			return s.listPage(kindTools, req.Params)
+		}},
+		mcp.MethodResourcesList: {handle: func(s *session, _ context.Context, req *jsonrpc.Request) (any, error) {
+			return s.listPage(kindResources, req.Params)
+		}},
+		mcp.MethodResourcesTemplatesList: {handle: func(s *session, _ context.Context, req *jsonrpc.Request) (any, error) {
+			return s.listPage(kindTemplates, req.Params)
+		}},
+		mcp.MethodPromptsList: {handle: func(s *session, _ context.Context, req *jsonrpc.Request) (any, error) {
+			return s.listPage(kindPrompts, req.Params)
+		}},
+		mcp.MethodToolsCall:            {handle: (*session).route, routed: true},
+		mcp.MethodPromptsGet:           {handle: (*session).route, routed: true},
+		mcp.MethodResourcesRead:        {handle: (*session).route, routed: true},
+		mcp.MethodCompletionComplete:   {handle: (*session).complete},
+		mcp.MethodResourcesSubscribe:   {handle: (*session).subscribe},
+		mcp.MethodResourcesUnsubscribe: {handle: (*session).subscribe},
+		mcp.MethodLoggingSetLevel:      {handle: (*session).setLevel},
+
+		mcp.NotificationInitialized: {handle: func(*session, context.Context, *jsonrpc.Request) (any, error) { return nil, nil }},
+		mcp.NotificationCancelled: {handle: func(s *session, _ context.Context, req *jsonrpc.Request) (any, error) {
+			var p mcp.CancelledParams
+			if json.Unmarshal(req.Params, &p) == nil {
+				s.peer.Cancel(p.RequestID)
+			}
+			return nil, nil
+		}},
+		mcp.NotificationRootsListChanged: {handle: func(s *session, _ context.Context, _ *jsonrpc.Request) (any, error) {
+			s.hub.rootsChanged(s)
+			return nil, nil
+		}},
+	}
+}
+
+var (
+	_ peer.Handler      = (*session)(nil)
+	_ peer.AsyncHandler = (*session)(nil)
+)
+
+// Handle counts, limits and answers a client's message on a worker (a
+// notification on the read loop).
+func (s *session) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	if req.IsNotification() {
+		return s.dispatch(ctx, req)
+	}
+	h := s.hub
+	if err := s.takeToken(req.Method); err != nil {
+		h.metrics.observeRequest(req.Method, err)
+		return nil, err
+	}
+	h.inflight.Add(1)
+	res, err := s.dispatch(ctx, req)
+	h.inflight.Add(-1)
+	h.metrics.observeRequest(req.Method, err)
+	if err != nil && h.log.Enabled(ctx, slog.LevelDebug) {
+		h.log.Debug("request failed", "client", s.id, "req", req.ID.String(), "method", req.Method, "err", err)
+	}
+	return res, err
+}
+
+// takeToken spends one request of the rate limit (pings are free).
+func (s *session) takeToken(method string) error {
+	if s.limit == nil || method == mcp.MethodPing {
+		return nil
+	}
+	if ok, retry := s.limit.take(time.Now()); !ok {
+		s.hub.metrics.rateLimited.Inc()
+		return errRateLimited(retry)
+	}
+	return nil
+}
+
+// dispatch answers one message by the method table.
+func (s *session) dispatch(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	m, ok := sessionMethods[req.Method]
+	switch {
+	case !ok && req.IsNotification():
+		return nil, nil
+	case !ok:
+		return nil, errMethodNotFound(req.Method)
+	case !m.anytime && !s.isInitialized():
+		if req.IsNotification() {
+			return nil, nil
+		}
+		return nil, errNotInitialized
+	}
+	return m.handle(s, ctx, req)
+}
+
+// HandleAsync routes tools/call, prompts/get and resources/read from the
+// read loop, without holding a worker while the server works (see
+// routing.go). Everything else takes the worker path (Handle).
+func (s *session) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
+	h := s.hub
+	if !sessionMethods[req.Method].routed || !s.isInitialized() || h.draining.Load() {
+		return false
+	}
+	t, err := h.resolve(s, req)
+	if err == nil && t == nil {
+		return false // the hub's own resources
+	}
+	if err == nil {
+		err = s.takeToken(req.Method)
+	}
+	if err != nil {
+		h.metrics.observeRequest(req.Method, err)
+		reply.Send(nil, err)
+		return true
+	}
+	h.inflight.Add(1)
+	cancel := h.forward(t, sessionCall{s: s, id: req.ID}, req.Method, func(raw json.RawMessage, err error) {
+		h.metrics.observeRequest(req.Method, err)
+		h.inflight.Add(-1)
+		reply.Send(raw, err)
+	})
+	reply.OnCancel(func() { cancel(context.Canceled) })
+	return true
+}
+
+// route answers tools/call, prompts/get and resources/read on a worker:
+// the hub's own resources, and any call while draining.
+func (s *session) route(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	h := s.hub
+	t, err := h.resolve(s, req)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		uri, _ := jsonrpc.StringMember(req.Params, "uri")
+		return h.readBuiltin(uri)
+	}
+	return h.call(ctx, t, sessionCall{s: s, id: req.ID}, req.Method)
+}
+
+// complete routes completion/complete.
+func (s *session) complete(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	t, err := s.hub.resolveComplete(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	return s.hub.call(ctx, t, sessionCall{s: s, id: req.ID}, req.Method)
+}
+
+func (s *session) subscribe(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	uri, err := requireString(req.Params, "uri")
+	if err != nil {
+		return nil, err
+	}
+	if req.Method == mcp.MethodResourcesSubscribe {
+		err = s.hub.subs.subscribe(ctx, s, uri)
+	} else {
+		s.hub.subs.unsubscribe(s, uri)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
+}
+
+func (s *session) setLevel(_ context.Context, req *jsonrpc.Request) (any, error) {
+	var p mcp.SetLevelParams
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.Level.Severity() < 0 {
+		return nil, errInvalidLevel
+	}
+	s.mu.Lock()
+	s.level = p.Level
+	s.mu.Unlock()
+	return struct{}{}, nil
+}
+
+func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, error) {
+	var p mcp.InitializeParams
+	var raw struct {
+		Capabilities json.RawMessage `json:"capabilities"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "initialize: %v", err)
+	}
+	_ = json.Unmarshal(req.Params, &raw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.initialized {
+		return nil, errAlreadyInitialized
+	}
+	s.initialized = true
+	s.name = p.ClientInfo.Name
+	s.declared = parseClientCaps(raw.Capabilities)
+	return &mcp.InitializeResult{
+		ProtocolVersion: mcp.NegotiateVersion(p.ProtocolVersion),
+		Capabilities: mcp.ServerCapabilities{
+			Tools:       &mcp.ListChangedCap{ListChanged: true},
+			Resources:   &mcp.ResourcesCap{Subscribe: true, ListChanged: true},
+			Prompts:     &mcp.ListChangedCap{ListChanged: true},
+			Completions: &struct{}{},
+			Logging:     &struct{}{},
+		},
+		ServerInfo:   mcp.Implementation{Name: "switchboard", Title: "Switchboard", Version: Version},
+		Instructions: "Switchboard aggregates the tools, resources and prompts of many MCP servers. Tool and prompt names are <server>" + s.hub.cfg.Separator + "<name>.",
+	}, nil
+}
+
+// listPage answers a list request with one page of the aggregated list,
+// holding what the client may see. The cursor is the key of the page's last
+// item, so paging stays in order while servers come and go.
+func (s *session) listPage(k listKind, raw json.RawMessage) (any, error) {
+	h := s.hub
+	params, err := mcp.ParseObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	items := h.reg.view().lists[k]
+	if k == kindTools && len(s.who.tools) > 0 && s.who.has(RoleClient) && !s.who.has(RoleAdmin) {
+		var kept []*aggItem
+		for _, it := range items {
+			if s.who.mayCall(it.key) {
+				kept = append(kept, it)
+			}
+		}
+		items = kept
+	}
+	start := 0
+	if c, ok := params.String("cursor"); ok && c != "" {
+		last, err := base64.RawURLEncoding.DecodeString(c)
+		if err != nil {
+			return nil, errInvalidCursor
+		}
+		start = sort.Search(len(items), func(i int) bool { return items[i].key > string(last) })
+	}
+	end := min(start+h.cfg.PageSize, len(items))
+	b := make([]byte, 0, 256)
+	b = append(b, '{')
+	b = jsonrpc.AppendString(b, k.field())
+	b = append(b, ':', '[')
+	for i, it := range items[start:end] {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it.raw...)
+	}
+	b = append(b, ']')
+	if end < len(items) {
+		b = append(b, `,"nextCursor":`...)
+		b = jsonrpc.AppendString(b, base64.RawURLEncoding.EncodeToString([]byte(items[end-1].key)))
+	}
+	b = append(b, '}')
+	return json.RawMessage(b), nil
+}
+
+// requireString reads a member of params that must be a non-empty string.
+func requireString(params json.RawMessage, key string) (string, error) {
+	s, ok := jsonrpc.StringMember(params, key)
+	if !ok || s == "" {
+		return "", errNotString(key)
+	}
+	return s, nil
+}

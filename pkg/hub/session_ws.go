@@ -1,0 +1,28 @@
+package hub
+
+import (
+	"net/http"
+
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// serveClient upgrades GET /mcp to a WebSocket and runs a client session on
+// it, once the admission lets the client in.
+func (h *Hub) serveClient(w http.ResponseWriter, r *http.Request) {
+	who, release := h.admit(w, r, "/mcp", RoleClient, RoleDashboard)
+	if who == nil {
+		return
+	}
+	conn, err := peer.Accept(w, r, h.acceptOptions())
+	if err != nil {
+		release()
+		return // Accept has answered with an HTTP error
+	}
+	s := h.newSession(conn, who, release, "websocket")
+	h.log.Info("client connected", "client", s.id, "transport", s.transport, "token", who.name, "remote", r.RemoteAddr)
+	s.start(conn)
+}
+
+func (h *Hub) acceptOptions() *peer.AcceptOptions {
+	return &peer.AcceptOptions{WebSocketOptions: h.cfg.WebSocket, OriginPatterns: h.cfg.OriginPatterns}
+}
