@@ -227,7 +227,7 @@ func (c *cluster) drop(id string) {
 	_, known := c.remotes[id]
 	delete(c.remotes, id)
 	c.mu.Unlock()
-	c.endExchanges(id, errInstanceGone)
+	c.endExchanges(id, errInstanceGone, true)
 	if known {
 		h.reg.setRemote(id, nil)
 	}
@@ -236,18 +236,20 @@ func (c *cluster) drop(id string) {
 
 // interrupt ends the exchanges in flight with instance ("" for every
 // instance) after an interruption of the broker: the calls we sent fail
-// with errInterrupted, and those we serve for it are cancelled.
+// with errInterrupted, and those we serve for it are cancelled. Requests
+// still held, never sent, are kept: they go out once the instance is heard.
 func (c *cluster) interrupt(instance string) {
-	c.endExchanges(instance, errInterrupted)
+	c.endExchanges(instance, errInterrupted, false)
 }
 
 // endExchanges fails the requests we sent to instance ("" for all) with
-// err and cancels those we serve for it.
-func (c *cluster) endExchanges(instance string, err error) {
+// err (those never sent too when all is set) and cancels those we serve
+// for it.
+func (c *cluster) endExchanges(instance string, err error, all bool) {
 	c.mu.Lock()
 	var failed []*outCall
 	for n, oc := range c.calls {
-		if instance == "" || oc.instance == instance {
+		if (instance == "" || oc.instance == instance) && (all || oc.started) {
 			failed = append(failed, oc)
 			delete(c.calls, n)
 		}

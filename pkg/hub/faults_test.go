@@ -1,0 +1,492 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
+)
+
+// Regression tests for faults found under load and around outages. Each
+// drives the interleaving that once lost a message, with hooks instead of
+// sleeps, so that it fails every time the fault is back.
+
+// hookBroker lets a test hold or lose the messages of one instance.
+type hookBroker struct {
+	pubsub.Broker
+	// beforePublish, when set, runs before each publish and may block; it
+	// returns the error Publish should report once the message went out.
+	beforePublish atomic.Pointer[func(ctx context.Context, topic string, payload []byte) error]
+	// deaf drops everything that arrives for the instance, as when its
+	// subscriber connection is down.
+	deaf atomic.Bool
+}
+
+func (b *hookBroker) Publish(ctx context.Context, topic string, payload []byte) error {
+	if fn := b.beforePublish.Load(); fn != nil {
+		if err := (*fn)(ctx, topic, payload); err != nil {
+			b.Broker.Publish(context.Background(), topic, payload)
+			return err
+		}
+	}
+	return b.Broker.Publish(ctx, topic, payload)
+}
+
+func (b *hookBroker) Subscribe(ctx context.Context, topic string, h pubsub.Handler) (pubsub.Subscription, error) {
+	return b.Broker.Subscribe(ctx, topic, func(ctx context.Context, topic string, payload []byte) {
+		if b.deaf.Load() {
+			return
+		}
+		h(ctx, topic, payload)
+	})
+}
+
+// startPair starts two instances on one in-memory broker, each behind a
+// hookBroker of its own. Heartbeats are an hour apart unless cfg says
+// otherwise: a test moves the cluster itself.
+func startPair(t *testing.T, cfg Config) (a, b *testHub, ha, hb *hookBroker) {
+	t.Helper()
+	shared := pubsub.NewMemory()
+	t.Cleanup(func() { shared.Close() })
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = time.Hour
+	}
+	ha, hb = &hookBroker{Broker: shared}, &hookBroker{Broker: shared}
+	cfgA, cfgB := cfg, cfg
+	cfgA.Broker, cfgB.Broker = ha, hb
+	a = startHub(t, cfgA)
+	b = startHub(t, cfgB)
+	for _, th := range []*testHub{a, b} {
+		require.Eventually(t, func() bool { return len(th.remoteInstances()) == 1 }, wait, time.Millisecond,
+			"instance %s never heard the other", shortID(th.ID()))
+	}
+	return a, b, ha, hb
+}
+
+// isKind reports whether an envelope on the wire is of kind.
+func isKind(payload []byte, kind string) bool {
+	return bytes.HasPrefix(payload, []byte(`{"k":"`+kind+`"`))
+}
+
+// The caller's cancellation used to cancel the publish of its call too: a
+// publish that Redis had carried out but reported as cancelled counted as
+// "not sent", and no cancellation followed, so the server worked on for no
+// one (10 of 25 runs under CPU load). hookBroker plays Redis: the call goes
+// out, and Publish reports the caller's cancellation.
+func TestCluster_cancelDuringPublishReachesTheServer(t *testing.T) {
+	t.Parallel()
+	a, b, ha, _ := startPair(t, Config{})
+	working := make(chan struct{})
+	defer close(working)
+	srv := startRawServer(b, "b", `{"tools":{}}`, func(method string, _ json.RawMessage) string {
+		switch method {
+		case mcp.MethodToolsList:
+			return `{"tools":[{"name":"block","inputSchema":{"type":"object"}}]}`
+		case mcp.MethodToolsCall:
+			<-working // until the test ends: only a cancellation frees the caller
+		}
+		return ""
+	})
+	a.waitServer("b", 1)
+
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hook := func(ctx context.Context, topic string, payload []byte) error {
+		if !isKind(payload, kindCall) {
+			return nil
+		}
+		once.Do(func() { close(held) })
+		<-release
+		return ctx.Err() // Redis wrote it; the caller's context ended meanwhile
+	}
+	ha.beforePublish.Store(&hook)
+
+	c := a.client(nil)
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	errc := make(chan error, 1)
+	go func() { _, err := c.CallTool(ctx, "b__block", nil, nil); errc <- err }()
+	<-held
+	cancel()
+	assert.ErrorIs(t, <-errc, context.Canceled)
+	require.Eventually(t, func() bool {
+		a.cluster.mu.Lock()
+		defer a.cluster.mu.Unlock()
+		return len(a.cluster.calls) == 0
+	}, wait, time.Millisecond, "A took the client's cancellation")
+	close(release)
+
+	id := <-srv.calls
+	select {
+	case got := <-srv.cancels:
+		assert.Equal(t, id, got, "the server was told to stop that call")
+	case <-time.After(wait):
+		t.Fatal("the cancellation never crossed to the server's instance")
+	}
+}
+
+// After a broker outage an instance used to publish to another's inbox as
+// soon as its own connection was back, before the other had resubscribed,
+// and the message vanished: the call got no answer for the call timeout. A
+// call now waits until the other instance is heard again.
+func TestCluster_callAfterReconnectionWaitsForTheOtherInstance(t *testing.T) {
+	t.Parallel()
+	a, b, _, hb := startPair(t, Config{CallTimeout: 5 * time.Minute})
+	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
+	a.waitServer("far", 1)
+	c := a.client(nil)
+	echo := func() error {
+		_, err := c.CallTool(ctxFor(t), "far__echo", map[string]string{"text": "x"}, nil)
+		return err
+	}
+	require.NoError(t, echo())
+
+	// Redis restarts: B's subscription is not back yet, A's connection is.
+	hb.deaf.Store(true)
+	b.cluster.brokerState(false)
+	a.cluster.brokerState(false)
+	a.cluster.brokerState(true)
+
+	errc := make(chan error, 1)
+	go func() { errc <- echo() }()
+	require.Eventually(t, func() bool {
+		a.cluster.mu.Lock()
+		defer a.cluster.mu.Unlock()
+		return len(a.cluster.calls) == 1
+	}, wait, time.Millisecond, "the call is on its way")
+
+	// B resubscribes, and says so.
+	hb.deaf.Store(false)
+	b.cluster.brokerState(true)
+	select {
+	case err := <-errc:
+		require.NoError(t, err, "the call reached B once B listened again")
+	case <-time.After(wait):
+		t.Fatal("the call vanished: it was sent before B listened again")
+	}
+}
+
+// An interruption ends the exchanges in flight on both sides at once, with
+// a clear error, instead of leaving them to the call timeout.
+func TestCluster_interruptionFailsCallsInFlight(t *testing.T) {
+	t.Parallel()
+	a, b, _, _ := startPair(t, Config{CallTimeout: 5 * time.Minute})
+	blk := newBlocker("b")
+	b.runServer(blk.Server, "b")
+	a.waitServer("b", 1)
+	c := a.client(nil)
+	errc := make(chan error, 1)
+	go func() { _, err := c.CallTool(ctxFor(t), "b__block", nil, nil); errc <- err }()
+	<-blk.started
+
+	a.cluster.brokerState(false) // A's connection drops: B's answer could be lost
+	err := <-errc
+	assert.Equal(t, mcp.CodeConnectionClosed, rpcCode(err), "%v", err)
+	assert.ErrorContains(t, err, "interrupted")
+
+	a.cluster.brokerState(true) // A is back and says hello: B gives up on A's call
+	select {
+	case <-blk.cancelled:
+	case <-time.After(wait):
+		t.Fatal("B kept serving a call whose caller had failed it")
+	}
+}
+
+// Drain used to close the server connections as soon as this instance's
+// own clients were idle, failing the calls it served for other instances.
+func TestHub_drainWaitsForCallsOfOtherInstances(t *testing.T) {
+	t.Parallel()
+	a, b, _, _ := startPair(t, Config{})
+	started, release := make(chan struct{}, 3), make(chan struct{})
+	s := mcp.NewServer(mcp.Implementation{Name: "w", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "work"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		started <- struct{}{}
+		<-release
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("finished")}}, nil
+	})
+	b.runServer(s, "w")
+	a.waitServer("w", 1)
+	c := a.client(nil)
+	results := make(chan error, 3)
+	for range 3 {
+		go func() {
+			res, err := c.CallTool(ctxFor(t), "w__work", nil, nil)
+			if err == nil && res.Content[0].Text != "finished" {
+				err = fmt.Errorf("unexpected result %v", res.Content)
+			}
+			results <- err
+		}()
+	}
+	for range 3 {
+		<-started
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- b.Drain(ctxFor(t)) }()
+	require.Eventually(t, func() bool { return readyz(t, b) == http.StatusServiceUnavailable }, wait, time.Millisecond)
+	select {
+	case err := <-drained:
+		t.Fatalf("the drain did not wait for the calls it serves for A: %v", err)
+	case err := <-results:
+		t.Fatalf("a call served for A ended during the drain: %v", err)
+	default:
+	}
+	close(release)
+	for range 3 {
+		require.NoError(t, <-results)
+	}
+	require.NoError(t, <-drained)
+}
+
+// rawServer is a server connection scripted by a test: it answers the
+// hub's requests from a function, each on a goroutine of its own (so that
+// an answer may wait), and can send notifications.
+type rawServer struct {
+	t       *testing.T
+	conn    *peer.WebSocket
+	writeMu sync.Mutex
+	seen    chan string     // "method uri" of each resources/(un)subscribe
+	calls   chan jsonrpc.ID // the id of each tools/call
+	cancels chan jsonrpc.ID // the requestId of each notifications/cancelled
+}
+
+// startRawServer connects a raw server named name. answer returns a
+// request's result (JSON); nil answers {} (and, for list methods, an empty
+// list).
+func startRawServer(th *testHub, name, caps string, answer func(method string, params json.RawMessage) string) *rawServer {
+	t := th.t
+	t.Helper()
+	before := len(th.reg.view().servers[name])
+	conn, err := peerDial(t, th.wsURL("/mcp/server?name="+name))
+	require.NoError(t, err)
+	rs := &rawServer{t: t, conn: conn, seen: make(chan string, 64), calls: make(chan jsonrpc.ID, 64), cancels: make(chan jsonrpc.ID, 64)}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		conn.Close(peer.CloseNormal, "")
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			b, err := conn.Read(context.Background())
+			if err != nil {
+				return
+			}
+			m, err := jsonrpc.DecodeMessage(b)
+			if err != nil {
+				return
+			}
+			req, ok := m.(*jsonrpc.Request)
+			if ok && req.Method == mcp.NotificationCancelled {
+				var p mcp.CancelledParams
+				json.Unmarshal(req.Params, &p)
+				rs.cancels <- p.RequestID
+			}
+			if !ok || req.IsNotification() {
+				continue
+			}
+			if req.Method == mcp.MethodToolsCall {
+				rs.calls <- req.ID
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res := ""
+				switch req.Method {
+				case mcp.MethodInitialize:
+					res = `{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"serverInfo":{"name":"` + name + `","version":"1"}}`
+				case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
+					uri, _ := jsonrpc.StringMember(req.Params, "uri")
+					rs.seen <- req.Method + " " + uri
+				}
+				if res == "" && answer != nil {
+					res = answer(req.Method, req.Params)
+				}
+				if res == "" {
+					res = `{}`
+				}
+				rs.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, res))
+			}()
+		}
+	}()
+	th.waitFor(name+" registered", func(v *view) bool { return len(v.servers[name]) > before })
+	return rs
+}
+
+func (rs *rawServer) write(frame string) {
+	rs.writeMu.Lock()
+	defer rs.writeMu.Unlock()
+	rs.conn.Write(context.Background(), []byte(frame))
+}
+
+// expect waits for the next subscription change the server saw.
+func (rs *rawServer) expect(what string) {
+	rs.t.Helper()
+	select {
+	case got := <-rs.seen:
+		assert.Equal(rs.t, what, got)
+	case <-time.After(wait):
+		rs.t.Fatalf("the server never saw %s", what)
+	}
+}
+
+// expectNothing checks that the server saw no subscription change so far.
+func (rs *rawServer) expectNothing() {
+	rs.t.Helper()
+	select {
+	case got := <-rs.seen:
+		rs.t.Errorf("unexpected %s", got)
+	default:
+	}
+}
+
+const subscribableCaps = `{"resources":{"subscribe":true,"listChanged":true}}`
+
+func listing(uris ...string) func(string, json.RawMessage) string {
+	return func(method string, _ json.RawMessage) string {
+		if method != mcp.MethodResourcesList {
+			return ""
+		}
+		var items []string
+		for _, u := range uris {
+			items = append(items, fmt.Sprintf(`{"uri":%q,"name":"r"}`, u))
+		}
+		return `{"resources":[` + strings.Join(items, ",") + `]}`
+	}
+}
+
+// A replica joining later used to take over a subscribed resource when its
+// ID sorted first as a string (".../12" before ".../4"): the new one was
+// subscribed and the old one never unsubscribed, so the resource stayed
+// subscribed upstream after the last client left.
+func TestSubscriptions_aJoiningReplicaTakesNothingOver(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	x := startRawServer(th, "rc", subscribableCaps, listing("rc://x"))
+	c := th.client(nil)
+	require.NoError(t, c.Subscribe(ctxFor(t), "rc://x"))
+	x.expect("resources/subscribe rc://x")
+
+	th.seq.Add(100) // the next replica's ID sorts before the first's as a string
+	y := startRawServer(th, "rc", subscribableCaps, listing("rc://x"))
+	require.Less(t, th.reg.view().servers["rc"][0].ID, th.reg.view().servers["rc"][1].ID)
+	_, replicas := th.subs.coordOf("rc://x")
+	assert.Equal(t, 1, replicas)
+
+	require.NoError(t, c.Unsubscribe(ctxFor(t), "rc://x"))
+	x.expect("resources/unsubscribe rc://x")
+	y.expectNothing()
+	_, replicas = th.subs.coordOf("rc://x")
+	assert.Zero(t, replicas, "nothing stays subscribed upstream")
+}
+
+// When the coordinator does change while the previous one is still there
+// (an older replica starts listing the resource), the previous one is
+// released: a resource is never subscribed twice, and subscribers never
+// get each update twice.
+func TestSubscriptions_aMovedCoordinatorIsReleased(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	var ylists atomic.Bool
+	y := startRawServer(th, "mv", subscribableCaps, func(method string, p json.RawMessage) string {
+		if ylists.Load() {
+			return listing("mv://r")(method, p)
+		}
+		return ""
+	})
+	x := startRawServer(th, "mv", subscribableCaps, listing("mv://r"))
+	c := th.client(nil)
+	require.NoError(t, c.Subscribe(ctxFor(t), "mv://r"))
+	x.expect("resources/subscribe mv://r") // the only one that lists it
+
+	ylists.Store(true)
+	y.write(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`)
+	y.expect("resources/subscribe mv://r") // the oldest that lists it now
+	x.expect("resources/unsubscribe mv://r")
+	_, replicas := th.subs.coordOf("mv://r")
+	assert.Equal(t, 1, replicas)
+
+	require.NoError(t, c.Unsubscribe(ctxFor(t), "mv://r"))
+	y.expect("resources/unsubscribe mv://r")
+	x.expectNothing()
+}
+
+// A subscribe that raced with its session's end used to stay registered for
+// ever, and its upstream subscription was never released.
+func TestSubscriptions_subscribeAfterTheSessionEnded(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	x := startRawServer(th, "rc", subscribableCaps, listing("rc://x"))
+	c := th.client(nil)
+	ss := th.sessionList()[0]
+	require.NoError(t, c.Close())
+	require.Eventually(t, ss.closed.Load, wait, time.Millisecond)
+
+	err := th.subs.subscribe(ctxFor(t), ss, "rc://x")
+	assert.Equal(t, mcp.CodeConnectionClosed, rpcCode(err), "%v", err)
+	th.subs.mu.Lock()
+	assert.Empty(t, th.subs.bySession[ss])
+	assert.Empty(t, th.subs.local)
+	th.subs.mu.Unlock()
+	x.expectNothing()
+}
+
+// A client's close used to wait, up to the call timeout, for a re-ask of
+// its subscription still in flight at a slow server.
+func TestSubscriptions_closeDoesNotWaitForASlowServer(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{CallTimeout: 5 * time.Minute})
+	var ylists atomic.Bool
+	slow := make(chan struct{})
+	y := startRawServer(th, "mv", subscribableCaps, func(method string, p json.RawMessage) string {
+		if method == mcp.MethodResourcesSubscribe {
+			<-slow
+		}
+		if ylists.Load() {
+			return listing("mv://r")(method, p)
+		}
+		return ""
+	})
+	defer close(slow)
+	x := startRawServer(th, "mv", subscribableCaps, listing("mv://r"))
+	c := th.client(nil)
+	require.NoError(t, c.Subscribe(ctxFor(t), "mv://r"))
+	x.expect("resources/subscribe mv://r")
+	ylists.Store(true)
+	y.write(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`)
+	y.expect("resources/subscribe mv://r") // and it does not answer
+
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case err := <-closed:
+		assert.NoError(t, err)
+	case <-time.After(wait):
+		t.Fatal("the client's close waited for the server")
+	}
+}
+
+func TestErrors_sayWhatWentWrong(t *testing.T) {
+	t.Parallel()
+	e := jsonrpc.ErrorOf(errServerGone(""))
+	assert.Equal(t, mcp.CodeConnectionClosed, e.Code)
+	assert.NotContains(t, e.Message, `""`, "no empty server name")
+	e = jsonrpc.ErrorOf(errServerGone("weather"))
+	assert.Contains(t, e.Message, `"weather"`)
+	e = jsonrpc.ErrorOf(errBrokerDown(fmt.Errorf("%w: redis publish at 10.0.0.1:6379: connection refused", pubsub.ErrUnavailable)))
+	assert.Contains(t, string(e.Data), "connection refused", "the cause is kept")
+}
