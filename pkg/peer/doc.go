@@ -44,4 +44,38 @@
 // error matching [ErrClosed] (-32000, "connection closed"), cancel handlers'
 // contexts, send what is queued for up to Options.FlushTimeout and close the
 // connection. [Peer.Wait] returns when every goroutine of the peer has ended.
+//
+// # Reading the source
+//
+// Each file holds one concern of the [Peer]:
+//
+//   - options.go: [Options], their defaults and withDefaults.
+//   - peer.go: the Peer type and its state, [New], [Peer.Start], [FromContext]
+//     and the accounting of the peer's goroutines (for [Peer.Wait] and OnDone).
+//   - calls.go: outgoing messages: [Peer.Call], [Peer.CallID], [Peer.Go],
+//     [Peer.Abort], [Peer.Notify], [Peer.SendEncoded], and the pending map.
+//   - write.go: the send queue, the slow consumer rule, inline writes and the
+//     writer goroutine.
+//   - read.go: the read loop, and what it does with each frame: responses to
+//     the pending calls, notifications to the handler, calls to handlers.go.
+//   - handlers.go: incoming calls: [Handler], [AsyncHandler] and [Reply], the
+//     worker pool, batches, [Peer.Cancel] and [Peer.Pending].
+//   - close.go: [Peer.Close], [Peer.CloseWith], shutdown, [Peer.Done],
+//     [Peer.Err] and [Peer.Wait].
+//   - conn.go, websocket.go, cork*.go, pipe.go: the connection under a peer
+//     ([Conn], [WebSocket], [Pipe]).
+//
+// # Locks
+//
+// One mutex, the Peer's mu, guards all in-flight state (pending and incoming
+// calls, the work queue and workers, the send queue and the writer): every
+// change happens under it in one short critical section, and a function whose
+// name ends in Locked expects it held. The lock order is Peer.mu, then a
+// [Reply]'s mu (Cancel and shutdown end a Reply while holding the peer's);
+// Reply.Send releases the Reply's before it takes the peer's, and
+// Reply.OnCancel never takes the peer's.
+// Nothing runs under Peer.mu that can block or call out: the conn is read,
+// written and closed without it, and handlers, callbacks (done, OnCancel,
+// OnClose, a Reply's OnCancel) and hooks run after it is released. The
+// conns' own locks are therefore never taken under it.
 package peer

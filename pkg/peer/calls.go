@@ -1,0 +1,189 @@
+package peer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+)
+
+// pendingCall is an outgoing call waiting for its answer: on ch (Call) or
+// through done (Go).
+type pendingCall struct {
+	ch   chan *jsonrpc.Response
+	done func(*jsonrpc.Response, error)
+}
+
+// NextID returns a fresh id for an outgoing call, for callers that must know
+// it before the call is sent (see CallID).
+func (p *Peer) NextID() jsonrpc.ID { return jsonrpc.Int64ID(p.nextID.Add(1)) }
+
+// Call sends a request and waits for its answer, decoding the result into
+// result (nil discards it; a *json.RawMessage receives it undecoded). The
+// error is the remote's *jsonrpc.Error, ctx's error if it ends first, or one
+// matching ErrClosed if the connection closes.
+func (p *Peer) Call(ctx context.Context, method string, params, result any) error {
+	return p.CallID(ctx, p.NextID(), method, params, result)
+}
+
+// CallID is Call with an id from NextID.
+func (p *Peer) CallID(ctx context.Context, id jsonrpc.ID, method string, params, result any) error {
+	raw, err := encodeParams(method, params)
+	if err != nil {
+		return err
+	}
+	frame := (&jsonrpc.Request{ID: id, Method: method, Params: raw}).Encode()
+	ch := replyChans.Get().(chan *jsonrpc.Response)
+	defer replyChans.Put(ch) // empty again: exactly one reply is sent and received
+	if err := p.sendCall(id, frame, pendingCall{ch: ch}); err != nil {
+		return err
+	}
+
+	select {
+	case resp := <-ch:
+		return p.decodeResult(method, resp, result)
+	case <-ctx.Done():
+		p.mu.Lock()
+		_, stillPending := p.pending[id]
+		delete(p.pending, id)
+		p.mu.Unlock()
+		if !stillPending {
+			// The answer, or the news that the peer closed, raced the
+			// cancellation and won: whoever took the call from the pending
+			// map is sending it on ch, which never blocks.
+			return p.decodeResult(method, <-ch, result)
+		}
+		if p.opts.OnCancel != nil {
+			p.opts.OnCancel(id, context.Cause(ctx))
+		}
+		return ctx.Err()
+	}
+}
+
+// Go sends a call and returns at once; done runs later with the answer (an
+// error response, or a result), or with a non-nil error when the peer
+// closes or Abort ends the call first. done runs on the read loop or the
+// goroutine that closes: it must not block. id must come from NextID.
+func (p *Peer) Go(id jsonrpc.ID, method string, params json.RawMessage, done func(*jsonrpc.Response, error)) error {
+	if len(params) > 0 && params[0] != '{' && params[0] != '[' {
+		return fmt.Errorf("peer: params of %s must be a JSON object or an array", method)
+	}
+	frame := (&jsonrpc.Request{ID: id, Method: method, Params: params}).Encode()
+	return p.sendCall(id, frame, pendingCall{done: done})
+}
+
+// Abort ends a call sent with Go before its answer: done gets err, and
+// Options.OnCancel fires (so the other side hears of it). It reports
+// whether the call was still pending.
+func (p *Peer) Abort(id jsonrpc.ID, err error) bool {
+	p.mu.Lock()
+	pc, ok := p.pending[id]
+	if ok && pc.done != nil {
+		delete(p.pending, id)
+	}
+	p.mu.Unlock()
+	if !ok || pc.done == nil {
+		return false
+	}
+	if p.opts.OnCancel != nil {
+		p.opts.OnCancel(id, err)
+	}
+	pc.done(nil, err)
+	return true
+}
+
+// encodeParams encodes params, which JSON-RPC wants as an object or an
+// array; nil leaves them out.
+func encodeParams(method string, params any) (json.RawMessage, error) {
+	raw, err := jsonrpc.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("peer: encoding params of %s: %w", method, err)
+	}
+	if len(raw) > 0 && raw[0] != '{' && raw[0] != '[' {
+		if string(raw) == "null" {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("peer: params of %s must encode to a JSON object or an array, not %.20s", method, raw)
+	}
+	return raw, nil
+}
+
+// sendCall records a call as pending under id, where its answer will find
+// pc, and sends its frame.
+func (p *Peer) sendCall(id jsonrpc.ID, frame []byte, pc pendingCall) error {
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		return p.closedErr()
+	}
+	if _, dup := p.pending[id]; dup {
+		p.mu.Unlock()
+		return fmt.Errorf("peer: call id %s is already in flight", id)
+	}
+	p.pending[id] = pc
+	inline, err := p.sendLocked(frame, true)
+	if err != nil {
+		delete(p.pending, id)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if inline {
+		p.writeInline(frame)
+	}
+	return nil
+}
+
+// replyChans recycles the channels calls wait on.
+var replyChans = sync.Pool{New: func() any { return make(chan *jsonrpc.Response, 1) }}
+
+// closedResponse is what shutdown sends every pending call.
+var closedResponse = &jsonrpc.Response{Error: ErrClosed}
+
+func (p *Peer) decodeResult(method string, resp *jsonrpc.Response, result any) error {
+	if resp == closedResponse {
+		return p.closedErr()
+	}
+	if resp.Error != nil {
+		return resp.Error
+	}
+	switch r := result.(type) {
+	case nil:
+		return nil
+	case *json.RawMessage:
+		*r = resp.Result
+		return nil
+	}
+	if err := json.Unmarshal(resp.Result, result); err != nil {
+		return fmt.Errorf("peer: decoding result of %s into %T: %w", method, result, err)
+	}
+	return nil
+}
+
+// Notify sends a notification. It does not wait for the frame to be written.
+func (p *Peer) Notify(ctx context.Context, method string, params any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	raw, err := encodeParams(method, params)
+	if err != nil {
+		return err
+	}
+	return p.SendEncoded((&jsonrpc.Request{Method: method, Params: raw}).Encode())
+}
+
+// SendEncoded queues a frame that is already an encoded message, such as one
+// notification encoded once and sent to many peers. The frame is shared, not
+// copied: it must not be modified afterwards.
+func (p *Peer) SendEncoded(frame []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return p.closedErrLocked()
+	}
+	_, err := p.sendLocked(frame, false)
+	return err
+}

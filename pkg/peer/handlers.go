@@ -1,0 +1,377 @@
+package peer
+
+import (
+	"context"
+	"encoding/json"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+)
+
+// Handler answers incoming requests and notifications.
+//
+// For a call, the result is encoded as the response's result (a
+// json.RawMessage is sent as is) and an error as its error object, mapped by
+// jsonrpc.ErrorOf. For a notification the result is ignored.
+type Handler interface {
+	Handle(ctx context.Context, req *jsonrpc.Request) (result any, err error)
+}
+
+// HandlerFunc adapts a function to the Handler interface.
+type HandlerFunc func(ctx context.Context, req *jsonrpc.Request) (any, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	return f(ctx, req)
+}
+
+var _ Handler = HandlerFunc(nil)
+
+type incoming struct {
+	cancel    context.CancelFunc // nil for a call an AsyncHandler took
+	reply     *Reply             // set for a call an AsyncHandler took
+	cancelled bool               // Cancel was called: no response is sent
+}
+
+type job struct {
+	ctx   context.Context
+	req   *jsonrpc.Request
+	batch *batchReply
+}
+
+// batchReply collects the answers to one incoming batch, sent as one array
+// when the last call in it is answered.
+type batchReply struct {
+	out       []jsonrpc.Message
+	remaining int
+	sealed    bool // every call of the batch has been registered
+}
+
+// accept registers an incoming call and queues it for a worker. For a call
+// that came alone in its frame it returns true instead of starting a worker,
+// when one may start: the reader becomes that worker (see readLoop).
+func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		return false
+	}
+	if _, dup := p.incoming[req.ID]; dup {
+		p.respondLocked(b, jsonrpc.NewErrorResponse(req.ID,
+			jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "id %s is already in flight", req.ID)))
+		p.mu.Unlock()
+		return false
+	}
+	if len(p.incoming) >= p.opts.MaxPending {
+		p.respondLocked(b, &jsonrpc.Response{ID: req.ID, Error: p.opts.Overloaded})
+		p.mu.Unlock()
+		return false
+	}
+	if async, ok := p.opts.Handler.(AsyncHandler); ok && b == nil {
+		reply := &Reply{p: p, id: req.ID}
+		p.incoming[req.ID] = incoming{reply: reply}
+		p.mu.Unlock()
+		if async.HandleAsync(req, reply) {
+			return false
+		}
+		p.mu.Lock()
+		if in, ok := p.incoming[req.ID]; !ok || in.reply != reply {
+			p.mu.Unlock() // cancelled or closed meanwhile
+			return false
+		}
+	}
+	defer p.mu.Unlock()
+	ctx, cancel := context.WithCancel(p.ctx)
+	p.incoming[req.ID] = incoming{cancel: cancel}
+	p.queue = append(p.queue, job{ctx: ctx, req: req, batch: b})
+	if b != nil {
+		b.remaining++
+	}
+	switch {
+	case len(p.idlers) > 0:
+		// A worker is waiting for work: wake it rather than start one. It is
+		// taken off the list here, so that each job reserves its own worker.
+		wake := p.idlers[len(p.idlers)-1]
+		p.idlers = p.idlers[:len(p.idlers)-1]
+		wake <- struct{}{} // buffered: one token per reservation
+	case p.workers < p.opts.MaxConcurrent:
+		p.workers++
+		if b == nil {
+			return true
+		}
+		p.addGoroutine()
+		go func() {
+			defer p.goroutineDone()
+			p.work()
+		}()
+	}
+	return false
+}
+
+// workerLinger is how long a worker with nothing to do waits for more work
+// before it exits: long enough that a busy peer keeps its workers (starting
+// a goroutine and growing its stack for every call cost more than the call
+// itself), short enough that an idle peer soon holds none.
+const workerLinger = 500 * time.Millisecond
+
+// work runs queued calls, waiting a little for more when the queue is empty,
+// then exits.
+func (p *Peer) work() {
+	wake := make(chan struct{}, 1)
+	var linger *time.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
+	for {
+		p.mu.Lock()
+		if p.closing {
+			p.workers--
+			p.mu.Unlock()
+			return
+		}
+		if len(p.queue) == 0 {
+			p.idlers = append(p.idlers, wake)
+			p.mu.Unlock()
+			if linger == nil {
+				linger = time.NewTimer(workerLinger)
+			} else {
+				linger.Reset(workerLinger)
+			}
+			select {
+			case <-wake:
+				continue // reserved for a job
+			case <-linger.C:
+			case <-p.done:
+			}
+			p.mu.Lock()
+			if i := slices.Index(p.idlers, wake); i >= 0 {
+				p.idlers = slices.Delete(p.idlers, i, i+1)
+				p.workers--
+				p.mu.Unlock()
+				return
+			}
+			p.mu.Unlock()
+			<-wake // a job reserved this worker as it gave up: take it
+			continue
+		}
+		j := p.queue[0]
+		p.queue[0] = job{}
+		p.queue = p.queue[1:]
+		p.mu.Unlock()
+		p.run(j)
+	}
+}
+
+func (p *Peer) run(j job) {
+	var resp *jsonrpc.Response
+	if j.ctx.Err() == nil {
+		resp = p.call(j)
+	}
+	var frame []byte
+	if resp != nil && j.batch == nil {
+		frame = resp.Encode() // encoded before locking
+	}
+	p.mu.Lock()
+	in, ok := p.incoming[j.req.ID]
+	delete(p.incoming, j.req.ID)
+	if ok {
+		if in.cancel != nil {
+			in.cancel()
+		}
+		if in.cancelled {
+			resp = nil
+		}
+	}
+	inline := false
+	switch {
+	case j.batch != nil:
+		j.batch.remaining--
+		if resp != nil {
+			j.batch.out = append(j.batch.out, resp)
+		}
+		p.flushBatchLocked(j.batch)
+	case resp != nil && !p.closing:
+		inline, _ = p.sendLocked(frame, true)
+	}
+	p.mu.Unlock()
+	if inline {
+		p.writeInline(frame)
+	}
+}
+
+// call runs the handler for one call and turns its outcome into a response.
+func (p *Peer) call(j job) (resp *jsonrpc.Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("handler panicked", "method", j.req.Method, "panic", r, "stack", string(debug.Stack()))
+			resp = jsonrpc.NewErrorResponse(j.req.ID, jsonrpc.ErrInternal)
+		}
+	}()
+	result, err := p.opts.Handler.Handle(j.ctx, j.req)
+	if err != nil {
+		if jsonrpc.CodeOf(err) == jsonrpc.CodeInternalError && j.ctx.Err() == nil {
+			p.log.Warn("handler failed", "method", j.req.Method, "err", err) // a cancelled call failing is expected
+		}
+		return jsonrpc.NewErrorResponse(j.req.ID, err)
+	}
+	resp, err = jsonrpc.NewResult(j.req.ID, result)
+	if err != nil {
+		p.log.Warn("encoding a result failed", "method", j.req.Method, "err", err)
+		return jsonrpc.NewErrorResponse(j.req.ID, jsonrpc.ErrInternal)
+	}
+	return resp
+}
+
+func (p *Peer) respond(b *batchReply, resp *jsonrpc.Response) {
+	p.mu.Lock()
+	p.respondLocked(b, resp)
+	p.mu.Unlock()
+}
+
+// respondLocked sends resp, or adds it to its batch's reply.
+func (p *Peer) respondLocked(b *batchReply, resp *jsonrpc.Response) {
+	if b != nil {
+		b.out = append(b.out, resp)
+		p.flushBatchLocked(b)
+		return
+	}
+	if !p.closing {
+		_, _ = p.sendLocked(resp.Encode(), false)
+	}
+}
+
+func (p *Peer) flushBatchLocked(b *batchReply) {
+	if !b.sealed || b.remaining > 0 || len(b.out) == 0 || p.closing {
+		return
+	}
+	out := b.out
+	b.out = nil
+	_, _ = p.sendLocked(jsonrpc.EncodeBatch(out), false)
+}
+
+// Pending returns the number of incoming calls accepted and not yet
+// answered. Once it is 0, every answer has been queued or is being written,
+// and Close sends it before closing.
+func (p *Peer) Pending() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.incoming)
+}
+
+// Cancel cancels the context of the incoming call id, if it is in flight.
+// Its response, if the handler still returns one, is not sent: MCP says a
+// cancelled request gets no answer.
+func (p *Peer) Cancel(id jsonrpc.ID) bool {
+	p.mu.Lock()
+	in, ok := p.incoming[id]
+	if !ok {
+		p.mu.Unlock()
+		return false
+	}
+	in.cancelled = true
+	p.incoming[id] = in
+	if in.cancel != nil {
+		in.cancel()
+	}
+	var hook func()
+	if in.reply != nil {
+		delete(p.incoming, id) // no answer will be sent
+		hook = in.reply.cancelled()
+	}
+	p.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return true
+}
+
+// AsyncHandler is an optional interface of a Handler, for a router: calls
+// it takes are answered later, from any goroutine, without holding a worker
+// goroutine while they wait.
+//
+// HandleAsync runs on the read loop, in arrival order, for every call that
+// is not part of a batch. It must not block. It returns false to leave the
+// call to Handle on a worker, as usual; or true, having taken the call: it
+// then answers exactly once with reply.Send (an answer after a cancellation
+// or a close is dropped).
+type AsyncHandler interface {
+	HandleAsync(req *jsonrpc.Request, reply *Reply) bool
+}
+
+// Reply answers one call an AsyncHandler took.
+type Reply struct {
+	p  *Peer
+	id jsonrpc.ID
+
+	mu       sync.Mutex
+	onCancel func()
+	ended    bool // cancelled, closed or answered: onCancel runs at most once
+	answered bool
+}
+
+// ID returns the call's id.
+func (r *Reply) ID() jsonrpc.ID { return r.id }
+
+// OnCancel registers fn to run, once, if the call is cancelled (Cancel) or
+// the peer closes before it is answered; at once if that already happened.
+func (r *Reply) OnCancel(fn func()) {
+	r.mu.Lock()
+	if !r.ended {
+		r.onCancel = fn
+		r.mu.Unlock()
+		return
+	}
+	answered := r.answered
+	r.mu.Unlock()
+	if !answered {
+		fn()
+	}
+}
+
+// cancelled ends the reply without an answer and returns its hook.
+func (r *Reply) cancelled() func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return nil
+	}
+	r.ended = true
+	fn := r.onCancel
+	r.onCancel = nil
+	return fn
+}
+
+// Send answers the call: with err when it is not nil, else with result
+// (raw JSON; nil is null).
+func (r *Reply) Send(result json.RawMessage, err error) {
+	r.mu.Lock()
+	r.ended, r.answered = true, true
+	r.onCancel = nil
+	r.mu.Unlock()
+	resp := &jsonrpc.Response{ID: r.id, Result: result}
+	if err != nil {
+		resp = jsonrpc.NewErrorResponse(r.id, err)
+	}
+	frame := resp.Encode()
+	p := r.p
+	p.mu.Lock()
+	in, ok := p.incoming[r.id]
+	if !ok || in.reply != r {
+		p.mu.Unlock()
+		return // answered already, or the peer closed
+	}
+	delete(p.incoming, r.id)
+	var inline bool
+	if !in.cancelled && !p.closing {
+		inline, _ = p.sendLocked(frame, true)
+	}
+	p.mu.Unlock()
+	if inline {
+		p.writeInline(frame)
+	}
+}

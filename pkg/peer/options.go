@@ -1,0 +1,95 @@
+package peer
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxConcurrent  = 16
+	DefaultMaxPending     = 256
+	DefaultSendQueue      = 1024
+	DefaultSendQueueBytes = 64 << 20
+	DefaultFlushTimeout   = 5 * time.Second
+)
+
+// Options configure a Peer. The zero value is usable.
+type Options struct {
+	// Handler answers incoming requests; nil answers every call with
+	// "method not found".
+	Handler Handler
+	// MaxConcurrent bounds the handlers running at once for calls. Calls
+	// beyond it wait in a queue, answered in any order as they finish.
+	MaxConcurrent int
+	// MaxPending bounds the calls accepted and not yet answered, queued or
+	// running. Calls beyond it are answered at once with Overloaded.
+	MaxPending int
+	// Overloaded is the error for calls beyond MaxPending. Default: -32603
+	// "too many requests in flight".
+	Overloaded *jsonrpc.Error
+	// SendQueue and SendQueueBytes bound the frames waiting for the writer.
+	// A peer that does not read until they overflow is closed with 1008
+	// "slow consumer", so that it never blocks anyone else.
+	SendQueue      int
+	SendQueueBytes int
+	// FlushTimeout bounds how long Close waits for queued frames to be
+	// written before closing the connection.
+	FlushTimeout time.Duration
+	// Limits bound each incoming frame (see jsonrpc.Limits).
+	Limits jsonrpc.Limits
+	// CloseOnInvalid closes the connection with 1008 on the first frame
+	// that is not valid JSON-RPC, instead of answering it with an error:
+	// for a peer that is a program and should never send one.
+	CloseOnInvalid bool
+	// OnCancel is called when the context of an outgoing call ends before
+	// its answer came. The call has already left the pending map; MCP sends
+	// notifications/cancelled from here.
+	OnCancel func(id jsonrpc.ID, cause error)
+	// OnClose runs once when the peer starts closing, with the reason, on
+	// a goroutine of the peer's: the place to forget it. OnDone runs once
+	// when the last goroutine of the closed peer ends, so that an owner can
+	// wait for peers without holding a goroutine for each.
+	OnClose func(err error)
+	OnDone  func()
+	// Logger receives debug logs (unsolicited responses, handler errors).
+	// Nil discards them.
+	Logger *slog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.Handler == nil {
+		v.Handler = HandlerFunc(func(context.Context, *jsonrpc.Request) (any, error) {
+			return nil, jsonrpc.ErrMethodNotFound
+		})
+	}
+	if v.MaxConcurrent <= 0 {
+		v.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if v.MaxPending <= 0 {
+		v.MaxPending = DefaultMaxPending
+	}
+	if v.Overloaded == nil {
+		v.Overloaded = jsonrpc.NewError(jsonrpc.CodeInternalError, "too many requests in flight")
+	}
+	if v.SendQueue <= 0 {
+		v.SendQueue = DefaultSendQueue
+	}
+	if v.SendQueueBytes <= 0 {
+		v.SendQueueBytes = DefaultSendQueueBytes
+	}
+	if v.FlushTimeout <= 0 {
+		v.FlushTimeout = DefaultFlushTimeout
+	}
+	if v.Logger == nil {
+		v.Logger = slog.New(slog.DiscardHandler)
+	}
+	return v
+}

@@ -1,0 +1,113 @@
+package peer
+
+import (
+	"context"
+	"runtime/debug"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+)
+
+// readLoop reads frames until the connection ends. When a frame holds a
+// single call and a worker slot is free, the reading goroutine runs the call
+// itself and a new goroutine takes over reading: the call starts at once,
+// without waiting to be scheduled, and only the next read (which would wait
+// for the network anyway) pays for the new goroutine. This is the largest
+// saving on the round-trip latency of one call at a time.
+func (p *Peer) readLoop(stop func() bool) {
+	defer p.goroutineDone()
+	for {
+		data, err := p.conn.Read(context.Background())
+		if err != nil {
+			p.mu.Lock()
+			p.shutdownLocked(err, CloseNormal, "", false)
+			p.mu.Unlock()
+			stop()
+			return
+		}
+		if p.handleFrame(data) {
+			p.addGoroutine() // this goroutine is still counted: Add cannot race Wait
+			go p.readLoop(stop)
+			p.work()
+			return
+		}
+	}
+}
+
+// handleFrame handles one frame. It returns true when the calling reader
+// has been given a worker slot for the call the frame held.
+func (p *Peer) handleFrame(data []byte) (becomeWorker bool) {
+	select {
+	case <-p.done:
+		return false // closing: nothing more is handled or answered
+	default:
+	}
+	f := p.dec.Decode(data)
+	var b *batchReply
+	if f.Batch {
+		b = &batchReply{}
+		for _, r := range f.Replies {
+			b.out = append(b.out, r)
+		}
+	} else if len(f.Replies) > 0 {
+		p.log.Debug("invalid message", "code", f.Replies[0].Error.Code, "reason", f.Replies[0].Error.Message)
+		if !p.opts.CloseOnInvalid {
+			p.respond(nil, f.Replies[0])
+			return false
+		}
+	}
+	if p.opts.CloseOnInvalid && len(f.Replies) > 0 {
+		reason := "invalid JSON-RPC: " + f.Replies[0].Error.Message
+		p.log.Warn("closing: the other side sent invalid JSON-RPC", "reason", f.Replies[0].Error.Message)
+		p.mu.Lock()
+		p.shutdownLocked(&CloseError{Code: ClosePolicyViolation, Reason: reason}, ClosePolicyViolation, reason, false)
+		p.mu.Unlock()
+		return false
+	}
+	for _, m := range f.Messages {
+		switch m := m.(type) {
+		case *jsonrpc.Response:
+			p.deliver(m)
+		case *jsonrpc.Request:
+			if m.IsNotification() {
+				p.notification(m)
+			} else {
+				becomeWorker = p.accept(m, b)
+			}
+		}
+	}
+	if b != nil {
+		p.mu.Lock()
+		b.sealed = true
+		p.flushBatchLocked(b)
+		p.mu.Unlock()
+	}
+	return becomeWorker
+}
+
+func (p *Peer) deliver(resp *jsonrpc.Response) {
+	p.mu.Lock()
+	pc, ok := p.pending[resp.ID]
+	delete(p.pending, resp.ID)
+	p.mu.Unlock()
+	switch {
+	case ok && pc.done != nil:
+		pc.done(resp, nil)
+	case ok:
+		pc.ch <- resp
+	case resp.ID.IsNull() && resp.Error != nil:
+		p.log.Debug("the other side could not read a message", "code", resp.Error.Code, "reason", resp.Error.Message)
+	default:
+		p.log.Debug("ignoring unsolicited response", "id", resp.ID.String())
+	}
+}
+
+func (p *Peer) notification(req *jsonrpc.Request) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("notification handler panicked", "method", req.Method, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	if _, err := p.opts.Handler.Handle(p.ctx, req); err != nil {
+		p.log.Debug("notification handler failed", "method", req.Method, "err", err)
+	}
+}

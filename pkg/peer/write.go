@@ -1,0 +1,156 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// ErrSlowConsumer is why a peer whose send queue overflowed was closed.
+var ErrSlowConsumer = errors.New("peer: slow consumer: send queue full")
+
+// BatchWriter is implemented by conns that can send several frames in fewer
+// system calls than one each. The peer's writer uses it when frames queue up.
+type BatchWriter interface {
+	WriteBatch(ctx context.Context, frames [][]byte) error
+}
+
+// sendLocked queues a frame for the writer. A full queue closes the peer as
+// a slow consumer instead of blocking the caller.
+//
+// When inline is set and nothing is being written or waiting, it queues
+// nothing and returns true instead: the caller then writes the frame itself
+// with writeInline, after unlocking, saving the hand-off to a writer
+// goroutine. That is worth it only while this is the peer's one piece of
+// work in flight: with more, answers and calls follow each other closely,
+// and the writer sends all that queued up in one system call instead. Only calls and their answers are written inline, from
+// goroutines that wait on this connection anyway and whose writes the conn
+// bounds with a timeout; notifications, which the hub fans out to many peers
+// from one goroutine, are always queued.
+func (p *Peer) sendLocked(frame []byte, inline bool) (bool, error) {
+	if inline && !p.writing && len(p.sendq) == 0 && len(p.pending)+len(p.incoming) <= 1 {
+		p.writing = true
+		return true, nil
+	}
+	if p.overflowingLocked(len(frame)) {
+		p.shutdownLocked(ErrSlowConsumer, ClosePolicyViolation, "slow consumer", false)
+		return false, fmt.Errorf("%w: %w", ErrClosed, ErrSlowConsumer)
+	}
+	p.sendq = append(p.sendq, frame)
+	p.sendBytes += len(frame)
+	if !p.writing {
+		p.writing = true
+		p.addGoroutine()
+		go p.writeLoop()
+	}
+	return false, nil
+}
+
+// stuckWrite is how long a write must have been under way, with the queue
+// full behind it, for its reader to count as a slow consumer: a burst that
+// fills the queue while the writer has not yet had a turn is no sign that
+// the other side stopped reading.
+const stuckWrite = 250 * time.Millisecond
+
+// overflowingLocked reports whether queueing n more bytes breaks the slow
+// consumer rule: the byte bound always; the frame bound when a write has
+// been stuck behind it for stuckWrite, or four times over regardless.
+func (p *Peer) overflowingLocked(n int) bool {
+	switch {
+	case p.sendBytes+n > p.opts.SendQueueBytes:
+		return true
+	case len(p.sendq) < p.opts.SendQueue:
+		return false
+	case len(p.sendq) >= 4*p.opts.SendQueue:
+		return true
+	}
+	return !p.writeStart.IsZero() && time.Since(p.writeStart) > stuckWrite
+}
+
+// writeInline writes one frame on the caller's goroutine, which sendLocked
+// made the writer. Frames queued meanwhile are left to a writer goroutine,
+// so that one caller never ends up writing for everyone.
+func (p *Peer) writeInline(frame []byte) {
+	p.mu.Lock()
+	p.writeStart = time.Now()
+	p.mu.Unlock()
+	err := p.conn.Write(context.Background(), frame)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.writeStart = time.Time{}
+	switch {
+	case err != nil:
+		p.stopWritingLocked()
+		p.writeFailedLocked(err)
+	case len(p.sendq) > 0:
+		p.addGoroutine() // safe while closing too: the closer, counted, waits for the flush
+		go p.writeLoop()
+	default:
+		p.stopWritingLocked()
+	}
+}
+
+// writeFailedLocked ends the peer after a failed write. A write fails with
+// net.ErrClosed when the connection is already closed, usually because the
+// other side closed it: then the read loop, which sees why (a close frame
+// and its code), is left to end the peer, so that a normal close is not
+// reported as a write error.
+func (p *Peer) writeFailedLocked(err error) {
+	p.sendq, p.sendBytes = nil, 0
+	if errors.Is(err, net.ErrClosed) {
+		return
+	}
+	p.shutdownLocked(fmt.Errorf("peer: write: %w", err), CloseAbnormal, "", false)
+}
+
+func (p *Peer) stopWritingLocked() {
+	p.writing = false
+	if p.flushed != nil {
+		close(p.flushed)
+		p.flushed = nil
+	}
+}
+
+// writeLoop drains the queue, handing all queued frames to the conn at once,
+// and exits when it is empty: an idle peer holds no writer goroutine.
+func (p *Peer) writeLoop() {
+	defer p.goroutineDone()
+	bw, batches := p.conn.(BatchWriter)
+	for {
+		p.mu.Lock()
+		frames := p.sendq
+		if len(frames) == 0 {
+			p.stopWritingLocked()
+			p.mu.Unlock()
+			return
+		}
+		p.sendq, p.spare = p.spare[:0], nil
+		p.sendBytes = 0
+		p.writeStart = time.Now()
+		p.mu.Unlock()
+
+		var err error
+		if batches {
+			err = bw.WriteBatch(context.Background(), frames)
+		} else {
+			for _, f := range frames {
+				if err = p.conn.Write(context.Background(), f); err != nil {
+					break
+				}
+			}
+		}
+		clear(frames)
+		p.mu.Lock()
+		p.writeStart = time.Time{}
+		if err != nil {
+			p.stopWritingLocked()
+			p.writeFailedLocked(err)
+			p.mu.Unlock()
+			return
+		}
+		p.spare = frames[:0]
+		p.mu.Unlock()
+	}
+}
