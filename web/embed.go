@@ -5,11 +5,13 @@ import (
 	"net/http"
 )
 
-// files are the dashboard (index.html, app.js, styles.css, favicon.svg, the
-// modules under ui/) and the reusable browser client switchboard.js. The
-// tests under test/ (and their node_modules) are not embedded.
+// files are the dashboard (index.html, app.js, styles.css, favicon.svg, one
+// module per panel under panels/, the building blocks under ui/) and the
+// reusable browser client switchboard.js. The tests under test/ (and their
+// node_modules) are not embedded. embed_test.go checks that every file on
+// disk is served.
 //
-//go:embed *.html *.js *.css *.svg ui/*.js
+//go:embed *.html *.js *.css *.svg ui/*.js panels/*.js
 var files embed.FS
 
 // Handler serves the dashboard and the browser client module. The pages

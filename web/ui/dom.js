@@ -3,6 +3,12 @@
 // page; together with the page's Content-Security-Policy that keeps
 // untrusted content inert.
 
+/**
+ * $ returns the first element of the page that matches a CSS selector.
+ * @param {string} sel
+ */
+export const $ = (sel) => document.querySelector(sel);
+
 let seq = 0;
 
 /**
