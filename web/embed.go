@@ -7,9 +7,9 @@ import (
 
 // files are the dashboard (index.html, app.js, styles.css, favicon.svg, one
 // module per panel under panels/, the building blocks under ui/) and the
-// reusable browser client switchboard.js. The tests under test/ (and their
-// node_modules) are not embedded. embed_test.go checks that every file on
-// disk is served.
+// reusable browser client switchboard.js with its JSON-RPC layer jsonrpc.js.
+// The tests under test/ (and their node_modules) are not embedded;
+// embed_test.go checks that every file on disk is served.
 //
 //go:embed *.html *.js *.css *.svg ui/*.js panels/*.js
 var files embed.FS

@@ -15,26 +15,20 @@
 // WebSocket handshake, so a token is sent as the `?token=` query parameter
 // of the URL. Use wss:// whenever a token is involved, since the URL (and so
 // the token) may end up in proxy and server logs.
+//
+// The JSON-RPC layer under it (the WebSocket, framing, ids, pending calls,
+// cancellation) is jsonrpc.js, which this module imports: serve or copy the
+// two files side by side.
+
+import { ErrorCode, RpcError, ConnectionClosedError, JsonRpcSocket, abortError } from './jsonrpc.js';
+
+export { ErrorCode, RpcError, ConnectionClosedError };
 
 /** The MCP protocol version this client asks for. */
 export const PROTOCOL_VERSION = '2025-11-25';
 
 /** The WebSocket subprotocol MCP-over-WebSocket uses. */
 export const SUBPROTOCOL = 'mcp';
-
-/** JSON-RPC and MCP error codes this module produces or interprets. */
-export const ErrorCode = Object.freeze({
-  PARSE_ERROR: -32700,
-  INVALID_REQUEST: -32600,
-  METHOD_NOT_FOUND: -32601,
-  INVALID_PARAMS: -32602,
-  INTERNAL_ERROR: -32603,
-  CONNECTION_CLOSED: -32000,
-  REQUEST_TIMEOUT: -32001,
-  RESOURCE_NOT_FOUND: -32002,
-  FORBIDDEN: -32003,
-  RATE_LIMITED: -32004,
-});
 
 /** Connection states, in the order a healthy connection goes through them. */
 export const State = Object.freeze({
@@ -45,48 +39,6 @@ export const State = Object.freeze({
   CLOSED: 'closed',
 });
 
-/**
- * RpcError is a JSON-RPC error: one the peer answered with, or one this
- * client raises itself (connection closed, timeout), with the same shape.
- */
-export class RpcError extends Error {
-  /**
-   * @param {number} code JSON-RPC error code.
-   * @param {string} message Human-readable message.
-   * @param {unknown} [data] Structured detail, as the peer sent it.
-   */
-  constructor(code, message, data) {
-    super(message);
-    this.name = 'RpcError';
-    /** @type {number} */
-    this.code = code;
-    /** @type {unknown} */
-    this.data = data;
-  }
-
-  /** @returns {{code: number, message: string, data?: unknown}} the wire form. */
-  toJSON() {
-    const o = { code: this.code, message: this.message };
-    if (this.data !== undefined) o.data = this.data;
-    return o;
-  }
-}
-
-/**
- * ConnectionClosedError rejects every request pending when the WebSocket
- * closes, and every request made while the client is not connected. Its code
- * is -32000 and its data carries the WebSocket close code and reason.
- */
-export class ConnectionClosedError extends RpcError {
-  /**
-   * @param {string} message What happened.
-   * @param {{closeCode?: number, reason?: string}} [data] The close frame.
-   */
-  constructor(message, data) {
-    super(ErrorCode.CONNECTION_CLOSED, message, data);
-    this.name = 'ConnectionClosedError';
-  }
-}
 
 /**
  * @typedef {object} ReconnectOptions
@@ -208,9 +160,6 @@ export function backoffDelay(attempt, opts = {}, random = Math.random) {
   return Math.round(base * (1 - j) + base * j * random());
 }
 
-const abortError = (signal) =>
-  signal?.reason ?? new DOMException('The operation was aborted.', 'AbortError');
-
 /**
  * SwitchboardClient is an MCP client over one WebSocket that reconnects by
  * itself.
@@ -229,6 +178,26 @@ const abortError = (signal) =>
  *   (an unparseable frame, a failed re-subscribe).
  */
 export class SwitchboardClient extends EventTarget {
+  #opts;
+  #reconnect;
+  #roots;
+  /** @type {JsonRpcSocket} the JSON-RPC layer: the socket, ids, pending calls, incoming requests */
+  #rpc;
+  /** @type {string} */
+  #state = State.IDLE;
+  /** @type {Map<string, (p: ProgressParams) => void>} */
+  #progress = new Map();
+  /** @type {Set<string>} */
+  #subscriptions = new Set();
+  #closedByUser = false;
+  #retryTimer = null;
+  #attempt = 0;
+  #opened = false; // whether a session was ever open (since the last close())
+  #connecting = null;
+  #readyWaiters = [];
+  #initResult;
+  #logLevel;
+
   /**
    * @param {string} url The hub's client endpoint, e.g. ws://host/mcp.
    * @param {ClientOptions} [options]
@@ -237,32 +206,26 @@ export class SwitchboardClient extends EventTarget {
     super();
     /** @readonly The endpoint, without the token. */
     this.url = url;
-    this._opts = options;
-    this._WebSocket = options.WebSocket ?? globalThis.WebSocket;
-    if (typeof this._WebSocket !== 'function') {
+    this.#opts = options;
+    const WebSocket = options.WebSocket ?? globalThis.WebSocket;
+    if (typeof WebSocket !== 'function') {
       throw new TypeError('SwitchboardClient: no WebSocket implementation: pass options.WebSocket (in Node 20, the "ws" package)');
     }
-    this._reconnect = options.reconnect === false ? null : { ...(typeof options.reconnect === 'object' ? options.reconnect : {}) };
-    this._roots = options.roots;
-    /** @type {string} */
-    this._state = State.IDLE;
-    this._ws = null;
-    this._nextId = 1;
-    this._session = 0; // bumped on every socket, so late callbacks of an old one are ignored
-    /** @type {Map<number, {resolve: Function, reject: Function, cleanup: Function, method: string}>} */
-    this._pending = new Map();
-    /** @type {Map<string, (p: ProgressParams) => void>} */
-    this._progress = new Map();
-    /** @type {Map<string|number, AbortController>} requests from the hub being handled */
-    this._incoming = new Map();
-    /** @type {Set<string>} */
-    this._subscriptions = new Set();
-    this._closedByUser = false;
-    this._retryTimer = null;
-    this._attempt = 0;
-    this._opened = false; // whether a session was ever open (since the last close())
-    this._connecting = null;
-    this._readyWaiters = [];
+    this.#reconnect = options.reconnect === false ? null : { ...(typeof options.reconnect === 'object' ? options.reconnect : {}) };
+    this.#roots = options.roots;
+    this.#rpc = new JsonRpcSocket(WebSocket, {
+      handle: (method, params, ctx) => this.#handle(method, params, ctx),
+      onRequest: (id, method, params) => this.dispatchEvent(new CustomEvent('request', { detail: { id, method, params } })),
+      onNotification: (method, params) => this.#onNotification(method, params),
+      onCancel: (id, reason) => {
+        try {
+          this.#rpc.notify('notifications/cancelled', { requestId: id, reason });
+        } catch {
+          /* the connection is gone; so is the request */
+        }
+      },
+      onError: (error) => this.#emitError(error),
+    });
     /** The hub's initialize result, once connected. */
     this.serverInfo = null;
     this.serverCapabilities = null;
@@ -272,12 +235,12 @@ export class SwitchboardClient extends EventTarget {
 
   /** The connection state: one of State's values. */
   get state() {
-    return this._state;
+    return this.#state;
   }
 
   /** The URIs this client is subscribed to (re-subscribed on reconnect). */
   get subscriptions() {
-    return new Set(this._subscriptions);
+    return new Set(this.#subscriptions);
   }
 
   /**
@@ -289,29 +252,29 @@ export class SwitchboardClient extends EventTarget {
    * @returns {Promise<object>}
    */
   connect() {
-    if (this._state === State.OPEN) return Promise.resolve(this._initResult);
-    if (this._connecting) return this._connecting;
-    this._closedByUser = false;
-    this._attempt = 0;
-    clearTimeout(this._retryTimer);
-    if (this._state === State.RECONNECTING) {
+    if (this.#state === State.OPEN) return Promise.resolve(this.#initResult);
+    if (this.#connecting) return this.#connecting;
+    this.#closedByUser = false;
+    this.#attempt = 0;
+    clearTimeout(this.#retryTimer);
+    if (this.#state === State.RECONNECTING) {
       // Try now instead of waiting for the timer; keep the subscriptions.
-      this._scheduleReconnect({}, 0);
-      return this.ready().then(() => this._initResult);
+      this.#scheduleReconnect({}, 0);
+      return this.ready().then(() => this.#initResult);
     }
-    this._setState(State.CONNECTING);
-    this._connecting = this._open().then(
+    this.#setState(State.CONNECTING);
+    this.#connecting = this.#open().then(
       (result) => {
-        this._connecting = null;
+        this.#connecting = null;
         return result;
       },
       (err) => {
-        this._connecting = null;
-        this._setState(State.CLOSED, { error: err });
+        this.#connecting = null;
+        this.#setState(State.CLOSED, { error: err });
         throw err;
       },
     );
-    return this._connecting;
+    return this.#connecting;
   }
 
   /**
@@ -320,11 +283,11 @@ export class SwitchboardClient extends EventTarget {
    * @returns {Promise<void>}
    */
   ready() {
-    if (this._state === State.OPEN) return Promise.resolve();
-    if (this._state === State.CLOSED || this._state === State.IDLE) {
+    if (this.#state === State.OPEN) return Promise.resolve();
+    if (this.#state === State.CLOSED || this.#state === State.IDLE) {
       return Promise.reject(new ConnectionClosedError('not connected'));
     }
-    return new Promise((resolve, reject) => this._readyWaiters.push({ resolve, reject }));
+    return new Promise((resolve, reject) => this.#readyWaiters.push({ resolve, reject }));
   }
 
   /**
@@ -334,23 +297,14 @@ export class SwitchboardClient extends EventTarget {
    * @param {string} [reason='client closed']
    */
   close(code = 1000, reason = 'client closed') {
-    this._closedByUser = true;
-    clearTimeout(this._retryTimer);
-    const ws = this._ws;
-    this._ws = null;
-    this._session++;
-    if (ws) {
-      try {
-        ws.close(code, reason);
-      } catch {
-        /* already closing */
-      }
-    }
-    this._subscriptions.clear();
-    this._logLevel = undefined;
-    this._opened = false;
-    this._failAll(new ConnectionClosedError('connection closed by the client', { closeCode: code, reason }));
-    if (this._state !== State.CLOSED) this._setState(State.CLOSED, { closeCode: code, reason });
+    this.#closedByUser = true;
+    clearTimeout(this.#retryTimer);
+    this.#rpc.close(code, reason);
+    this.#subscriptions.clear();
+    this.#logLevel = undefined;
+    this.#opened = false;
+    this.#rpc.failAll(new ConnectionClosedError('connection closed by the client', { closeCode: code, reason }));
+    if (this.#state !== State.CLOSED) this.#setState(State.CLOSED, { closeCode: code, reason });
   }
 
   /**
@@ -361,10 +315,10 @@ export class SwitchboardClient extends EventTarget {
    * @returns {Promise<any>}
    */
   request(method, params, options = {}) {
-    if (this._state !== State.OPEN) {
-      return Promise.reject(new ConnectionClosedError(`not connected (state ${this._state}): ${method} not sent`));
+    if (this.#state !== State.OPEN) {
+      return Promise.reject(new ConnectionClosedError(`not connected (state ${this.#state}): ${method} not sent`));
     }
-    return this._send(method, params, options);
+    return this.#send(method, params, options);
   }
 
   /**
@@ -373,8 +327,8 @@ export class SwitchboardClient extends EventTarget {
    * @param {object} [params]
    */
   notify(method, params) {
-    if (this._state !== State.OPEN) throw new ConnectionClosedError(`not connected (state ${this._state}): ${method} not sent`);
-    this._write(params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params });
+    if (this.#state !== State.OPEN) throw new ConnectionClosedError(`not connected (state ${this.#state}): ${method} not sent`);
+    this.#rpc.notify(method, params);
   }
 
   /** ping checks the connection. @param {RequestOptions} [options] @returns {Promise<object>} */
@@ -384,22 +338,22 @@ export class SwitchboardClient extends EventTarget {
 
   /** listTools lists every tool (all pages). @param {RequestOptions} [options] @returns {Promise<{tools: object[]}>} */
   async listTools(options) {
-    return { tools: await this._listAll('tools/list', 'tools', options) };
+    return { tools: await this.#listAll('tools/list', 'tools', options) };
   }
 
   /** listResources lists every resource (all pages). @param {RequestOptions} [options] @returns {Promise<{resources: object[]}>} */
   async listResources(options) {
-    return { resources: await this._listAll('resources/list', 'resources', options) };
+    return { resources: await this.#listAll('resources/list', 'resources', options) };
   }
 
   /** listResourceTemplates lists every resource template (all pages). @param {RequestOptions} [options] @returns {Promise<{resourceTemplates: object[]}>} */
   async listResourceTemplates(options) {
-    return { resourceTemplates: await this._listAll('resources/templates/list', 'resourceTemplates', options) };
+    return { resourceTemplates: await this.#listAll('resources/templates/list', 'resourceTemplates', options) };
   }
 
   /** listPrompts lists every prompt (all pages). @param {RequestOptions} [options] @returns {Promise<{prompts: object[]}>} */
   async listPrompts(options) {
-    return { prompts: await this._listAll('prompts/list', 'prompts', options) };
+    return { prompts: await this.#listAll('prompts/list', 'prompts', options) };
   }
 
   /**
@@ -428,12 +382,12 @@ export class SwitchboardClient extends EventTarget {
    */
   async subscribe(uri, options) {
     await this.request('resources/subscribe', { uri }, options);
-    this._subscriptions.add(uri);
+    this.#subscriptions.add(uri);
   }
 
   /** unsubscribe ends a subscription. @param {string} uri @param {RequestOptions} [options] @returns {Promise<void>} */
   async unsubscribe(uri, options) {
-    this._subscriptions.delete(uri);
+    this.#subscriptions.delete(uri);
     await this.request('resources/unsubscribe', { uri }, options);
   }
 
@@ -470,7 +424,7 @@ export class SwitchboardClient extends EventTarget {
    * @returns {Promise<void>}
    */
   async setLoggingLevel(level, options) {
-    this._logLevel = level;
+    this.#logLevel = level;
     await this.request('logging/setLevel', { level }, options);
   }
 
@@ -481,8 +435,8 @@ export class SwitchboardClient extends EventTarget {
    * @param {Root[]|(() => Root[]|Promise<Root[]>)} roots
    */
   setRoots(roots) {
-    this._roots = roots;
-    if (this._state === State.OPEN) this.notify('notifications/roots/list_changed');
+    this.#roots = roots;
+    if (this.#state === State.OPEN) this.notify('notifications/roots/list_changed');
   }
 
   /**
@@ -493,187 +447,151 @@ export class SwitchboardClient extends EventTarget {
    * @param {RequestHandler|null} handler
    */
   setHandler(method, handler) {
-    if (method === 'sampling/createMessage') this._opts.onSampling = handler ?? undefined;
-    else if (method === 'elicitation/create') this._opts.onElicitation = handler ?? undefined;
+    if (method === 'sampling/createMessage') this.#opts.onSampling = handler ?? undefined;
+    else if (method === 'elicitation/create') this.#opts.onElicitation = handler ?? undefined;
     else {
-      this._opts.handlers = { ...(this._opts.handlers ?? {}) };
-      if (handler) this._opts.handlers[method] = handler;
-      else delete this._opts.handlers[method];
+      this.#opts.handlers = { ...(this.#opts.handlers ?? {}) };
+      if (handler) this.#opts.handlers[method] = handler;
+      else delete this.#opts.handlers[method];
     }
   }
 
-  // ---- internals ----
+  // ---- internals: the MCP session over the JSON-RPC layer ----
 
-  _capabilities() {
+  #capabilities() {
     const caps = {};
-    if (this._opts.onSampling) caps.sampling = {};
-    if (this._opts.onElicitation) caps.elicitation = { form: {} };
-    if (this._roots !== undefined) caps.roots = { listChanged: true };
+    if (this.#opts.onSampling) caps.sampling = {};
+    if (this.#opts.onElicitation) caps.elicitation = { form: {} };
+    if (this.#roots !== undefined) caps.roots = { listChanged: true };
     return caps;
   }
 
-  _setState(state, detail = {}) {
-    const previous = this._state;
-    this._state = state;
+  #setState(state, detail = {}) {
+    const previous = this.#state;
+    this.#state = state;
     const d = { state, previous, ...detail };
     this.dispatchEvent(new CustomEvent('state', { detail: d }));
     this.dispatchEvent(new CustomEvent(state, { detail: d }));
     if (state === State.OPEN) {
-      for (const w of this._readyWaiters.splice(0)) w.resolve();
+      for (const w of this.#readyWaiters.splice(0)) w.resolve();
     } else if (state === State.CLOSED) {
       const err = new ConnectionClosedError('connection closed');
-      for (const w of this._readyWaiters.splice(0)) w.reject(err);
+      for (const w of this.#readyWaiters.splice(0)) w.reject(err);
     }
   }
 
-  // _open opens one socket and initializes it; it rejects (and closes the
+  // #open opens one socket and initializes it; it rejects (and closes the
   // socket) when either fails.
-  _open() {
-    const session = ++this._session;
-    const timeoutMs = this._opts.connectTimeoutMs ?? 10000;
+  #open() {
+    const timeoutMs = this.#opts.connectTimeoutMs ?? 10000;
     return new Promise((resolve, reject) => {
-      let ws;
+      let attempt;
       let settled = false;
       const fail = (err) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        if (this._session === session) this._session++;
-        try {
-          ws?.close(1000, 'connect failed');
-        } catch {
-          /* not open yet */
-        }
-        if (this._ws === ws) this._ws = null;
-        this._failAll(err);
+        attempt.abandon(1000, 'connect failed');
+        this.#rpc.failAll(err);
         reject(err);
       };
       const timer = setTimeout(() => fail(new RpcError(ErrorCode.REQUEST_TIMEOUT, `connecting to ${this.url} timed out after ${timeoutMs} ms`)), timeoutMs);
-      try {
-        ws = new this._WebSocket(withToken(this.url, this._opts.token), [SUBPROTOCOL]);
-      } catch (err) {
-        fail(new ConnectionClosedError(`cannot open ${this.url}: ${err.message}`));
-        return;
-      }
-      this._ws = ws;
-      ws.onmessage = (ev) => {
-        if (this._session === session) this._onMessage(ev.data);
-      };
-      ws.onerror = () => {
-        /* a close event follows, with the code */
-      };
-      ws.onclose = (ev) => {
-        if (this._session !== session) return;
-        const detail = { closeCode: ev.code, reason: ev.reason };
-        if (!settled) {
-          fail(new ConnectionClosedError(`could not connect to ${this.url} (close code ${ev.code}${ev.reason ? `: ${ev.reason}` : ''})`, detail));
-          return;
-        }
-        this._onDrop(detail);
-      };
-      ws.onopen = async () => {
-        if (this._session !== session) return;
-        if (ws.protocol && ws.protocol !== SUBPROTOCOL) {
-          fail(new ConnectionClosedError(`the hub chose subprotocol "${ws.protocol}", not "${SUBPROTOCOL}"`));
-          return;
-        }
-        try {
-          const result = await this._send('initialize', {
-            protocolVersion: this._opts.protocolVersion ?? PROTOCOL_VERSION,
-            capabilities: this._capabilities(),
-            clientInfo: this._opts.clientInfo ?? { name: 'switchboard.js', version: '1.0.0' },
-          });
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          this._initResult = result;
-          this.serverInfo = result.serverInfo;
-          this.serverCapabilities = result.capabilities;
-          this.instructions = result.instructions;
-          this.protocolVersion = result.protocolVersion;
-          this._write({ jsonrpc: '2.0', method: 'notifications/initialized' });
-          // Synchronously with the initialize answer, so that a drop right
-          // after it is seen as a drop of an open connection.
-          const reconnected = this._opened;
-          this._opened = true;
-          this._attempt = 0;
-          this._setState(State.OPEN, { reconnected });
-          resolve(result);
-          if (reconnected) this._restore();
-        } catch (err) {
-          fail(err);
-        }
-      };
+      attempt = this.#rpc.open(withToken(this.url, this.#opts.token), [SUBPROTOCOL], {
+        onClose: (detail) => {
+          if (!settled) {
+            fail(new ConnectionClosedError(`could not connect to ${this.url} (close code ${detail.closeCode}${detail.reason ? `: ${detail.reason}` : ''})`, detail));
+            return;
+          }
+          this.#onDrop(detail);
+        },
+        onOpen: async (protocol) => {
+          if (protocol && protocol !== SUBPROTOCOL) {
+            fail(new ConnectionClosedError(`the hub chose subprotocol "${protocol}", not "${SUBPROTOCOL}"`));
+            return;
+          }
+          try {
+            const result = await this.#send('initialize', {
+              protocolVersion: this.#opts.protocolVersion ?? PROTOCOL_VERSION,
+              capabilities: this.#capabilities(),
+              clientInfo: this.#opts.clientInfo ?? { name: 'switchboard.js', version: '1.0.0' },
+            });
+            if (settled) return;
+            settled = true;
+            clearTimeout(timer);
+            this.#initResult = result;
+            this.serverInfo = result.serverInfo;
+            this.serverCapabilities = result.capabilities;
+            this.instructions = result.instructions;
+            this.protocolVersion = result.protocolVersion;
+            this.#rpc.notify('notifications/initialized');
+            // Synchronously with the initialize answer, so that a drop right
+            // after it is seen as a drop of an open connection.
+            const reconnected = this.#opened;
+            this.#opened = true;
+            this.#attempt = 0;
+            this.#setState(State.OPEN, { reconnected });
+            resolve(result);
+            if (reconnected) this.#restore();
+          } catch (err) {
+            fail(err);
+          }
+        },
+      });
+      if (attempt.error) fail(new ConnectionClosedError(`cannot open ${this.url}: ${attempt.error.message}`));
     });
   }
 
-  // _restore re-subscribes (and resets the log level) after a reconnection.
-  async _restore() {
-    if (this._logLevel) {
-      this.request('logging/setLevel', { level: this._logLevel }).catch((error) => this._emitError(error));
+  // #restore re-subscribes (and resets the log level) after a reconnection.
+  async #restore() {
+    if (this.#logLevel) {
+      this.request('logging/setLevel', { level: this.#logLevel }).catch((error) => this.#emitError(error));
     }
     await Promise.all(
-      [...this._subscriptions].map((uri) =>
+      [...this.#subscriptions].map((uri) =>
         this.request('resources/subscribe', { uri }).catch((error) => {
-          this._emitError(new RpcError(error.code ?? ErrorCode.INTERNAL_ERROR, `re-subscribing to ${uri} failed: ${error.message}`, error.data));
+          this.#emitError(new RpcError(error.code ?? ErrorCode.INTERNAL_ERROR, `re-subscribing to ${uri} failed: ${error.message}`, error.data));
         }),
       ),
     );
-    this.dispatchEvent(new CustomEvent('resubscribed', { detail: { uris: [...this._subscriptions] } }));
+    this.dispatchEvent(new CustomEvent('resubscribed', { detail: { uris: [...this.#subscriptions] } }));
   }
 
-  _onDrop(detail) {
-    this._ws = null;
-    this._session++;
-    this._failAll(new ConnectionClosedError(`connection closed (code ${detail.closeCode}${detail.reason ? `: ${detail.reason}` : ''})`, detail));
-    if (this._closedByUser) return;
-    if (!this._reconnect) {
-      this._setState(State.CLOSED, detail);
+  #onDrop(detail) {
+    this.#rpc.drop(new ConnectionClosedError(`connection closed (code ${detail.closeCode}${detail.reason ? `: ${detail.reason}` : ''})`, detail));
+    if (this.#closedByUser) return;
+    if (!this.#reconnect) {
+      this.#setState(State.CLOSED, detail);
       return;
     }
-    this._scheduleReconnect(detail);
+    this.#scheduleReconnect(detail);
   }
 
-  _scheduleReconnect(detail, delay) {
-    clearTimeout(this._retryTimer);
-    const max = this._reconnect?.maxAttempts ?? Infinity;
-    if (this._attempt >= max) {
-      this._setState(State.CLOSED, { ...detail, error: new ConnectionClosedError(`gave up after ${this._attempt} attempts`) });
+  #scheduleReconnect(detail, delay) {
+    clearTimeout(this.#retryTimer);
+    const max = this.#reconnect?.maxAttempts ?? Infinity;
+    if (this.#attempt >= max) {
+      this.#setState(State.CLOSED, { ...detail, error: new ConnectionClosedError(`gave up after ${this.#attempt} attempts`) });
       return;
     }
-    const delayMs = delay ?? backoffDelay(this._attempt, this._reconnect ?? {});
-    this._attempt++;
-    this._setState(State.RECONNECTING, { ...detail, attempt: this._attempt, delayMs });
-    this._retryTimer = setTimeout(() => {
-      if (this._closedByUser) return;
-      this._setState(State.CONNECTING, { attempt: this._attempt });
-      this._open().catch((error) => {
-        if (!this._closedByUser) this._scheduleReconnect({ error, closeCode: error.data?.closeCode, reason: error.message });
+    const delayMs = delay ?? backoffDelay(this.#attempt, this.#reconnect ?? {});
+    this.#attempt++;
+    this.#setState(State.RECONNECTING, { ...detail, attempt: this.#attempt, delayMs });
+    this.#retryTimer = setTimeout(() => {
+      if (this.#closedByUser) return;
+      this.#setState(State.CONNECTING, { attempt: this.#attempt });
+      this.#open().catch((error) => {
+        if (!this.#closedByUser) this.#scheduleReconnect({ error, closeCode: error.data?.closeCode, reason: error.message });
       });
     }, delayMs);
   }
 
-  _failAll(err) {
-    for (const [, p] of this._pending) {
-      p.cleanup();
-      p.reject(err);
-    }
-    this._pending.clear();
-    for (const [, ac] of this._incoming) ac.abort(err);
-    this._incoming.clear();
-  }
-
-  _write(msg) {
-    const ws = this._ws;
-    if (!ws || ws.readyState !== 1) throw new ConnectionClosedError('not connected');
-    ws.send(JSON.stringify(msg));
-  }
-
-  _send(method, params, options = {}) {
+  // #send adds MCP's _meta (progress token, extra members) to a call and
+  // hands it to the JSON-RPC layer.
+  #send(method, params, options = {}) {
     const { signal, onProgress, meta } = options;
-    const timeoutMs = options.timeoutMs ?? this._opts.requestTimeoutMs ?? 0;
-    if (signal?.aborted) return Promise.reject(abortError(signal));
-    const id = this._nextId++;
+    const timeoutMs = options.timeoutMs ?? this.#opts.requestTimeoutMs ?? 0;
+    if (signal?.aborted) return Promise.reject(abortError(signal)); // before an id is taken
+    const id = this.#rpc.nextId();
     let p = params;
     if (onProgress || meta) {
       p = { ...(params ?? {}) };
@@ -681,50 +599,14 @@ export class SwitchboardClient extends EventTarget {
     }
     let token;
     if (onProgress) {
-      token = `p${this._session}-${id}`;
+      token = `p${this.#rpc.session}-${id}`;
       p._meta.progressToken = token;
+      this.#progress.set(token, onProgress);
     }
-    return new Promise((resolve, reject) => {
-      let timer;
-      const cancel = (reason, err) => {
-        if (!this._pending.has(id)) return;
-        this._pending.get(id).cleanup();
-        this._pending.delete(id);
-        try {
-          this._write({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } });
-        } catch {
-          /* the connection is gone; so is the request */
-        }
-        reject(err);
-      };
-      const onAbort = () => cancel(String(signal.reason?.message ?? 'cancelled by the client'), abortError(signal));
-      const cleanup = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        if (token) this._progress.delete(token);
-      };
-      this._pending.set(id, { resolve, reject, cleanup, method });
-      if (token) this._progress.set(token, onProgress);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      if (timeoutMs > 0) {
-        timer = setTimeout(
-          () => cancel('request timed out', new RpcError(ErrorCode.REQUEST_TIMEOUT, `${method} timed out after ${timeoutMs} ms`, { timeoutMs })),
-          timeoutMs,
-        );
-      }
-      const msg = { jsonrpc: '2.0', id, method };
-      if (p !== undefined) msg.params = p;
-      try {
-        this._write(msg);
-      } catch (err) {
-        cleanup();
-        this._pending.delete(id);
-        reject(err);
-      }
-    });
+    return this.#rpc.call(id, method, p, { signal, timeoutMs, onSettle: token ? () => this.#progress.delete(token) : undefined });
   }
 
-  async _listAll(method, field, options) {
+  async #listAll(method, field, options) {
     const out = [];
     let cursor;
     const seen = new Set();
@@ -738,100 +620,44 @@ export class SwitchboardClient extends EventTarget {
     }
   }
 
-  _emitError(error) {
+  #emitError(error) {
     this.dispatchEvent(new CustomEvent('error', { detail: { error } }));
   }
 
-  _onMessage(data) {
-    if (typeof data !== 'string') {
-      this._emitError(new RpcError(ErrorCode.PARSE_ERROR, 'binary frame ignored: MCP over WebSocket uses text frames'));
-      return;
-    }
-    let msg;
-    try {
-      msg = JSON.parse(data);
-    } catch {
-      this._emitError(new RpcError(ErrorCode.PARSE_ERROR, 'unparseable frame from the hub'));
-      return;
-    }
-    for (const m of Array.isArray(msg) ? msg : [msg]) this._dispatch(m);
-  }
-
-  _dispatch(m) {
-    if (m === null || typeof m !== 'object') return;
-    if ('method' in m) {
-      if ('id' in m && m.id !== null) this._onRequest(m);
-      else this._onNotification(m);
-      return;
-    }
-    const p = this._pending.get(m.id);
-    if (!p) return; // a late answer to a cancelled or timed-out request
-    this._pending.delete(m.id);
-    p.cleanup();
-    if (m.error) p.reject(new RpcError(m.error.code, m.error.message, m.error.data));
-    else p.resolve(m.result);
-  }
-
-  _onNotification(m) {
-    const params = m.params ?? {};
-    if (m.method === 'notifications/progress') {
-      const fn = this._progress.get(String(params.progressToken));
+  #onNotification(method, params) {
+    if (method === 'notifications/progress') {
+      const fn = this.#progress.get(String(params.progressToken));
       if (fn) {
         try {
           fn(params);
         } catch (error) {
-          this._emitError(error);
+          this.#emitError(error);
         }
       }
-    } else if (m.method === 'notifications/cancelled') {
-      this._incoming.get(params.requestId)?.abort(new DOMException(params.reason ?? 'cancelled by the hub', 'AbortError'));
+    } else if (method === 'notifications/cancelled') {
+      this.#rpc.cancelIncoming(params.requestId, new DOMException(params.reason ?? 'cancelled by the hub', 'AbortError'));
     }
-    this.dispatchEvent(new CustomEvent('notification', { detail: { method: m.method, params } }));
-    this.dispatchEvent(new CustomEvent(m.method, { detail: params }));
+    this.dispatchEvent(new CustomEvent('notification', { detail: { method, params } }));
+    this.dispatchEvent(new CustomEvent(method, { detail: params }));
   }
 
-  async _onRequest(m) {
-    const { id, method } = m;
-    const params = m.params ?? {};
-    this.dispatchEvent(new CustomEvent('request', { detail: { id, method, params } }));
-    const ac = new AbortController();
-    this._incoming.set(id, ac);
-    const ws = this._ws;
-    let reply;
-    try {
-      const result = await this._handle(method, params, { signal: ac.signal, id, method });
-      reply = { jsonrpc: '2.0', id, result: result ?? {} };
-    } catch (err) {
-      const e = err instanceof RpcError ? err : new RpcError(ErrorCode.INTERNAL_ERROR, String(err?.message ?? err));
-      reply = { jsonrpc: '2.0', id, error: e.toJSON() };
-    } finally {
-      this._incoming.delete(id);
-    }
-    if (ac.signal.aborted || this._ws !== ws) return; // cancelled, or the socket it came on is gone
-    try {
-      this._write(reply);
-    } catch (error) {
-      this._emitError(error);
-    }
-  }
-
-  async _handle(method, params, ctx) {
+  async #handle(method, params, ctx) {
     switch (method) {
       case 'ping':
         return {};
       case 'roots/list': {
-        if (this._roots === undefined) break;
-        const roots = typeof this._roots === 'function' ? await this._roots() : this._roots;
+        if (this.#roots === undefined) break;
+        const roots = typeof this.#roots === 'function' ? await this.#roots() : this.#roots;
         return { roots };
       }
       case 'sampling/createMessage':
-        if (!this._opts.onSampling) break;
-        return this._opts.onSampling(params, ctx);
+        if (!this.#opts.onSampling) break;
+        return this.#opts.onSampling(params, ctx);
       case 'elicitation/create':
-        if (!this._opts.onElicitation) break;
-        return this._opts.onElicitation(params, ctx);
+        if (!this.#opts.onElicitation) break;
+        return this.#opts.onElicitation(params, ctx);
     }
-    const h = this._opts.handlers?.[method];
+    const h = this.#opts.handlers?.[method];
     if (h) return h(params, ctx);
     throw new RpcError(ErrorCode.METHOD_NOT_FOUND, `method not found: ${method}`);
   }
