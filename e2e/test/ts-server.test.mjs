@@ -223,8 +223,10 @@ describe('TS SDK McpServer dialing out to the hub', () => {
         assert.equal(req.maxTokens, 100);
         const rel = await client.callTool({ name: 'tsserver__ask', arguments: { question: 'how?', related: true } });
         assert.equal(rel.content[0].text, 'model model-main said: main answers how?');
-        assert.equal(seen.sampling.since(mark).at(-1)._meta?.['switchboard/relatedRequest'], undefined,
-            'the hub strips switchboard/relatedRequest');
+        const calls = seen.sampling.since(mark).map((r) => r._meta?.['switchboard/relatedRequest']);
+        assert.equal(calls.length, 2);
+        assert.ok(calls.every((id) => typeof id === 'number'), 'each names the client\'s own call');
+        assert.notEqual(calls[0], calls[1], 'two calls, two ids');
     });
 
     it('routes sampling by _meta["switchboard/relatedRequest"] between two concurrent clients, and never guesses without it', async () => {

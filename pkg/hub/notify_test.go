@@ -309,3 +309,28 @@ func TestHub_listChanged(t *testing.T) {
 	n.wait(t, mcp.NotificationPromptsListChanged, 1, nil)
 	assert.Equal(t, 2, n.count(mcp.NotificationToolsListChanged), "an unchanged list is not announced")
 }
+
+// A server's request reaches the client naming, in
+// _meta["switchboard/relatedRequest"], the client's own call that it serves
+// (exactly as the client sent its id), never the hub's id for it.
+func TestHub_serverRequestNamesTheClientsCall(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	th.runServer(demo.New(nil).Server, "")
+	rc := th.rawClient(false)
+	rc.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	rc.recvResponse()
+	rc.send(`{"jsonrpc":"2.0","id":"my call","method":"tools/call","params":{"name":"demo__ask","arguments":{"question":"?"}}}`)
+	m, err := jsonrpc.DecodeMessage([]byte(rc.recv()))
+	require.NoError(t, err)
+	req, ok := m.(*jsonrpc.Request)
+	require.True(t, ok, "the server's sampling request comes first")
+	assert.Equal(t, mcp.MethodSamplingCreateMessage, req.Method)
+	meta, _ := jsonrpc.Member(req.Params, "_meta")
+	related, _ := jsonrpc.Member(meta, mcp.MetaRelatedRequest)
+	assert.Equal(t, `"my call"`, string(related))
+	rc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","model":"m","content":{"type":"text","text":"42"}}}`, req.ID))
+	resp := rc.recvResponse()
+	assert.Equal(t, `"my call"`, resp.ID.String())
+	assert.Contains(t, string(resp.Result), "42")
+}
