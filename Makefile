@@ -6,7 +6,7 @@ FUZZTIME  ?= 60s
 FUZZOTHER ?= 15s
 ADDR      ?= 127.0.0.1:8080
 
-.PHONY: all build run test test-go test-e2e test-web bench bench-go fuzz lint deps clean
+.PHONY: all build run test test-go test-e2e test-web stress bench bench-go fuzz lint deps clean
 
 all: build
 
@@ -36,6 +36,11 @@ test-e2e: build
 ## test-web: browser client unit tests and the dashboard in headless chromium
 test-web: build
 	cd web/test && npm test
+
+## stress: the hub, peer and pubsub tests with -race, COUNT (20) times each, while every
+## core spins, then with GOMAXPROCS=1 (RUN=regexp narrows it)
+stress: deps
+	COUNT=$(or $(COUNT),20) RUN='$(RUN)' ./scripts/stress.sh
 
 ## bench: the load generator (raw echo, peer, hub, cross-instance, fan-out, idle, churn)
 ## against the targets, writing docs/benchmarks.md; BENCHFLAGS=-quick for a short run
