@@ -134,59 +134,81 @@ func (c *Client) Close() error { return c.peer.Close() }
 // Done is closed when the connection ends.
 func (c *Client) Done() <-chan struct{} { return c.peer.Done() }
 
-func (c *Client) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	switch req.Method {
-	case MethodPing:
-		return struct{}{}, nil
-	case MethodSamplingCreateMessage:
-		if c.opts.Sampling == nil {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "this client does not support sampling")
-		}
-		p, err := decodeParams[CreateMessageParams](req)
-		if err != nil {
-			return nil, err
-		}
-		return c.opts.Sampling(ctx, p)
-	case MethodElicitationCreate:
-		if c.opts.Elicitation == nil {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "this client does not support elicitation")
-		}
-		p, err := decodeParams[ElicitParams](req)
-		if err != nil {
-			return nil, err
-		}
-		return c.opts.Elicitation(ctx, p)
-	case MethodRootsList:
-		if c.opts.Roots == nil {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "this client does not expose roots")
-		}
-		roots, err := c.opts.Roots(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if roots == nil {
-			roots = []Root{}
-		}
-		return &ListRootsResult{Roots: roots}, nil
-	case NotificationCancelled:
-		if p, err := decodeParams[CancelledParams](req); err == nil {
-			c.peer.Cancel(p.RequestID)
-		}
-	case NotificationProgress:
-		if p, err := decodeParams[ProgressParams](req); err == nil {
-			c.mu.Lock()
-			fn := c.progress[tokenKey(p.ProgressToken)]
-			c.mu.Unlock()
-			if fn != nil {
-				fn(p)
+// clientMethods is what a Client answers, by method: the requests a server
+// sends (each refused with -32601 when the client has no handler for it)
+// and the notifications it acts on. Every notification also goes to
+// ClientOptions.OnNotification.
+var clientMethods map[string]func(c *Client, ctx context.Context, req *jsonrpc.Request) (any, error)
+
+func init() {
+	clientMethods = map[string]func(*Client, context.Context, *jsonrpc.Request) (any, error){
+		MethodPing: func(*Client, context.Context, *jsonrpc.Request) (any, error) { return struct{}{}, nil },
+		MethodSamplingCreateMessage: func(c *Client, ctx context.Context, req *jsonrpc.Request) (any, error) {
+			if c.opts.Sampling == nil {
+				return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "this client does not support sampling")
 			}
-		}
+			p, err := decodeParams[CreateMessageParams](req)
+			if err != nil {
+				return nil, err
+			}
+			return c.opts.Sampling(ctx, p)
+		},
+		MethodElicitationCreate: func(c *Client, ctx context.Context, req *jsonrpc.Request) (any, error) {
+			if c.opts.Elicitation == nil {
+				return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "this client does not support elicitation")
+			}
+			p, err := decodeParams[ElicitParams](req)
+			if err != nil {
+				return nil, err
+			}
+			return c.opts.Elicitation(ctx, p)
+		},
+		MethodRootsList: func(c *Client, ctx context.Context, _ *jsonrpc.Request) (any, error) {
+			if c.opts.Roots == nil {
+				return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "this client does not expose roots")
+			}
+			roots, err := c.opts.Roots(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if roots == nil {
+				roots = []Root{}
+			}
+			return &ListRootsResult{Roots: roots}, nil
+		},
+		NotificationCancelled: func(c *Client, _ context.Context, req *jsonrpc.Request) (any, error) {
+			if p, err := decodeParams[CancelledParams](req); err == nil {
+				c.peer.Cancel(p.RequestID)
+			}
+			return nil, nil
+		},
+		NotificationProgress: func(c *Client, _ context.Context, req *jsonrpc.Request) (any, error) {
+			if p, err := decodeParams[ProgressParams](req); err == nil {
+				c.mu.Lock()
+				fn := c.progress[tokenKey(p.ProgressToken)]
+				c.mu.Unlock()
+				if fn != nil {
+					fn(p)
+				}
+			}
+			return nil, nil
+		},
 	}
+}
+
+func (c *Client) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	fn, ok := clientMethods[req.Method]
 	if req.IsNotification() {
+		if ok {
+			fn(c, ctx, req)
+		}
 		if c.opts.OnNotification != nil {
 			c.opts.OnNotification(req.Method, req.Params)
 		}
 		return nil, nil
+	}
+	if ok {
+		return fn(c, ctx, req)
 	}
 	return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "%s", req.Method)
 }

@@ -399,134 +399,167 @@ func decodeParams[T any](req *jsonrpc.Request) (*T, error) {
 	return v, nil
 }
 
+// serverMethods is what a Server answers, by method: the session-era
+// requests and notifications of MethodSpec's table that a client sends.
+// Anything else is -32601 (a notification is ignored).
+var serverMethods map[string]func(ss *ServerSession, ctx context.Context, req *jsonrpc.Request) (any, error)
+
+func init() {
+	list := func(fn func(ss *ServerSession, req *jsonrpc.Request) (any, error)) func(*ServerSession, context.Context, *jsonrpc.Request) (any, error) {
+		return func(ss *ServerSession, _ context.Context, req *jsonrpc.Request) (any, error) { return fn(ss, req) }
+	}
+	serverMethods = map[string]func(*ServerSession, context.Context, *jsonrpc.Request) (any, error){
+		MethodInitialize: func(ss *ServerSession, _ context.Context, req *jsonrpc.Request) (any, error) {
+			p, err := decodeParams[InitializeParams](req)
+			if err != nil {
+				return nil, err
+			}
+			ss.mu.Lock()
+			ss.initParams = p
+			ss.mu.Unlock()
+			s := ss.server
+			return &InitializeResult{
+				ProtocolVersion: NegotiateVersion(p.ProtocolVersion),
+				Capabilities:    s.capabilities(),
+				ServerInfo:      s.info,
+				Instructions:    s.opts.Instructions,
+			}, nil
+		},
+		NotificationInitialized: func(ss *ServerSession, _ context.Context, _ *jsonrpc.Request) (any, error) {
+			ss.mu.Lock()
+			if !ss.initialized {
+				ss.initialized = true
+				close(ss.ready)
+			}
+			ss.mu.Unlock()
+			return nil, nil
+		},
+		MethodPing: func(*ServerSession, context.Context, *jsonrpc.Request) (any, error) { return struct{}{}, nil },
+		NotificationCancelled: func(ss *ServerSession, _ context.Context, req *jsonrpc.Request) (any, error) {
+			if p, err := decodeParams[CancelledParams](req); err == nil {
+				ss.peer.Cancel(p.RequestID)
+			}
+			return nil, nil
+		},
+		NotificationRootsListChanged: func(ss *ServerSession, _ context.Context, _ *jsonrpc.Request) (any, error) {
+			if fn := ss.server.opts.OnRootsChanged; fn != nil {
+				fn(ss)
+			}
+			return nil, nil
+		},
+		MethodToolsList: list(func(ss *ServerSession, req *jsonrpc.Request) (any, error) {
+			s := ss.server
+			return listPage(s, req, func() []*Tool {
+				return mapSlice(s.tools, func(t *serverTool) *Tool { return t.tool })
+			}, func(items []*Tool, next string) any { return &ListToolsResult{Tools: items, NextCursor: next} })
+		}),
+		MethodToolsCall: (*ServerSession).callTool,
+		MethodResourcesList: list(func(ss *ServerSession, req *jsonrpc.Request) (any, error) {
+			s := ss.server
+			return listPage(s, req, func() []*Resource {
+				return mapSlice(s.resources, func(r *serverResource) *Resource { return r.resource })
+			}, func(items []*Resource, next string) any {
+				return &ListResourcesResult{Resources: items, NextCursor: next}
+			})
+		}),
+		MethodResourcesTemplatesList: list(func(ss *ServerSession, req *jsonrpc.Request) (any, error) {
+			s := ss.server
+			return listPage(s, req, func() []*ResourceTemplate {
+				return mapSlice(s.templates, func(t *serverTemplate) *ResourceTemplate { return t.template })
+			}, func(items []*ResourceTemplate, next string) any {
+				return &ListResourceTemplatesResult{ResourceTemplates: items, NextCursor: next}
+			})
+		}),
+		MethodResourcesRead: func(ss *ServerSession, ctx context.Context, req *jsonrpc.Request) (any, error) {
+			p, err := decodeParams[ResourceParams](req)
+			if err != nil {
+				return nil, err
+			}
+			h := ss.server.resourceHandler(p.URI)
+			if h == nil {
+				return nil, ErrResourceNotFound.WithData(map[string]string{"uri": p.URI})
+			}
+			return h(ctx, &ResourceRequest{Session: ss, URI: p.URI})
+		},
+		MethodResourcesSubscribe:   (*ServerSession).subscribe,
+		MethodResourcesUnsubscribe: (*ServerSession).subscribe,
+		MethodPromptsList: list(func(ss *ServerSession, req *jsonrpc.Request) (any, error) {
+			s := ss.server
+			return listPage(s, req, func() []*Prompt {
+				return mapSlice(s.prompts, func(p *serverPrompt) *Prompt { return p.prompt })
+			}, func(items []*Prompt, next string) any { return &ListPromptsResult{Prompts: items, NextCursor: next} })
+		}),
+		MethodPromptsGet: func(ss *ServerSession, ctx context.Context, req *jsonrpc.Request) (any, error) {
+			p, err := decodeParams[GetPromptParams](req)
+			if err != nil {
+				return nil, err
+			}
+			s := ss.server
+			s.mu.RLock()
+			i := slices.IndexFunc(s.prompts, func(x *serverPrompt) bool { return x.prompt.Name == p.Name })
+			var h PromptHandler
+			if i >= 0 {
+				h = s.prompts[i].handler
+			}
+			s.mu.RUnlock()
+			if h == nil {
+				return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown prompt %q", p.Name)
+			}
+			return h(ctx, &PromptRequest{Session: ss, Params: p})
+		},
+		MethodCompletionComplete: func(ss *ServerSession, ctx context.Context, req *jsonrpc.Request) (any, error) {
+			p, err := decodeParams[CompleteParams](req)
+			if err != nil {
+				return nil, err
+			}
+			s := ss.server
+			s.mu.RLock()
+			h := s.complete
+			s.mu.RUnlock()
+			if h == nil {
+				return &CompleteResult{Completion: Completion{Values: []string{}}}, nil
+			}
+			return h(ctx, ss, p)
+		},
+		MethodLoggingSetLevel: func(ss *ServerSession, _ context.Context, req *jsonrpc.Request) (any, error) {
+			p, err := decodeParams[SetLevelParams](req)
+			if err != nil {
+				return nil, err
+			}
+			if p.Level.Severity() < 0 {
+				return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown level %q", p.Level)
+			}
+			ss.mu.Lock()
+			ss.level = p.Level
+			ss.mu.Unlock()
+			return struct{}{}, nil
+		},
+	}
+}
+
 func (ss *ServerSession) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	s := ss.server
-	switch req.Method {
-	case MethodInitialize:
-		p, err := decodeParams[InitializeParams](req)
-		if err != nil {
-			return nil, err
-		}
-		ss.mu.Lock()
-		ss.initParams = p
-		ss.mu.Unlock()
-		return &InitializeResult{
-			ProtocolVersion: NegotiateVersion(p.ProtocolVersion),
-			Capabilities:    s.capabilities(),
-			ServerInfo:      s.info,
-			Instructions:    s.opts.Instructions,
-		}, nil
-	case NotificationInitialized:
-		ss.mu.Lock()
-		if !ss.initialized {
-			ss.initialized = true
-			close(ss.ready)
-		}
-		ss.mu.Unlock()
-		return nil, nil
-	case MethodPing:
-		return struct{}{}, nil
-	case NotificationCancelled:
-		p, err := decodeParams[CancelledParams](req)
-		if err == nil {
-			ss.peer.Cancel(p.RequestID)
-		}
-		return nil, nil
-	case NotificationRootsListChanged:
-		if s.opts.OnRootsChanged != nil {
-			s.opts.OnRootsChanged(ss)
-		}
-		return nil, nil
-	case MethodToolsList:
-		return listPage(s, req, func() []*Tool {
-			return mapSlice(s.tools, func(t *serverTool) *Tool { return t.tool })
-		}, func(items []*Tool, next string) any { return &ListToolsResult{Tools: items, NextCursor: next} })
-	case MethodToolsCall:
-		return ss.callTool(ctx, req)
-	case MethodResourcesList:
-		return listPage(s, req, func() []*Resource {
-			return mapSlice(s.resources, func(r *serverResource) *Resource { return r.resource })
-		}, func(items []*Resource, next string) any {
-			return &ListResourcesResult{Resources: items, NextCursor: next}
-		})
-	case MethodResourcesTemplatesList:
-		return listPage(s, req, func() []*ResourceTemplate {
-			return mapSlice(s.templates, func(t *serverTemplate) *ResourceTemplate { return t.template })
-		}, func(items []*ResourceTemplate, next string) any {
-			return &ListResourceTemplatesResult{ResourceTemplates: items, NextCursor: next}
-		})
-	case MethodResourcesRead:
-		p, err := decodeParams[ResourceParams](req)
-		if err != nil {
-			return nil, err
-		}
-		h := s.resourceHandler(p.URI)
-		if h == nil {
-			return nil, ErrResourceNotFound.WithData(map[string]string{"uri": p.URI})
-		}
-		return h(ctx, &ResourceRequest{Session: ss, URI: p.URI})
-	case MethodResourcesSubscribe, MethodResourcesUnsubscribe:
-		p, err := decodeParams[ResourceParams](req)
-		if err != nil {
-			return nil, err
-		}
-		ss.mu.Lock()
-		if req.Method == MethodResourcesSubscribe {
-			ss.subs[p.URI] = true
-		} else {
-			delete(ss.subs, p.URI)
-		}
-		ss.mu.Unlock()
-		return struct{}{}, nil
-	case MethodPromptsList:
-		return listPage(s, req, func() []*Prompt {
-			return mapSlice(s.prompts, func(p *serverPrompt) *Prompt { return p.prompt })
-		}, func(items []*Prompt, next string) any { return &ListPromptsResult{Prompts: items, NextCursor: next} })
-	case MethodPromptsGet:
-		p, err := decodeParams[GetPromptParams](req)
-		if err != nil {
-			return nil, err
-		}
-		s.mu.RLock()
-		i := slices.IndexFunc(s.prompts, func(x *serverPrompt) bool { return x.prompt.Name == p.Name })
-		var h PromptHandler
-		if i >= 0 {
-			h = s.prompts[i].handler
-		}
-		s.mu.RUnlock()
-		if h == nil {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown prompt %q", p.Name)
-		}
-		return h(ctx, &PromptRequest{Session: ss, Params: p})
-	case MethodCompletionComplete:
-		p, err := decodeParams[CompleteParams](req)
-		if err != nil {
-			return nil, err
-		}
-		s.mu.RLock()
-		h := s.complete
-		s.mu.RUnlock()
-		if h == nil {
-			return &CompleteResult{Completion: Completion{Values: []string{}}}, nil
-		}
-		return h(ctx, ss, p)
-	case MethodLoggingSetLevel:
-		p, err := decodeParams[SetLevelParams](req)
-		if err != nil {
-			return nil, err
-		}
-		if p.Level.Severity() < 0 {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown level %q", p.Level)
-		}
-		ss.mu.Lock()
-		ss.level = p.Level
-		ss.mu.Unlock()
-		return struct{}{}, nil
+	if fn, ok := serverMethods[req.Method]; ok {
+		return fn(ss, ctx, req)
 	}
 	if req.IsNotification() {
 		return nil, nil
 	}
 	return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "%s", req.Method)
+}
+
+func (ss *ServerSession) subscribe(_ context.Context, req *jsonrpc.Request) (any, error) {
+	p, err := decodeParams[ResourceParams](req)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	if req.Method == MethodResourcesSubscribe {
+		ss.subs[p.URI] = true
+	} else {
+		delete(ss.subs, p.URI)
+	}
+	ss.mu.Unlock()
+	return struct{}{}, nil
 }
 
 func (s *Server) capabilities() ServerCapabilities {
