@@ -3,6 +3,8 @@ package pubsub
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 )
 
 // Broker carries messages between hub instances.
@@ -27,6 +29,23 @@ type Broker interface {
 	Subscribe(ctx context.Context, topic string, h Handler) (Subscription, error)
 	// Ready returns nil when the broker can deliver messages now.
 	Ready(ctx context.Context) error
+
+	// Claim takes the lease on key for owner, if it is free, expired or
+	// already owner's, and (re)sets its expiry to ttl from now; it then
+	// returns owner. Otherwise it returns the current holder and changes
+	// nothing. Claims are atomic across every instance sharing the broker:
+	// of two owners claiming a free key at the same moment, exactly one
+	// gets it. An owner renews its lease by claiming again before ttl
+	// elapses. ttl must be at least a millisecond, key and owner non-empty.
+	//
+	// While the broker cannot reach its backing service, Claim fails fast
+	// with an error wrapping ErrUnavailable, as Publish does. An error
+	// leaves the outcome unknown (the claim may have been applied): claim
+	// again, which is safe since a claim by the holder only renews.
+	Claim(ctx context.Context, key, owner string, ttl time.Duration) (holder string, err error)
+	// Release ends owner's lease on key at once. It does nothing if owner
+	// does not hold it (it expired, or someone else holds it).
+	Release(ctx context.Context, key, owner string) error
 	// Close closes every subscription and releases the broker's resources.
 	Close() error
 }
@@ -52,6 +71,19 @@ type Subscription interface {
 type DropCounter interface {
 	// Dropped returns the number of messages dropped so far.
 	Dropped() uint64
+}
+
+// checkLease validates the arguments of Claim and Release.
+func checkLease(key, owner string, ttl time.Duration) error {
+	switch {
+	case key == "":
+		return errors.New("pubsub: lease key is empty")
+	case owner == "":
+		return errors.New("pubsub: lease owner is empty")
+	case ttl < time.Millisecond:
+		return fmt.Errorf("pubsub: lease ttl %v is below 1ms", ttl)
+	}
+	return nil
 }
 
 // ErrClosed is returned by a Broker that was closed.

@@ -32,23 +32,52 @@ const waitTimeout = 5 * time.Second
 
 func TestMemory(t *testing.T) {
 	t.Parallel()
-	testBroker(t, func(t *testing.T) pubsub.Broker {
+	newMemory := func(t *testing.T) pubsub.Broker {
 		b := pubsub.NewMemoryWithOptions(pubsub.MemoryOptions{QueueSize: testQueueSize})
 		t.Cleanup(func() { _ = b.Close() })
 		return b
+	}
+	testBroker(t, backend{
+		newBroker: newMemory,
+		// The instances of one process share one Memory broker.
+		newGroup: func(t *testing.T, n int) []pubsub.Broker {
+			b := newMemory(t)
+			group := make([]pubsub.Broker, n)
+			for i := range group {
+				group[i] = b
+			}
+			return group
+		},
 	})
 }
 
 func TestRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	testBroker(t, func(t *testing.T) pubsub.Broker {
-		return newRedis(t, srv, redistest.Prefix(t))
-	})
+	testBroker(t, redisBackend(srv))
 }
 
+// redisBackend returns the contract suite's backend on a Redis server (or
+// cluster): each broker or group gets a prefix of its own.
+func redisBackend(srv urlSource) backend {
+	return backend{
+		newBroker: func(t *testing.T) pubsub.Broker { return newRedis(t, srv, redistest.Prefix(t)) },
+		newGroup: func(t *testing.T, n int) []pubsub.Broker {
+			prefix := redistest.Prefix(t)
+			group := make([]pubsub.Broker, n)
+			for i := range group {
+				group[i] = newRedis(t, srv, prefix)
+			}
+			return group
+		},
+	}
+}
+
+// urlSource is a Redis server or cluster started for a test.
+type urlSource interface{ URL() string }
+
 // newRedis returns a Redis broker on srv, closed when t ends.
-func newRedis(t testing.TB, srv *redistest.Server, prefix string) *pubsub.Redis {
+func newRedis(t testing.TB, srv urlSource, prefix string) *pubsub.Redis {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
@@ -63,9 +92,23 @@ func newRedis(t testing.TB, srv *redistest.Server, prefix string) *pubsub.Redis 
 	return b
 }
 
-// testBroker is the contract every Broker meets; newBroker returns a fresh,
-// isolated broker whose subscriptions queue testQueueSize messages.
-func testBroker(t *testing.T, newBroker func(t *testing.T) pubsub.Broker) {
+// backend is what the contract suite needs of a Broker implementation.
+type backend struct {
+	// newBroker returns a fresh broker, isolated from every other, whose
+	// subscriptions queue testQueueSize messages; it is closed when t ends.
+	newBroker func(t *testing.T) pubsub.Broker
+	// newGroup returns n brokers that share topics and leases, as the
+	// instances of one deployment do, isolated from every other.
+	newGroup func(t *testing.T, n int) []pubsub.Broker
+}
+
+// testBroker is the contract every Broker meets.
+func testBroker(t *testing.T, be backend) {
+	newBroker := be.newBroker
+	t.Run("leases", func(t *testing.T) {
+		t.Parallel()
+		testLeases(t, be)
+	})
 	t.Run("round trip", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()

@@ -35,6 +35,27 @@
 // itself: state kept in Redis keys, periodic refresh, requests with
 // timeouts.
 //
+// # Leases
+//
+// Claim and Release give out leases: a named key held by one owner at a
+// time, across every instance sharing the broker, until it expires. The
+// hub uses them to register server names cluster-wide: of two instances
+// that claim one name for different owners at the same moment, exactly
+// one wins; the other learns who holds it.
+//
+//	holder, err := b.Claim(ctx, "server/echo", instanceID, 30*time.Second)
+//	switch {
+//	case err != nil: // unknown outcome: retry, or give up
+//	case holder == instanceID: // ours for 30s; claim again to renew
+//	default: // held by holder
+//	}
+//
+// A claim by the holder renews the lease, resetting its expiry to ttl
+// from now. Release ends a lease early, and does nothing when called by
+// someone who does not hold it. For Memory a lease is an entry in a map;
+// for Redis it is the key KeyPrefix+"lease:"+key, set and read by one Lua
+// script, which Redis expires by itself.
+//
 // # Concurrency
 //
 // Every method of a Broker may be called concurrently. Each Subscription

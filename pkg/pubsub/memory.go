@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // MemoryOptions configures a Memory broker. The zero value is ready to use.
@@ -32,6 +33,19 @@ type Memory struct {
 	topics map[string]map[*subscription]struct{}
 
 	closeDone chan struct{} // closed when the first Close has finished
+
+	// leases are checked for expiry when they are claimed: no goroutine
+	// runs a clock. sweepAt bounds the expired leases nobody claims again:
+	// when the map grows past it, they are removed.
+	leaseMu sync.Mutex
+	leases  map[string]memLease
+	sweepAt int
+}
+
+// memLease is a lease held in a Memory broker.
+type memLease struct {
+	owner   string
+	expires time.Time
 }
 
 var (
@@ -50,6 +64,8 @@ func NewMemoryWithOptions(opts MemoryOptions) *Memory {
 		queueSize: opts.QueueSize,
 		topics:    make(map[string]map[*subscription]struct{}),
 		closeDone: make(chan struct{}),
+		leases:    make(map[string]memLease),
+		sweepAt:   64,
 	}
 }
 
@@ -117,6 +133,64 @@ func (m *Memory) detach(s *subscription) {
 
 // Ready returns nil until the broker is closed, then ErrClosed.
 func (m *Memory) Ready(ctx context.Context) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Claim takes the lease on key for owner if it is free, expired or
+// already owner's, until ttl from now, and returns owner; otherwise it
+// returns the current holder. It fails only on bad arguments, a done ctx or
+// a closed broker.
+func (m *Memory) Claim(ctx context.Context, key, owner string, ttl time.Duration) (string, error) {
+	if err := checkLease(key, owner, ttl); err != nil {
+		return "", err
+	}
+	if err := m.usable(ctx); err != nil {
+		return "", err
+	}
+	now := time.Now()
+	m.leaseMu.Lock()
+	defer m.leaseMu.Unlock()
+	if l, ok := m.leases[key]; ok && l.owner != owner && now.Before(l.expires) {
+		return l.owner, nil
+	}
+	m.leases[key] = memLease{owner: owner, expires: now.Add(ttl)}
+	if len(m.leases) >= m.sweepAt {
+		for k, l := range m.leases {
+			if !now.Before(l.expires) {
+				delete(m.leases, k)
+			}
+		}
+		m.sweepAt = max(64, 2*len(m.leases))
+	}
+	return owner, nil
+}
+
+// Release ends owner's lease on key, if owner holds it.
+func (m *Memory) Release(ctx context.Context, key, owner string) error {
+	if err := checkLease(key, owner, time.Millisecond); err != nil {
+		return err
+	}
+	if err := m.usable(ctx); err != nil {
+		return err
+	}
+	m.leaseMu.Lock()
+	defer m.leaseMu.Unlock()
+	if l, ok := m.leases[key]; ok && l.owner == owner {
+		delete(m.leases, key)
+	}
+	return nil
+}
+
+// usable returns ctx's error, or ErrClosed once the broker is closed.
+func (m *Memory) usable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {

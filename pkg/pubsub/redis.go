@@ -518,6 +518,95 @@ func (r *Redis) Ready(ctx context.Context) error {
 	return nil
 }
 
+// claimScript takes a lease (KEYS[1]) for an owner (ARGV[1]) for ARGV[2]
+// milliseconds, unless another owner holds it; it returns the holder. Redis
+// runs a script atomically, and expires the key by itself.
+var claimScript = redis.NewScript(`
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then
+	return holder
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return ARGV[1]
+`)
+
+// releaseScript deletes a lease (KEYS[1]) if its owner is ARGV[1].
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+// Claim takes the lease on key for owner, as Broker.Claim describes. The
+// lease is the Redis key KeyPrefix+"lease:"+key, holding the owner, which
+// Redis expires after ttl; one Lua script reads and sets it atomically.
+// Like Publish, it fails at once with ErrUnavailable while the broker knows
+// Redis is unreachable, and within CommandTimeout otherwise.
+func (r *Redis) Claim(ctx context.Context, key, owner string, ttl time.Duration) (string, error) {
+	if err := checkLease(key, owner, ttl); err != nil {
+		return "", err
+	}
+	if err := r.usable(ctx, "claim"); err != nil {
+		return "", err
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.opts.CommandTimeout)
+	defer cancel()
+	holder, err := claimScript.Run(cctx, r.client, []string{r.leaseKey(key)}, owner, ttl.Milliseconds()).Text()
+	if err != nil {
+		return "", r.commandError(ctx, "claim", err)
+	}
+	return holder, nil
+}
+
+// Release ends owner's lease on key, if owner holds it, with the same
+// error rules as Claim.
+func (r *Redis) Release(ctx context.Context, key, owner string) error {
+	if err := checkLease(key, owner, time.Millisecond); err != nil {
+		return err
+	}
+	if err := r.usable(ctx, "release"); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.opts.CommandTimeout)
+	defer cancel()
+	if err := releaseScript.Run(cctx, r.client, []string{r.leaseKey(key)}, owner).Err(); err != nil {
+		return r.commandError(ctx, "release", err)
+	}
+	return nil
+}
+
+func (r *Redis) leaseKey(key string) string {
+	return r.opts.KeyPrefix + "lease:" + key
+}
+
+// usable returns why a command should not even be tried: the broker is
+// closed, ctx is done, or Redis is known to be unreachable.
+func (r *Redis) usable(ctx context.Context, op string) error {
+	if r.isClosed() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := r.downError(); err != nil {
+		return r.unavailable(op, err)
+	}
+	return nil
+}
+
+// commandError explains the failure of a command tried with ctx.
+func (r *Redis) commandError(ctx context.Context, op string, err error) error {
+	switch {
+	case r.isClosed():
+		return ErrClosed
+	case errors.Is(ctx.Err(), context.Canceled):
+		return fmt.Errorf("pubsub: %s: %w", op, ctx.Err())
+	default:
+		return r.unavailable(op, err)
+	}
+}
+
 // Dropped returns how many messages were dropped, summed over all
 // subscriptions, because a subscription's queue was full.
 func (r *Redis) Dropped() uint64 {

@@ -134,6 +134,12 @@ func TestRedis_outageAndRecovery(t *testing.T) {
 	start = time.Now()
 	assert.ErrorIs(t, b.Publish(ctx, "live", []byte("lost")), pubsub.ErrUnavailable)
 	assert.Less(t, time.Since(start), 100*time.Millisecond)
+	// And so do leases.
+	start = time.Now()
+	_, err = b.Claim(ctx, "name", "me", time.Minute)
+	assert.ErrorIs(t, err, pubsub.ErrUnavailable)
+	assert.ErrorIs(t, b.Release(ctx, "name", "me"), pubsub.ErrUnavailable)
+	assert.Less(t, time.Since(start), 100*time.Millisecond)
 
 	// Subscribing and unsubscribing still work, locally, during the outage.
 	during := newRecorder()
@@ -160,6 +166,31 @@ func TestRedis_outageAndRecovery(t *testing.T) {
 	assert.Equal(t, "hi", during.next(t).payload)
 	assert.Equal(t, map[string]int64{prefix + "live": 1, prefix + "during": 1, prefix + "gone": 0},
 		numSub(t, srv, prefix+"live", prefix+"during", prefix+"gone"))
+}
+
+// TestRedis_leaseIsAKeyUnderThePrefix: a lease is the Redis key
+// <prefix>lease:<key>, holding its owner, which Redis expires.
+func TestRedis_leaseIsAKeyUnderThePrefix(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	b := newRedis(t, srv, prefix)
+	holder, err := b.Claim(ctx, "server/echo", "instance-1", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, "instance-1", holder)
+
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), Protocol: 2, DisableIdentity: true})
+	defer c.Close()
+	v, err := c.Get(ctx, prefix+"lease:server/echo").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "instance-1", v)
+	ttl, err := c.PTTL(ctx, prefix+"lease:server/echo").Result()
+	require.NoError(t, err)
+	assert.True(t, ttl > 0 && ttl <= time.Minute, "PTTL %v", ttl)
+
+	require.NoError(t, b.Release(ctx, "server/echo", "instance-1"))
+	assert.ErrorIs(t, c.Get(ctx, prefix+"lease:server/echo").Err(), redis.Nil)
 }
 
 // TestRedis_longOutage measures the worst case: an outage long enough for
