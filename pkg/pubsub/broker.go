@@ -46,6 +46,24 @@ type Broker interface {
 	// Release ends owner's lease on key at once. It does nothing if owner
 	// does not hold it (it expired, or someone else holds it).
 	Release(ctx context.Context, key, owner string) error
+
+	// Watch calls fn(false) when the broker loses its connection to its
+	// backing service, from which moment messages published to this
+	// instance are lost, and fn(true) once the connection is back and every
+	// subscription is in place again: the moment Ready starts succeeding.
+	// It reports changes only, from the state at the time of the call; to
+	// miss none, call Watch before checking Ready. A broker that cannot
+	// lose messages this way (Memory) never calls fn.
+	//
+	// Calls of fn are serialised and in order, never concurrent, on a
+	// goroutine of the broker's; fn must not block (hand the news to a
+	// goroutine of your own if acting on it takes time). When changes come
+	// faster than fn returns, a loss and a recovery that it has not been
+	// told of yet are folded into the one pair "false, true"; fn never misses
+	// that messages may have been lost. stop stops the calls: once it
+	// returns, fn is not running and is not called again. It is idempotent
+	// and must not be called from fn. Close stops every watch.
+	Watch(fn func(up bool)) (stop func())
 	// Close closes every subscription and releases the broker's resources.
 	Close() error
 }

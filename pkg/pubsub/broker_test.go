@@ -126,6 +126,27 @@ func testBroker(t *testing.T, be backend) {
 		assert.Equal(t, "hello", m.payload)
 	})
 
+	t.Run("watch is silent while all is well", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		b := newBroker(t)
+		calls := make(chan bool, 4)
+		stop := b.Watch(func(up bool) { calls <- up })
+		rec := newRecorder()
+		sub := subscribe(t, b, "quiet", rec.handle)
+		require.NoError(t, b.Publish(ctx, "quiet", []byte("x")))
+		rec.next(t)
+		require.NoError(t, sub.Close())
+		stop()
+		stop() // idempotent
+
+		other := b.Watch(func(up bool) { calls <- up })
+		require.NoError(t, b.Close(), "Close stops the watches")
+		other()
+		b.Watch(func(up bool) { calls <- up })() // after Close: harmless
+		assert.Empty(t, calls)
+	})
+
 	t.Run("publish without subscribers", func(t *testing.T) {
 		t.Parallel()
 		b := newBroker(t)

@@ -35,6 +35,27 @@
 // itself: state kept in Redis keys, periodic refresh, requests with
 // timeouts.
 //
+// # Watching the connection
+//
+// Watch tells when messages may have been lost: fn(false) when the broker
+// loses its connection (for Redis: the subscriber connection broke, or the
+// health check found it silent), fn(true) once it is back and every
+// subscription is in place again, the moment Ready starts succeeding. A
+// hub that hears "true" knows that what others published meanwhile never
+// reached it, and asks for it again (the registry's snapshots, for
+// instance). Memory never loses its connection and never calls fn.
+//
+//	resync := make(chan struct{}, 1)
+//	stop := b.Watch(func(up bool) {
+//		if up { // fn must not block: a resync already pending covers this one
+//			select {
+//			case resync <- struct{}{}:
+//			default:
+//			}
+//		}
+//	})
+//	defer stop()
+//
 // # Leases
 //
 // Claim and Release give out leases: a named key held by one owner at a

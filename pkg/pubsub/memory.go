@@ -199,6 +199,12 @@ func (m *Memory) usable(ctx context.Context) error {
 	return nil
 }
 
+// Watch returns at once: a Memory broker has no connection to lose, so fn
+// is never called.
+func (m *Memory) Watch(fn func(up bool)) (stop func()) {
+	return func() {}
+}
+
 // Dropped returns how many messages were dropped, summed over all
 // subscriptions, because a subscription's queue was full.
 func (m *Memory) Dropped() uint64 {

@@ -133,6 +133,9 @@ type Redis struct {
 	topics    map[string]map[*subscription]struct{}
 	closeDone chan struct{}
 
+	// watchers are told of every change of state.up, under the state lock.
+	watchers watchers
+
 	// state guards the connection state the receive loop maintains.
 	state struct {
 		sync.Mutex
@@ -607,6 +610,16 @@ func (r *Redis) commandError(ctx context.Context, op string, err error) error {
 	}
 }
 
+// Watch reports when the pub/sub connection is lost (fn(false)) and when it
+// is back with every topic subscribed again (fn(true)), as Broker.Watch
+// describes. The health check finds a silent connection lost within
+// HealthCheckInterval plus ReadTimeout.
+func (r *Redis) Watch(fn func(up bool)) (stop func()) {
+	r.state.Lock()
+	defer r.state.Unlock()
+	return r.watchers.add(fn, r.state.up)
+}
+
 // Dropped returns how many messages were dropped, summed over all
 // subscriptions, because a subscription's queue was full.
 func (r *Redis) Dropped() uint64 {
@@ -616,7 +629,8 @@ func (r *Redis) Dropped() uint64 {
 // Close closes every subscription, waiting for running Handlers to return
 // (their contexts are cancelled first), unsubscribes, stops the receive
 // loop and closes the connections. Publish and Subscribe then return
-// ErrClosed. A second Close waits for the first and returns nil.
+// ErrClosed. It stops every Watch. A second Close waits for the first and
+// returns nil.
 func (r *Redis) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -653,6 +667,7 @@ func (r *Redis) Close() error {
 	if r.ps != nil {
 		<-r.pubDone
 	}
+	r.watchers.close()
 	r.state.Lock()
 	for token, ch := range r.state.waiters {
 		close(ch)
@@ -794,6 +809,7 @@ func (r *Redis) setUp() bool {
 	r.state.up = true
 	r.state.lastErr = nil
 	close(r.state.upCh)
+	r.watchers.notify(true)
 	if r.state.everUp {
 		r.log.Info("pubsub: Redis connection restored; topics resubscribed")
 	}
@@ -816,6 +832,7 @@ func (r *Redis) setDown(err error) bool {
 	}
 	r.state.up = false
 	r.state.upCh = make(chan struct{})
+	r.watchers.notify(false)
 	r.log.Warn("pubsub: Redis connection lost; reconnecting", "err", r.redact(err))
 	return true
 }

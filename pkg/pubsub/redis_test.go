@@ -168,6 +168,53 @@ func TestRedis_outageAndRecovery(t *testing.T) {
 		numSub(t, srv, prefix+"live", prefix+"during", prefix+"gone"))
 }
 
+// TestRedis_watchReportsOutages: Watch reports a lost connection, then its
+// recovery, in order; once it reports the recovery, every subscription is
+// in place: a message another instance publishes then is delivered.
+func TestRedis_watchReportsOutages(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		fail, recover func(*redistest.Server)
+	}{
+		{"server killed", (*redistest.Server).Stop, (*redistest.Server).Restart},
+		{"server frozen", (*redistest.Server).Pause, (*redistest.Server).Resume},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			srv := redistest.Start(t)
+			prefix := redistest.Prefix(t)
+			a, b := newRedis(t, srv, prefix), newRedis(t, srv, prefix)
+			states := make(chan bool, 16)
+			stop := a.Watch(func(up bool) { states <- up })
+			defer stop()
+			rec := newRecorder()
+			subscribe(t, a, "live", rec.handle)
+
+			for round := range 2 {
+				tc.fail(srv)
+				assert.False(t, receive(t, states), "round %d: the loss is reported first", round)
+				assert.ErrorIs(t, a.Ready(ctx), pubsub.ErrUnavailable)
+				tc.recover(srv)
+				require.True(t, receive(t, states), "round %d: then the recovery", round)
+				assert.NoError(t, a.Ready(ctx), "Ready succeeds once the recovery is reported")
+
+				// b may not have noticed the outage yet, or not be back.
+				eventually(t, recoveryLimit, "the publisher is back", func() bool { return b.Ready(ctx) == nil })
+				msg := fmt.Sprint("after recovery ", round)
+				require.NoError(t, b.Publish(ctx, "live", []byte(msg)))
+				assert.Equal(t, msg, rec.next(t).payload)
+			}
+			select {
+			case up := <-states:
+				t.Errorf("unexpected report %v", up)
+			default:
+			}
+		})
+	}
+}
+
 // TestRedis_leaseIsAKeyUnderThePrefix: a lease is the Redis key
 // <prefix>lease:<key>, holding its owner, which Redis expires.
 func TestRedis_leaseIsAKeyUnderThePrefix(t *testing.T) {
