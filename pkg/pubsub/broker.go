@@ -19,9 +19,17 @@ import (
 // Every method may be called concurrently.
 type Broker interface {
 	// Publish sends payload to every current subscriber of topic, on every
-	// instance. It returns an error at once, never hanging, when the broker
-	// cannot take the message (for Redis: the server is unreachable). It
-	// does not retain payload: the caller may reuse it once Publish returns.
+	// instance. It fails fast, never hanging, when the broker cannot take
+	// the message (for Redis: the server is unreachable). It does not
+	// retain payload: the caller may reuse it once Publish returns.
+	//
+	// An error wrapping ErrNotSent means the message was certainly not
+	// sent, and may be published again without risk of a duplicate. Any
+	// other error leaves the outcome unknown: the message may have been
+	// delivered (for Redis: ctx ended, or the connection broke, after the
+	// PUBLISH was written). A caller that wants to know should not cancel
+	// ctx early: give it a deadline, not the cancellation of a request that
+	// may be abandoned.
 	Publish(ctx context.Context, topic string, payload []byte) error
 	// Subscribe calls h for every message later published on topic, until
 	// the Subscription is closed. A broker that loses its connection
@@ -102,6 +110,16 @@ func checkLease(key, owner string, ttl time.Duration) error {
 		return fmt.Errorf("pubsub: lease ttl %v is below 1ms", ttl)
 	}
 	return nil
+}
+
+// ErrNotSent is wrapped, beside the cause, by the errors of a Publish whose
+// message was certainly not sent: the broker was closed or knew its
+// backing service down, or ctx ended before the message left the broker.
+var ErrNotSent = errors.New("pubsub: message not sent")
+
+// notSent marks err as certainly not sent.
+func notSent(err error) error {
+	return fmt.Errorf("%w: %w", ErrNotSent, err)
 }
 
 // ErrClosed is returned by a Broker that was closed.

@@ -218,6 +218,20 @@ func testBroker(t *testing.T, be backend) {
 		assert.Error(t, hctx.Err(), "Close cancels the handler context")
 	})
 
+	t.Run("publish with a done context is not sent", func(t *testing.T) {
+		t.Parallel()
+		b := newBroker(t)
+		rec := newRecorder()
+		subscribe(t, b, "t", rec.handle)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := b.Publish(ctx, "t", []byte("never"))
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.ErrorIs(t, err, pubsub.ErrNotSent)
+		require.NoError(t, b.Publish(context.Background(), "t", []byte("sent")))
+		assert.Equal(t, "sent", rec.next(t).payload)
+	})
+
 	t.Run("subscribe with a done context fails", func(t *testing.T) {
 		t.Parallel()
 		b := newBroker(t)
@@ -296,7 +310,9 @@ func testBroker(t *testing.T, be backend) {
 		default:
 			t.Fatal("handler still running after the broker's Close returned")
 		}
-		assert.ErrorIs(t, b.Publish(ctx, "topic", []byte("2")), pubsub.ErrClosed)
+		err = b.Publish(ctx, "topic", []byte("2"))
+		assert.ErrorIs(t, err, pubsub.ErrClosed)
+		assert.ErrorIs(t, err, pubsub.ErrNotSent)
 		_, err = b.Subscribe(ctx, "topic", newRecorder().handle)
 		assert.ErrorIs(t, err, pubsub.ErrClosed)
 		assert.ErrorIs(t, b.Ready(ctx), pubsub.ErrClosed)

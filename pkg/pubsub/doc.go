@@ -1,7 +1,13 @@
-// Package pubsub carries messages between the parts of a hub, and between
-// hub instances: resource updates, list_changed notifications, and the
-// requests and answers that one instance routes to a server connected to
-// another. It knows topics and byte payloads, nothing of WebSockets or MCP.
+// Package pubsub carries messages between hub instances, and gives them
+// leases on names. It knows topics, byte payloads and keys, nothing of
+// WebSockets or MCP.
+//
+// The hub publishes on four topics: "registry" (each instance's heartbeats
+// and snapshots of its servers, from which every instance derives the
+// lists, and hence the list_changed notifications, of its clients),
+// "inbox/<instance>" (requests routed to a server on another instance, and
+// their answers, progress and cancellations), "updates" (resource updates)
+// and "logs" (servers' log messages). A topic is any string.
 //
 // # Brokers
 //
@@ -19,21 +25,42 @@
 //
 // # Delivery guarantees
 //
-// Delivery is at most once. A message is delivered to the subscriptions
-// that exist when it is published (for Redis: when Redis runs the PUBLISH),
-// to each at most once; messages from one publisher on one topic arrive in
-// the order they were published. Messages are lost, and not replayed, when:
+// Delivery is at most once, for both brokers: a message is delivered to the
+// subscriptions that exist when it is published, to each at most once, and
+// messages from one publisher on one topic arrive in the order they were
+// published. Nothing is replayed.
 //
-//   - a subscription's queue is full: the Handler is too slow. The message is
-//     dropped for that subscription only, and counted (see DropCounter);
-//   - Redis is unreachable: Publish returns an error wrapping ErrUnavailable,
-//     and messages that other instances published meanwhile are not
-//     received. An error from Publish does not prove the message was lost:
-//     Redis may have run it before the connection failed.
+// Memory loses a message only when a subscription's queue is full (its
+// Handler is too slow): the message is dropped for that subscription only,
+// and counted (see DropCounter). A Publish that returns nil has offered the
+// message to every subscription.
 //
-// A caller that needs more (the hub's registry, for instance) must add it
-// itself: state kept in Redis keys, periodic refresh, requests with
-// timeouts.
+// Redis loses messages in that case too, and also when:
+//
+//   - this instance's subscriber connection is down: what other instances
+//     publish meanwhile never reaches it. Watch reports when that starts
+//     and when it ends;
+//   - the publisher cannot reach Redis: Publish fails (fast; see below).
+//
+// A message reaches the subscriptions that exist when Redis runs its
+// PUBLISH; a Publish that returns nil means Redis ran it.
+//
+// # What an error from Publish means
+//
+// An error wrapping ErrNotSent says the message was certainly not sent, so
+// that publishing it again cannot deliver it twice: the broker was closed,
+// ctx was already done, the broker knew its backend unreachable and did
+// not try, or (Redis) ctx ended while the message still waited for the
+// goroutine that writes messages, or no connection could be made. Any other
+// error leaves the outcome unknown: a Redis Publish whose ctx ended, or
+// whose connection broke, after the PUBLISH was written may still be
+// delivered. A caller that wants a definite answer gives Publish a context
+// with a deadline but without the cancellation of a request that may be
+// abandoned midway (context.WithoutCancel).
+//
+// A caller that needs more than at most once (the hub's registry, for
+// instance) adds it itself: periodic refresh, a resynchronisation when Watch
+// reports a recovery, requests with timeouts.
 //
 // # Watching the connection
 //
@@ -81,10 +108,15 @@
 //
 // Every method of a Broker may be called concurrently. Each Subscription
 // owns a bounded queue and one goroutine that runs its Handler, one message
-// at a time; Publish only queues, so a slow Handler never blocks a
-// publisher or another subscription. The Handler's context is cancelled
-// when its Subscription or Broker is closed; Close waits for a running
-// Handler to return, so a Handler must watch its context if it may block,
-// and must close neither its own Subscription nor its Broker. No goroutine of a broker
-// outlives its Close.
+// at a time. Delivery only offers a message to that queue, dropping it if
+// the queue is full, so a slow Handler never blocks a publisher or another
+// subscription. Publish itself does wait: Memory's until the message is
+// offered to every local subscription, Redis's until Redis has answered the
+// PUBLISH (one round trip, shared by the messages published meanwhile, and
+// bounded by CommandTimeout).
+//
+// The Handler's context is cancelled when its Subscription or Broker is
+// closed; Close waits for a running Handler to return, so a Handler must
+// watch its context if it may block, and must close neither its own
+// Subscription nor its Broker. No goroutine of a broker outlives its Close.
 package pubsub

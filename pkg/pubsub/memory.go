@@ -71,16 +71,16 @@ func NewMemoryWithOptions(opts MemoryOptions) *Memory {
 
 // Publish offers a copy of payload to every current subscriber of topic. It
 // returns ErrClosed once the broker is closed, and ctx's error if ctx is
-// already done; otherwise it succeeds, even when a full queue made a
-// subscriber drop the message.
+// already done, both wrapping ErrNotSent; otherwise it succeeds, even when
+// a full queue made a subscriber drop the message.
 func (m *Memory) Publish(ctx context.Context, topic string, payload []byte) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return notSent(err)
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {
-		return ErrClosed
+		return notSent(ErrClosed)
 	}
 	subs := m.topics[topic]
 	if len(subs) == 0 {

@@ -252,59 +252,84 @@ func parseRedisURL(raw string) (*redis.Options, error) {
 }
 
 // Publish sends payload to the subscribers of topic on every instance with
-// the same KeyPrefix. It returns ErrClosed once the broker is closed, and
-// ctx's error if ctx is cancelled. When Redis does not take the message
-// within CommandTimeout (or ctx's deadline, if sooner), it returns an error
-// wrapping ErrUnavailable. While the broker knows that Redis is unreachable
-// (Ready reports it), Publish returns that error at once, without trying:
-// this spares a recovering server a burst of connections and the caller a
-// timeout per message.
+// the same KeyPrefix, and returns once Redis has answered the PUBLISH.
+//
+// It fails fast: at once while the broker knows that Redis is unreachable
+// (Ready reports it), which spares a recovering server a burst of
+// connections and the caller a timeout per message; otherwise within
+// CommandTimeout, or ctx's deadline if sooner. Such errors wrap
+// ErrUnavailable; ErrClosed is returned once the broker is closed, and
+// ctx's error when ctx is cancelled.
+//
+// An error wrapping ErrNotSent means the message was certainly not sent:
+// the broker was closed or knew Redis down, ctx ended before the message
+// left the queue of the publishing goroutine, or no connection could be
+// made. Any other error leaves the outcome unknown: the PUBLISH may have
+// been written, and the message delivered, before ctx ended or the
+// connection failed.
 //
 // Concurrent Publish calls share round trips: one goroutine writes every
 // message waiting at the time as one pipeline (up to maxPublishBatch), so
 // that under load a PUBLISH costs a fraction of a system call and of a
-// round trip. A message whose ctx ended while it waited is not sent. When
-// ctx ends after the message was written, it may still be delivered.
+// round trip.
 func (r *Redis) Publish(ctx context.Context, topic string, payload []byte) error {
 	if r.isClosed() {
-		return ErrClosed
+		return notSent(ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return notSent(err)
 	}
 	if err := r.downError(); err != nil {
-		return r.unavailable("publish", err)
+		return notSent(r.unavailable("publish", err))
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.opts.CommandTimeout)
 	defer cancel()
 	// The copy lets the caller reuse payload even when Publish returns
 	// before the publisher has written it.
 	req := &pubReq{ctx: pctx, channel: r.opts.KeyPrefix + topic, payload: bytes.Clone(payload), done: make(chan error, 1)}
-	var err error
 	select {
 	case r.pubq <- req:
-		select {
-		case err = <-req.done:
-		case <-pctx.Done():
-			err = pctx.Err()
-		case <-r.ctx.Done():
-			return ErrClosed
-		}
+	case <-pctx.Done():
+		return r.publishError(ctx, notSent(pctx.Err()))
+	case <-r.ctx.Done():
+		return notSent(ErrClosed)
+	}
+	var err error
+	select {
+	case err = <-req.done:
 	case <-pctx.Done():
 		err = pctx.Err()
+		if req.abandon() {
+			err = notSent(err)
+		}
 	case <-r.ctx.Done():
+		if req.abandon() {
+			return notSent(ErrClosed)
+		}
 		return ErrClosed
 	}
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case r.isClosed():
-		return ErrClosed
-	case errors.Is(ctx.Err(), context.Canceled):
-		return fmt.Errorf("pubsub: publish: %w", ctx.Err())
-	default:
-		return r.unavailable("publish", err)
 	}
+	return r.publishError(ctx, err)
+}
+
+// publishError explains the failure of a Publish whose ctx was ctx, keeping
+// ErrNotSent when err has it.
+func (r *Redis) publishError(ctx context.Context, err error) error {
+	sure := errors.Is(err, ErrNotSent)
+	switch {
+	case r.isClosed():
+		err = ErrClosed
+	case errors.Is(ctx.Err(), context.Canceled):
+		err = fmt.Errorf("pubsub: publish: %w", ctx.Err())
+	default:
+		err = r.unavailable("publish", err)
+	}
+	if sure && !errors.Is(err, ErrNotSent) {
+		return notSent(err)
+	}
+	return err
 }
 
 // maxPublishBatch bounds the messages written as one pipeline.
@@ -316,6 +341,24 @@ type pubReq struct {
 	channel string
 	payload []byte
 	done    chan error // buffered: the publisher never waits on it
+
+	// state is reqQueued until the publisher takes the message to write it
+	// (reqTaken), or until the caller, or the publisher finding ctx done,
+	// gives it up (reqAbandoned): then it is certainly not sent.
+	state atomic.Int32
+}
+
+const (
+	reqQueued = iota
+	reqTaken
+	reqAbandoned
+)
+
+// abandon gives the message up unless the publisher took it first, and
+// reports whether it is certainly not sent.
+func (req *pubReq) abandon() bool {
+	req.state.CompareAndSwap(reqQueued, reqAbandoned)
+	return req.state.Load() == reqAbandoned
 }
 
 // publisher writes the waiting messages, as one pipeline per round trip,
@@ -353,9 +396,11 @@ func (r *Redis) publishBatch(batch []*pubReq, cmds []*redis.IntCmd) []*redis.Int
 	defer cancel()
 	pipe := r.client.Pipeline()
 	for _, req := range batch {
-		if err := req.ctx.Err(); err != nil {
-			req.done <- err
-			cmds = append(cmds, nil)
+		if err := req.ctx.Err(); err != nil && req.abandon() {
+			req.done <- notSent(err)
+		}
+		if !req.state.CompareAndSwap(reqQueued, reqTaken) {
+			cmds = append(cmds, nil) // abandoned
 			continue
 		}
 		cmds = append(cmds, pipe.Publish(ctx, req.channel, req.payload))
@@ -364,11 +409,23 @@ func (r *Redis) publishBatch(batch []*pubReq, cmds []*redis.IntCmd) []*redis.Int
 		_, _ = pipe.Exec(ctx) // each command carries its own error
 	}
 	for i, cmd := range cmds {
-		if cmd != nil {
-			batch[i].done <- cmd.Err()
+		if cmd == nil {
+			continue
 		}
+		err := cmd.Err()
+		if isDialError(err) {
+			err = notSent(err)
+		}
+		batch[i].done <- err
 	}
 	return cmds
+}
+
+// isDialError reports whether err is a failure to connect, after which
+// nothing was written.
+func isDialError(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // Subscribe calls h for every message published on topic, by any instance

@@ -132,7 +132,9 @@ func TestRedis_outageAndRecovery(t *testing.T) {
 	})
 	// Now that the outage is known, Publish does not even try.
 	start = time.Now()
-	assert.ErrorIs(t, b.Publish(ctx, "live", []byte("lost")), pubsub.ErrUnavailable)
+	err = b.Publish(ctx, "live", []byte("lost"))
+	assert.ErrorIs(t, err, pubsub.ErrUnavailable)
+	assert.ErrorIs(t, err, pubsub.ErrNotSent)
 	assert.Less(t, time.Since(start), 100*time.Millisecond)
 	// And so do leases.
 	start = time.Now()

@@ -1,0 +1,122 @@
+package pubsub
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/internal/redistest"
+)
+
+// TestRedis_publishErrorsSayWhetherSent: a message whose ctx ends while it
+// waits in the publisher's queue is certainly not sent (ErrNotSent); one
+// whose PUBLISH was written before its ctx ended may have been delivered,
+// and its error does not claim otherwise.
+func TestRedis_publishErrorsSayWhetherSent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	r, err := NewRedis(ctx, RedisOptions{URL: srv.URL(), KeyPrefix: redistest.Prefix(t),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	got := make(chan string, 8)
+	sub, err := r.Subscribe(ctx, "t", func(_ context.Context, _ string, p []byte) { got <- string(p) })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+
+	srv.Pause()
+	paused := true
+	t.Cleanup(func() {
+		if paused {
+			srv.Resume()
+		}
+	})
+	// The publisher takes "written" and blocks on the frozen server...
+	hook := &pipelineHook{started: make(chan struct{}, 1)}
+	r.client.AddHook(hook)
+	writtenErr := make(chan error, 1)
+	go func() { writtenErr <- r.Publish(ctx, "t", []byte("written")) }()
+	select {
+	case <-hook.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the publisher did not write the first message")
+	}
+	// ... so "queued" waits behind it until its ctx ends.
+	qctx, cancel := context.WithCancel(ctx)
+	queuedErr := make(chan error, 1)
+	go func() { queuedErr <- r.Publish(qctx, "t", []byte("queued")) }()
+	waitFor(t, "the second message is queued", func() bool { return len(r.pubq) == 1 })
+	cancel()
+	err = <-queuedErr
+	assert.ErrorIs(t, err, ErrNotSent)
+	assert.ErrorIs(t, err, context.Canceled)
+
+	err = <-writtenErr // after CommandTimeout
+	assert.ErrorIs(t, err, ErrUnavailable)
+	assert.NotErrorIs(t, err, ErrNotSent, "the PUBLISH was written: the outcome is unknown")
+
+	srv.Resume()
+	paused = false
+	// Whether "written" reaches the subscriber is up to Redis; "queued"
+	// never does. Publish a marker until it arrives, then look.
+	var seen []string
+	waitFor(t, "a delivery after the freeze", func() bool {
+		pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		_ = r.Publish(pctx, "t", []byte("marker"))
+		cancel()
+		for {
+			select {
+			case m := <-got:
+				seen = append(seen, m)
+				if m == "marker" {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
+	assert.NotContains(t, seen, "queued")
+}
+
+// waitFor polls cond every 5ms for up to 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		<-time.After(5 * time.Millisecond)
+	}
+}
+
+// pipelineHook signals when a pipeline is about to be written.
+type pipelineHook struct{ started chan struct{} }
+
+func (h *pipelineHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+func (h *pipelineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { return next(ctx, cmd) }
+}
+
+func (h *pipelineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		select {
+		case h.started <- struct{}{}:
+		default:
+		}
+		return next(ctx, cmds)
+	}
+}
