@@ -70,6 +70,9 @@ type cluster struct {
 	epoch    uint64 // counts our broker (re)connections
 	subs     []pubsub.Subscription
 	dirty    chan struct{} // our snapshot changed
+
+	state     chan bool // the broker's connection went down or up (Watch)
+	stopWatch func()
 }
 
 // outCall is a request this instance sent to another and waits on.
@@ -88,11 +91,21 @@ func newCluster(h *Hub) *cluster {
 		calls:   map[uint64]*outCall{},
 		served:  map[string]func(error){},
 		dirty:   make(chan struct{}, 1),
+		state:   make(chan bool, 2),
 	}
 }
 
 func (c *cluster) start(ctx context.Context) error {
 	h := c.hub
+	// The broker says at once when its connection drops or comes back, in
+	// order (it folds what is pending to at most down, then up); the loop
+	// acts on it.
+	c.stopWatch = h.broker.Watch(func(up bool) {
+		select {
+		case c.state <- up:
+		case <-h.ctx.Done():
+		}
+	})
 	for topic, fn := range map[string]pubsub.Handler{
 		topicRegistry:           c.onRegistry,
 		topicInboxPrefix + h.id: c.onInbox,
@@ -145,6 +158,8 @@ func (c *cluster) loop() {
 			c.publish(ctx, topicRegistry, &envelope{Kind: kindBye})
 			cancel()
 			return
+		case up := <-c.state:
+			c.brokerState(up)
 		case <-c.dirty:
 			c.publishSnapshot(h.ctx)
 		case <-tick.C:
@@ -200,6 +215,7 @@ func (c *cluster) heartbeat() {
 	defer cancel()
 	clients := len(h.sessionList())
 	c.publish(ctx, topicRegistry, &envelope{Kind: kindHeartbeat, Version: c.version.Load(), Clients: clients})
+	h.renewNames(ctx)
 	c.expire(time.Now())
 }
 
@@ -723,6 +739,9 @@ func (h *Hub) askRemote(ctx context.Context, ri *replicaInfo, uri string, subscr
 }
 
 func (c *cluster) close() {
+	if c.stopWatch != nil {
+		c.stopWatch()
+	}
 	for _, s := range c.subs {
 		s.Close()
 	}

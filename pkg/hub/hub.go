@@ -310,10 +310,15 @@ func (h *Hub) setLocal(ri *replicaInfo) error {
 	return nil
 }
 
-// removeLocal withdraws a local replica.
+// removeLocal withdraws a local replica; the last replica of its name in
+// the cluster gives up the name's lease.
 func (h *Hub) removeLocal(id string) {
+	ri := h.reg.localInfo(id)
 	if h.reg.removeLocal(id) {
 		h.cluster.localChanged()
+		if ri != nil {
+			h.releaseName(ri.Name, ri.Owner)
+		}
 	}
 }
 

@@ -184,7 +184,9 @@ func newRegistry(onChange func(old, cur *view)) *registry {
 func (r *registry) view() *view { return r.cur.Load() }
 
 // setLocal adds or replaces a local replica. A new replica may not take a
-// name that replicas of another owner (token) hold, anywhere in the cluster.
+// name that replicas of another owner (token) hold, anywhere in the cluster
+// as far as this instance knows (the name's lease, names.go, settles races
+// between instances).
 func (r *registry) setLocal(ri *replicaInfo) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -210,6 +212,13 @@ func (r *registry) removeLocal(id string) bool {
 	delete(r.local, id)
 	r.rebuildLocked()
 	return true
+}
+
+// localInfo returns a local replica's entry (nil when it is not there).
+func (r *registry) localInfo(id string) *replicaInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.local[id]
 }
 
 // localReplicas returns the local replicas, sorted by ID.
