@@ -190,7 +190,7 @@ func (s *Server) ResourceUpdated(ctx context.Context, uri string) {
 // Log sends a log message to every session whose level admits it.
 func (s *Server) Log(ctx context.Context, level LoggingLevel, logger string, data any) {
 	for _, ss := range s.liveSessions() {
-		ss.log(ctx, level, logger, data)
+		ss.log(ctx, level, logger, data, nil)
 	}
 }
 
@@ -378,14 +378,17 @@ func (ss *ServerSession) subscribed(uri string) bool {
 	return ss.subs[uri]
 }
 
-func (ss *ServerSession) log(ctx context.Context, level LoggingLevel, logger string, data any) {
+// log sends a log message if the session's level admits it; meta names
+// the call it is about, if any (the hub then sends it to that call's
+// client only).
+func (ss *ServerSession) log(ctx context.Context, level LoggingLevel, logger string, data any, meta Meta) {
 	ss.mu.Lock()
 	min := ss.level
 	ss.mu.Unlock()
 	if min != "" && level.Severity() < min.Severity() {
 		return
 	}
-	_ = ss.peer.Notify(ctx, NotificationMessage, &LoggingMessageParams{Level: level, Logger: logger, Data: data})
+	_ = ss.peer.Notify(ctx, NotificationMessage, &LoggingMessageParams{Level: level, Logger: logger, Data: data, Meta: meta})
 }
 
 func decodeParams[T any](req *jsonrpc.Request) (*T, error) {
@@ -715,9 +718,11 @@ func (r *ToolRequest) Progress(ctx context.Context, progress, total float64, mes
 	})
 }
 
-// Log sends a log message to the session, if its level admits it.
+// Log sends a log message about this call, if the session's level admits
+// it. It names the call in _meta["switchboard/relatedRequest"]: the hub
+// delivers it to the calling client only.
 func (r *ToolRequest) Log(ctx context.Context, level LoggingLevel, logger string, data any) {
-	r.Session.log(ctx, level, logger, data)
+	r.Session.log(ctx, level, logger, data, r.related())
 }
 
 func (r *ToolRequest) related() Meta { return Meta{MetaRelatedRequest: r.ID} }
