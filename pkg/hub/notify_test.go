@@ -254,6 +254,7 @@ func TestHub_elicitationAndRoots(t *testing.T) {
 	assert.Equal(t, "accept Ada file:///work", res.Content[0].Text)
 }
 
+// A call's log lines go to that call's client, at that client's level.
 func TestHub_logLevelsPerClient(t *testing.T) {
 	t.Parallel()
 	th := startHub(t, Config{})
@@ -282,11 +283,14 @@ func TestHub_logLevelsPerClient(t *testing.T) {
 	assert.Equal(t, "logger", p.Meta[mcp.MetaServer])
 	chatty.wait(t, mcp.NotificationMessage, 2, nil)
 
+	_, err = q.CallTool(ctx, "logger__log", nil, nil)
+	require.NoError(t, err)
 	errLine := quiet.wait(t, mcp.NotificationMessage, 1, nil)
 	require.NoError(t, json.Unmarshal(errLine, &p))
 	assert.Equal(t, mcp.LevelError, p.Level)
 	assert.Equal(t, "app", p.Logger)
-	assert.Equal(t, 1, quiet.count(mcp.NotificationMessage), "the quiet client got no info line")
+	assert.Equal(t, 1, quiet.count(mcp.NotificationMessage), "the quiet client got no info line, and none of the other's call")
+	assert.Equal(t, 2, chatty.count(mcp.NotificationMessage), "the chatty client got none of the other's call")
 }
 
 func TestHub_listChanged(t *testing.T) {

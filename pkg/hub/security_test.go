@@ -393,6 +393,7 @@ func TestAbuse(t *testing.T) {
 	})
 	t.Run("deep nesting", func(t *testing.T) {
 		rc := th.rawClient(true)
+		defer rc.conn.Close(peer.CloseNormal, "") // leaving ends what it asked for (the in-flight flood's 8 waits)
 		rc.send(strings.Repeat("[", 30_000) + strings.Repeat("]", 30_000))
 		resp := rc.recvResponse()
 		require.NotNil(t, resp.Error)
@@ -403,6 +404,7 @@ func TestAbuse(t *testing.T) {
 	})
 	t.Run("huge batch", func(t *testing.T) {
 		rc := th.rawClient(true)
+		defer rc.conn.Close(peer.CloseNormal, "") // leaving ends what it asked for (the in-flight flood's 8 waits)
 		rc.send("[" + strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","method":"ping","id":1},`, 11), ",") + "]")
 		resp := rc.recvResponse()
 		require.NotNil(t, resp.Error)
@@ -413,6 +415,7 @@ func TestAbuse(t *testing.T) {
 		// One at a time, so that only the rate limit (50/s, bursts of 20)
 		// can refuse them, not the bound on requests in flight.
 		rc := th.rawClient(true)
+		defer rc.conn.Close(peer.CloseNormal, "") // leaving ends what it asked for (the in-flight flood's 8 waits)
 		limited := 0
 		for i := range 60 {
 			rc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i))
@@ -430,6 +433,7 @@ func TestAbuse(t *testing.T) {
 	})
 	t.Run("in-flight flood", func(t *testing.T) {
 		rc := th.rawClient(true)
+		defer rc.conn.Close(peer.CloseNormal, "") // leaving ends what it asked for (the in-flight flood's 8 waits)
 		for i := range 12 {
 			rc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"chatty__wait"}}`, i))
 		}
