@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -51,12 +52,17 @@ type ClientOptions struct {
 	Peer peer.Options
 	// WebSocket tunes the connection.
 	WebSocket peer.WebSocketOptions
+	// HTTP tunes a Streamable HTTP connection (an http or https URL); its
+	// Header is sent besides Header and Token.
+	HTTP StreamableClientOptions
 	// Logger receives the client's own logs; nil discards them.
 	Logger *slog.Logger
 }
 
-// Connect dials url (ws://host/mcp), initializes the session and returns
-// the client.
+// Connect connects to url, initializes the session and returns the client:
+// over a WebSocket for ws:// and wss:// (the hub's /mcp), over Streamable
+// HTTP for http:// and https:// (any MCP server's HTTP endpoint, or the
+// hub's).
 func Connect(ctx context.Context, url string, opts *ClientOptions) (*Client, error) {
 	var o ClientOptions
 	if opts != nil {
@@ -69,7 +75,24 @@ func Connect(ctx context.Context, url string, opts *ClientOptions) (*Client, err
 		}
 		header.Set("Authorization", "Bearer "+o.Token)
 	}
-	conn, err := peer.Dial(ctx, url, &peer.DialOptions{Header: header, WebSocketOptions: o.WebSocket})
+	var conn peer.Conn
+	var err error
+	if strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://") {
+		ho := o.HTTP
+		ho.Header = ho.Header.Clone()
+		if ho.Header == nil {
+			ho.Header = http.Header{}
+		}
+		for k, vs := range header {
+			ho.Header[k] = vs
+		}
+		if ho.Logger == nil {
+			ho.Logger = o.Logger
+		}
+		conn, err = DialStreamable(ctx, url, &ho)
+	} else {
+		conn, err = peer.Dial(ctx, url, &peer.DialOptions{Header: header, WebSocketOptions: o.WebSocket})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,532 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+)
+
+// Streamable HTTP header names.
+const (
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
+	HeaderLastEventID     = "Last-Event-Id"
+)
+
+// MetaProtocolVersion is the _meta key by which a 2026-07-28 request states
+// its protocol version: a POST without a session whose request carries it
+// is a stateless request (see StreamableOptions.Stateless).
+const MetaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// ResponseMode says how a StreamableHandler answers a POST that carries
+// requests.
+type ResponseMode int
+
+const (
+	// ResponseAuto answers with one application/json body when the answer is
+	// the only thing the POST's stream carries, and switches to an SSE stream
+	// as soon as anything else (progress, a log, a request to the client)
+	// must go to it first.
+	ResponseAuto ResponseMode = iota
+	// ResponseSSE always answers with an SSE stream.
+	ResponseSSE
+)
+
+// Defaults for StreamableOptions.
+const (
+	DefaultStreamableMaxBody = 4 << 20
+	DefaultStreamableIdle    = 10 * time.Minute
+	DefaultReplayEvents      = 256
+	DefaultReplayBytes       = 1 << 20
+	DefaultSSERetry          = time.Second
+	DefaultSSEKeepAlive      = 20 * time.Second
+	DefaultSessionInbox      = 64
+)
+
+// StreamableOptions configure a StreamableHandler. The zero value is usable
+// but accepts no session: Open must be set for initialize to succeed.
+//
+// Security: the handler checks neither Origin nor Host, nor credentials. An
+// owner must do admission before it (a browser page of another origin must
+// not reach a local server: DNS rebinding), and must check in Open and
+// Check that every request of a session comes from the client that opened
+// it.
+type StreamableOptions struct {
+	// Open is called for a POST that opens a session: an initialize request
+	// without Mcp-Session-Id. The owner starts its peer on s.Conn() (for
+	// example Server.Serve(s.Context(), s.Conn())) and may keep data in the
+	// session. An error refuses the session: an *HTTPError chooses the
+	// status (401, 403, ...), any other error is a 500 whose text is logged,
+	// not sent.
+	Open func(r *http.Request, s *StreamSession) error
+	// Check, when set, is called for every later request of a session
+	// (POST, GET, DELETE) before it is served; an error refuses it as Open's
+	// does. The hub checks here that the token is the session's.
+	Check func(r *http.Request, s *StreamSession) error
+	// Stateless, when set, serves a POST without a session whose single
+	// request carries params._meta["io.modelcontextprotocol/protocolVersion"]
+	// (the 2026-07-28 revision's stateless requests): s is a session of that
+	// one request, never registered, whose conn ends once the request is
+	// answered. Without it such a POST is refused with 400, as any other
+	// request without a session.
+	Stateless func(r *http.Request, s *StreamSession) error
+	// NewSessionID returns a new session id: visible ASCII, unguessable.
+	// Default: 128 random bits in hex.
+	NewSessionID func() string
+	// ProtocolVersions are the values of the MCP-Protocol-Version header
+	// accepted (400 otherwise); default SupportedVersions. An absent header
+	// means 2025-03-26, as the specification says.
+	ProtocolVersions []string
+	// ResponseMode chooses JSON or SSE answers to POSTs (default auto).
+	ResponseMode ResponseMode
+	// MaxBodyBytes bounds a POST body (413 beyond); default 4 MiB.
+	MaxBodyBytes int64
+	// Limits bound the JSON-RPC in a POST body (batch length, nesting);
+	// MaxBytes is MaxBodyBytes.
+	Limits jsonrpc.Limits
+	// IdleTimeout ends a session that has had no request in progress and no
+	// stream open for this long: its conn's Read then fails, so the owner's
+	// peer closes. Default 10 minutes; negative never ends one.
+	IdleTimeout time.Duration
+	// ReplayEvents and ReplayBytes bound the SSE events a session keeps for
+	// resumption (Last-Event-ID) and for a GET stream not yet open, over
+	// all its streams; the oldest go first. Defaults 256 and 1 MiB.
+	ReplayEvents int
+	ReplayBytes  int
+	// Retry is the reconnection delay an SSE stream's priming event asks
+	// for; default 1 s, negative sends none.
+	Retry time.Duration
+	// KeepAlive is how often an open SSE stream with nothing to say sends a
+	// comment, so that proxies do not take it for dead; default 20 s,
+	// negative sends none.
+	KeepAlive time.Duration
+	// Logger receives the handler's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// HTTPError refuses a request with an HTTP status. Open and Check return it;
+// the body is a JSON-RPC error with id null carrying Code (default -32600
+// for a 4xx status, -32603 otherwise) and Message.
+type HTTPError struct {
+	Status  int
+	Code    jsonrpc.Code
+	Message string
+	// Header is added to the response (e.g. WWW-Authenticate).
+	Header http.Header
+}
+
+// Error implements the error interface.
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
+}
+
+// StreamableHandler serves the MCP Streamable HTTP transport (2025-03-26 to
+// 2025-11-25) on one endpoint: POST sends messages, GET opens a stream for
+// the server's own messages, DELETE ends a session. Each session is a
+// peer.Conn (StreamSession.Conn) on which an owner runs a peer exactly as
+// on a WebSocket; the handler turns the owner's outgoing frames into the
+// right HTTP responses and SSE streams (see docs/protocol.md).
+//
+// A StreamableHandler works with any http.ResponseWriter whose
+// ResponseController can flush it.
+type StreamableHandler struct {
+	opts StreamableOptions
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[string]*StreamSession
+}
+
+// NewStreamableHandler returns a handler with opts (nil for defaults).
+func NewStreamableHandler(opts *StreamableOptions) *StreamableHandler {
+	h := &StreamableHandler{sessions: map[string]*StreamSession{}}
+	if opts != nil {
+		h.opts = *opts
+	}
+	o := &h.opts
+	if o.NewSessionID == nil {
+		o.NewSessionID = randomID
+	}
+	if len(o.ProtocolVersions) == 0 {
+		o.ProtocolVersions = SupportedVersions
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultStreamableMaxBody
+	}
+	o.Limits.MaxBytes = int(o.MaxBodyBytes)
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultStreamableIdle
+	}
+	if o.ReplayEvents <= 0 {
+		o.ReplayEvents = DefaultReplayEvents
+	}
+	if o.ReplayBytes <= 0 {
+		o.ReplayBytes = DefaultReplayBytes
+	}
+	if o.Retry == 0 {
+		o.Retry = DefaultSSERetry
+	}
+	if o.KeepAlive == 0 {
+		o.KeepAlive = DefaultSSEKeepAlive
+	}
+	h.log = o.Logger
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	return h
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Sessions returns the number of live sessions.
+func (h *StreamableHandler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// Session returns the live session with id, or nil.
+func (h *StreamableHandler) Session(id string) *StreamSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[id]
+}
+
+// Close ends every session (their conns' Reads fail with 1001 "going away")
+// and refuses new ones with 503.
+func (h *StreamableHandler) Close() {
+	h.mu.Lock()
+	h.closed = true
+	all := make([]*StreamSession, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	h.mu.Unlock()
+	for _, s := range all {
+		s.end(errGoingAway)
+	}
+}
+
+func (h *StreamableHandler) forget(s *StreamSession) {
+	h.mu.Lock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	h.mu.Unlock()
+}
+
+// ServeHTTP implements http.Handler.
+func (h *StreamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+		h.servePOST(w, r)
+	case http.MethodGet:
+		h.serveGET(w, r)
+	case http.MethodDelete:
+		h.serveDELETE(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeHTTPError(w, http.StatusMethodNotAllowed, 0, "method not allowed")
+	}
+}
+
+// writeHTTPError writes a JSON-RPC error with id null as the body of an
+// error status.
+func writeHTTPError(w http.ResponseWriter, status int, code jsonrpc.Code, msg string) {
+	if code == 0 {
+		code = jsonrpc.CodeInvalidRequest
+		if status >= 500 {
+			code = jsonrpc.CodeInternalError
+		}
+	}
+	body := (&jsonrpc.Response{ID: jsonrpc.NullID(), Error: jsonrpc.NewError(code, "%s", msg)}).Encode()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// refuse answers a request that a hook refused.
+func (h *StreamableHandler) refuse(w http.ResponseWriter, err error) {
+	var he *HTTPError
+	if errors.As(err, &he) {
+		for k, vs := range he.Header {
+			for _, v := range vs {
+				w.Header().Add(k, v)
+			}
+		}
+		writeHTTPError(w, he.Status, he.Code, he.Message)
+		return
+	}
+	h.log.Warn("streamable HTTP: a hook failed", "err", err)
+	writeHTTPError(w, http.StatusInternalServerError, 0, "internal error")
+}
+
+// accepts reports whether the Accept header admits the media type mt
+// ("type/subtype"), wildcards included, with a q above 0.
+func accepts(header []string, mt string) bool {
+	typ, _, _ := strings.Cut(mt, "/")
+	for _, h := range header {
+		for part := range strings.SplitSeq(h, ",") {
+			media, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			if q, ok := params["q"]; ok && strings.Trim(q, "0.") == "" {
+				continue // q=0: explicitly not acceptable
+			}
+			if media == mt || media == "*/*" || media == typ+"/*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkVersion checks the MCP-Protocol-Version header.
+func (h *StreamableHandler) checkVersion(w http.ResponseWriter, r *http.Request) bool {
+	v := r.Header.Get(HeaderProtocolVersion)
+	if v == "" || slices.Contains(h.opts.ProtocolVersions, v) {
+		return true
+	}
+	writeHTTPError(w, http.StatusBadRequest, 0, fmt.Sprintf("unsupported %s %q (supported: %s)",
+		HeaderProtocolVersion, v, strings.Join(h.opts.ProtocolVersions, ", ")))
+	return false
+}
+
+// lookup finds the session a GET, DELETE or later POST names, answering 400
+// or 404 itself when there is none, and runs Check.
+func (h *StreamableHandler) lookup(w http.ResponseWriter, r *http.Request) *StreamSession {
+	id := r.Header.Get(HeaderSessionID)
+	if id == "" {
+		writeHTTPError(w, http.StatusBadRequest, 0, "missing "+HeaderSessionID+" header")
+		return nil
+	}
+	h.mu.Lock()
+	s := h.sessions[id]
+	h.mu.Unlock()
+	if s == nil {
+		writeHTTPError(w, http.StatusNotFound, 0, "session not found")
+		return nil
+	}
+	if h.opts.Check != nil {
+		if err := h.opts.Check(r, s); err != nil {
+			h.refuse(w, err)
+			return nil
+		}
+	}
+	return s
+}
+
+func (h *StreamableHandler) serveDELETE(w http.ResponseWriter, r *http.Request) {
+	if !h.checkVersion(w, r) {
+		return
+	}
+	s := h.lookup(w, r)
+	if s == nil {
+		return
+	}
+	s.end(errDeleted)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *StreamableHandler) serveGET(w http.ResponseWriter, r *http.Request) {
+	if !accepts(r.Header.Values("Accept"), "text/event-stream") {
+		writeHTTPError(w, http.StatusNotAcceptable, 0, "a GET must accept text/event-stream")
+		return
+	}
+	if !h.checkVersion(w, r) {
+		return
+	}
+	s := h.lookup(w, r)
+	if s == nil {
+		return
+	}
+	if !s.begin() {
+		writeHTTPError(w, http.StatusNotFound, 0, "session not found")
+		return
+	}
+	defer s.finish()
+	st, att, err := s.attachGET(r.Header.Get(HeaderLastEventID))
+	if err != nil {
+		writeHTTPError(w, http.StatusConflict, 0, err.Error())
+		return
+	}
+	s.serveStream(w, r, st, att)
+}
+
+// servePOST reads and checks a POST, finds or opens its session, and hands
+// its messages to the session's conn.
+func (h *StreamableHandler) servePOST(w http.ResponseWriter, r *http.Request) {
+	accept := r.Header.Values("Accept")
+	if !accepts(accept, "application/json") || !accepts(accept, "text/event-stream") {
+		writeHTTPError(w, http.StatusNotAcceptable, 0, "a POST must accept both application/json and text/event-stream")
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeHTTPError(w, http.StatusUnsupportedMediaType, 0, "Content-Type must be application/json")
+		return
+	}
+	if !h.checkVersion(w, r) {
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeHTTPError(w, http.StatusRequestEntityTooLarge, 0, fmt.Sprintf("body exceeds %d bytes", mbe.Limit))
+			return
+		}
+		writeHTTPError(w, http.StatusBadRequest, 0, "reading the body failed")
+		return
+	}
+	frame := h.opts.Limits.Decode(body)
+	if len(frame.Replies) > 0 {
+		// Invalid JSON-RPC is answered here, in the HTTP response: it reaches
+		// no session, and the owner's peer never sees it.
+		var out []byte
+		if frame.Batch {
+			ms := make([]jsonrpc.Message, len(frame.Replies))
+			for i, rep := range frame.Replies {
+				ms[i] = rep
+			}
+			out = jsonrpc.EncodeBatch(ms)
+		} else {
+			out = frame.Replies[0].Encode()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(out)
+		return
+	}
+	msgs := slices.Clone(frame.Messages)
+
+	var s *StreamSession
+	if r.Header.Get(HeaderSessionID) == "" {
+		switch {
+		case len(msgs) == 1 && !frame.Batch && isCall(msgs[0], MethodInitialize):
+			s = h.open(w, r, msgs[0].(*jsonrpc.Request))
+		case h.opts.Stateless != nil && len(msgs) == 1 && !frame.Batch && isStateless(msgs[0]):
+			h.serveStateless(w, r, body, msgs[0].(*jsonrpc.Request))
+			return
+		case slices.ContainsFunc(msgs, func(m jsonrpc.Message) bool { return isCall(m, MethodInitialize) }):
+			writeHTTPError(w, http.StatusBadRequest, 0, "initialize must be sent alone, not in a batch")
+			return
+		default:
+			writeHTTPError(w, http.StatusBadRequest, 0, "missing "+HeaderSessionID+" header: initialize first")
+			return
+		}
+	} else {
+		s = h.lookup(w, r)
+	}
+	if s == nil {
+		return
+	}
+	if !s.begin() {
+		writeHTTPError(w, http.StatusNotFound, 0, "session not found")
+		return
+	}
+	defer s.finish()
+	s.servePOST(w, r, body, msgs, frame.Batch)
+}
+
+// open starts a session for an initialize request, or answers why not.
+func (h *StreamableHandler) open(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) *StreamSession {
+	if h.opts.Open == nil {
+		writeHTTPError(w, http.StatusForbidden, 0, "this endpoint accepts no sessions")
+		return nil
+	}
+	version, _ := jsonrpc.StringMember(req.Params, "protocolVersion")
+	s := newStreamSession(h, h.opts.NewSessionID(), version)
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		s.end(errGoingAway)
+		writeHTTPError(w, http.StatusServiceUnavailable, 0, "shutting down")
+		return nil
+	}
+	if err := h.opts.Open(r, s); err != nil {
+		s.end(errRefused)
+		h.refuse(w, err)
+		return nil
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		s.end(errGoingAway)
+		writeHTTPError(w, http.StatusServiceUnavailable, 0, "shutting down")
+		return nil
+	}
+	h.sessions[s.id] = s
+	h.mu.Unlock()
+	h.log.Debug("streamable HTTP session opened", "session", s.id, "version", version)
+	return s
+}
+
+// serveStateless serves one self-describing request without a session.
+func (h *StreamableHandler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, req *jsonrpc.Request) {
+	s := newStreamSession(h, "", "")
+	s.stateless = true
+	if v, ok := metaMember(req.Params, MetaProtocolVersion); ok {
+		s.version, _ = jsonrpc.Unquote(v)
+	}
+	if err := h.opts.Stateless(r, s); err != nil {
+		s.end(errRefused)
+		h.refuse(w, err)
+		return
+	}
+	defer s.end(errStatelessDone)
+	s.begin()
+	defer s.finish()
+	s.servePOST(w, r, body, []jsonrpc.Message{req}, false)
+}
+
+func isCall(m jsonrpc.Message, method string) bool {
+	req, ok := m.(*jsonrpc.Request)
+	return ok && req.IsCall() && req.Method == method
+}
+
+func isStateless(m jsonrpc.Message) bool {
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return false
+	}
+	_, ok = metaMember(req.Params, MetaProtocolVersion)
+	return ok
+}
+
+// metaMember returns params._meta[key], raw.
+func metaMember(params []byte, key string) ([]byte, bool) {
+	meta, ok := jsonrpc.Member(params, "_meta")
+	if !ok {
+		return nil, false
+	}
+	return jsonrpc.Member(meta, key)
+}
+
+// StreamSessionFromContext returns the session whose Context ctx derives
+// from, or nil: a handler of an owner that serves with
+// Serve(s.Context(), s.Conn()) finds its session this way.
+func StreamSessionFromContext(ctx context.Context) *StreamSession {
+	s, _ := ctx.Value(streamSessionKey{}).(*StreamSession)
+	return s
+}
+
+type streamSessionKey struct{}

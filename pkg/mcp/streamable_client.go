@@ -1,0 +1,584 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// ErrSessionGone is why a Streamable HTTP client conn ends when the server
+// answers 404 for its session: the server ended it or forgot it (a
+// restart). A new session needs a new initialize.
+var ErrSessionGone = errors.New("mcp: session gone: the server answered 404 Not Found for it")
+
+// StreamableClientOptions configure DialStreamable. The zero value is usable.
+type StreamableClientOptions struct {
+	// HTTPClient sends the requests; default http.DefaultClient. It must
+	// not time out whole requests: SSE streams last.
+	HTTPClient *http.Client
+	// Header is sent with every request (Authorization, ...).
+	Header http.Header
+	// MaxMessageBytes bounds one message read from the server (a JSON body
+	// or an SSE event); default 4 MiB.
+	MaxMessageBytes int
+	// Retry is the delay before reconnecting a stream when the server named
+	// none (SSE retry); default 1 s. MaxRetries bounds reconnections that
+	// bring nothing new, in a row; default 5.
+	Retry      time.Duration
+	MaxRetries int
+	// DeleteTimeout bounds the DELETE that Close sends; default 5 s.
+	DeleteTimeout time.Duration
+	// Logger receives the conn's own logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// StreamableClientConn is the client end of an MCP Streamable HTTP session,
+// as a peer.Conn: Write POSTs each frame, and Read returns the messages the
+// server sends back, from JSON answers, the POSTs' SSE streams and the GET
+// stream. It learns the session id from the answer to initialize and sends
+// it, with MCP-Protocol-Version, on every later request; it opens the GET
+// stream once notifications/initialized is sent (a 405 means the server has
+// none), resumes dropped streams with Last-Event-ID after the server's
+// retry delay, and DELETEs the session on Close.
+//
+// A Write that carries requests returns once the POST's body is sent; the
+// answers come through Read. A request whose POST fails gets an error answer
+// through Read (the HTTP status and the server's message), so calls never
+// hang on a lost POST. A 404 for the session ends the conn with
+// ErrSessionGone.
+type StreamableClientConn struct {
+	url    string
+	client *http.Client
+	opts   StreamableClientOptions
+	log    *slog.Logger
+
+	ctx    context.Context // ends on Close: every request in flight stops
+	cancel context.CancelFunc
+	inbox  chan []byte
+	failed chan struct{}
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	sessionID string
+	version   string
+	initID    jsonrpc.ID // the initialize request in flight
+	initOK    bool
+	getOpen   bool // the GET stream was started
+	err       error
+	closed    bool
+}
+
+var _ peer.Conn = (*StreamableClientConn)(nil)
+
+// DialStreamable returns a conn to the Streamable HTTP endpoint url. It
+// sends nothing yet: the first Write (initialize) opens the session.
+func DialStreamable(ctx context.Context, url string, opts *StreamableClientOptions) (*StreamableClientConn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequest(http.MethodPost, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: streamable HTTP URL: %w", err)
+	}
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return nil, fmt.Errorf("mcp: streamable HTTP URL: scheme %q is not http or https", req.URL.Scheme)
+	}
+	c := &StreamableClientConn{url: url, inbox: make(chan []byte, 64), failed: make(chan struct{})}
+	if opts != nil {
+		c.opts = *opts
+	}
+	c.client = c.opts.HTTPClient
+	if c.client == nil {
+		c.client = http.DefaultClient
+	}
+	if c.opts.MaxMessageBytes <= 0 {
+		c.opts.MaxMessageBytes = jsonrpc.DefaultMaxBytes
+	}
+	if c.opts.Retry <= 0 {
+		c.opts.Retry = time.Second
+	}
+	if c.opts.MaxRetries <= 0 {
+		c.opts.MaxRetries = 5
+	}
+	if c.opts.DeleteTimeout <= 0 {
+		c.opts.DeleteTimeout = 5 * time.Second
+	}
+	c.log = c.opts.Logger
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// SessionID returns the session id the server gave, or "".
+func (c *StreamableClientConn) SessionID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionID
+}
+
+// ProtocolVersion returns the version the server answered to initialize.
+func (c *StreamableClientConn) ProtocolVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
+// Read returns the next message from the server.
+func (c *StreamableClientConn) Read(ctx context.Context) ([]byte, error) {
+	select {
+	case f := <-c.inbox:
+		return f, nil
+	case <-c.failed:
+		// Messages that came before the failure are still delivered.
+		select {
+		case f := <-c.inbox:
+			return f, nil
+		default:
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return nil, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// fail ends the conn with err (the first error wins).
+func (c *StreamableClientConn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	c.mu.Unlock()
+	close(c.failed)
+}
+
+// deliver hands a frame from the server to Read.
+func (c *StreamableClientConn) deliver(frame []byte) {
+	c.noteInit(frame)
+	select {
+	case c.inbox <- frame:
+	case <-c.ctx.Done():
+	}
+}
+
+// noteInit learns the protocol version from the answer to initialize.
+func (c *StreamableClientConn) noteInit(frame []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.initID.IsValid() {
+		return
+	}
+	f := jsonrpc.Decode(frame)
+	for _, m := range f.Messages {
+		if resp, ok := m.(*jsonrpc.Response); ok && resp.ID == c.initID {
+			c.initID = jsonrpc.ID{}
+			if v, ok := jsonrpc.StringMember(resp.Result, "protocolVersion"); ok && resp.Error == nil {
+				c.version = v
+				c.initOK = true
+			}
+		}
+	}
+}
+
+func (c *StreamableClientConn) newRequest(ctx context.Context, method string, body []byte) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range c.opts.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	c.mu.Lock()
+	if c.sessionID != "" {
+		req.Header.Set(HeaderSessionID, c.sessionID)
+	}
+	if c.version != "" {
+		req.Header.Set(HeaderProtocolVersion, c.version)
+	}
+	c.mu.Unlock()
+	return req, nil
+}
+
+// Write POSTs one frame.
+func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
+	c.mu.Lock()
+	err, closed := c.err, c.closed
+	c.mu.Unlock()
+	if closed {
+		return net.ErrClosed
+	}
+	if err != nil {
+		return err
+	}
+	f := jsonrpc.Decode(frame)
+	var calls []jsonrpc.ID
+	initialized := false
+	for _, m := range f.Messages {
+		if req, ok := m.(*jsonrpc.Request); ok {
+			switch {
+			case req.IsCall():
+				calls = append(calls, req.ID)
+				if req.Method == MethodInitialize {
+					c.mu.Lock()
+					c.initID = req.ID
+					c.mu.Unlock()
+				}
+			case req.Method == NotificationInitialized:
+				initialized = true
+			}
+		}
+	}
+	body := append([]byte(nil), frame...)
+	req, err := c.newRequest(c.ctx, http.MethodPost, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+
+	if len(calls) == 0 {
+		// Notifications and answers: the server says 202 at once.
+		resp, err := c.client.Do(req)
+		if err != nil {
+			return c.transportErr(err)
+		}
+		c.handle(resp, nil)
+		if initialized {
+			c.startGET()
+		}
+		return nil
+	}
+	// Requests: the answer may take long, so it is read on a goroutine of
+	// its own; Write returns once the body is on its way, which keeps the
+	// order of the POSTs.
+	sb := &signalBody{r: bytes.NewReader(body), sent: make(chan struct{})}
+	req.Body = sb
+	req.GetBody = nil
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		resp, err := c.client.Do(req)
+		sb.signal()
+		if err != nil {
+			if c.ctx.Err() == nil {
+				c.answerErrors(calls, jsonrpc.NewError(CodeConnectionClosed, "POST failed: %v", err))
+			}
+			return
+		}
+		c.handle(resp, calls)
+	}()
+	select {
+	case <-sb.sent:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// transportErr reports a request that failed to reach the server: after
+// Close it is net.ErrClosed.
+func (c *StreamableClientConn) transportErr(err error) error {
+	if c.ctx.Err() != nil {
+		return net.ErrClosed
+	}
+	return fmt.Errorf("mcp: streamable HTTP: %w", err)
+}
+
+// handle reads a POST's response: the answers to calls (nil for a POST of
+// notifications and answers).
+func (c *StreamableClientConn) handle(resp *http.Response, calls []jsonrpc.ID) {
+	defer resp.Body.Close()
+	if id := resp.Header.Get(HeaderSessionID); id != "" {
+		c.mu.Lock()
+		if c.sessionID == "" {
+			c.sessionID = id
+		}
+		c.mu.Unlock()
+	}
+	if resp.StatusCode == http.StatusNotFound && c.SessionID() != "" {
+		c.fail(ErrSessionGone)
+		return
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		e := httpErrorOf(resp, c.opts.MaxMessageBytes)
+		if len(calls) == 0 {
+			c.log.Warn("streamable HTTP: the server refused a message", "status", resp.StatusCode, "err", e.Message)
+		}
+		c.answerErrors(calls, e)
+		return
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case mt == "text/event-stream":
+		c.readStream(resp, calls, "")
+	case mt == "application/json":
+		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.opts.MaxMessageBytes)+1))
+		if err != nil || len(body) > c.opts.MaxMessageBytes {
+			c.answerErrors(calls, jsonrpc.NewError(CodeConnectionClosed, "reading the answer failed"))
+			return
+		}
+		if len(bytes.TrimSpace(body)) > 0 {
+			c.deliver(body)
+		} else {
+			c.answerErrors(calls, jsonrpc.NewError(CodeInternalError, "the server sent an empty answer"))
+		}
+	default:
+		c.answerErrors(calls, jsonrpc.NewError(CodeInternalError, "the server answered with Content-Type %q", resp.Header.Get("Content-Type")))
+	}
+}
+
+// httpErrorOf turns an error status into a JSON-RPC error: the server's own
+// when its body holds one, else one naming the status.
+func httpErrorOf(resp *http.Response, limit int) *jsonrpc.Error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(min(limit, 64<<10))))
+	code := CodeInternalError
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		code = CodeForbidden
+	case http.StatusTooManyRequests:
+		code = CodeRateLimited
+	case http.StatusBadRequest, http.StatusNotAcceptable, http.StatusUnsupportedMediaType, http.StatusRequestEntityTooLarge:
+		code = CodeInvalidRequest
+	}
+	msg := ""
+	if m, err := jsonrpc.DecodeMessage(body); err == nil {
+		if r, ok := m.(*jsonrpc.Response); ok && r.Error != nil {
+			code, msg = r.Error.Code, r.Error.Message
+		}
+	}
+	if msg == "" {
+		msg = string(bytes.TrimSpace(body))
+		if len(msg) > 200 || !jsonrpc.Valid([]byte(`"`+msg+`"`)) {
+			msg = http.StatusText(resp.StatusCode)
+		}
+	}
+	return jsonrpc.NewError(code, "HTTP %d: %s", resp.StatusCode, msg)
+}
+
+// answerErrors answers calls locally with e, so that nobody waits for
+// answers that cannot come.
+func (c *StreamableClientConn) answerErrors(calls []jsonrpc.ID, e *jsonrpc.Error) {
+	for _, id := range calls {
+		c.deliver((&jsonrpc.Response{ID: id, Error: e}).Encode())
+	}
+}
+
+// readStream reads an SSE stream, resuming it with Last-Event-ID when it
+// drops before every answer owed on it came. calls are the answers owed;
+// nil for the GET stream, which is resumed until the conn closes.
+func (c *StreamableClientConn) readStream(resp *http.Response, calls []jsonrpc.ID, lastID string) {
+	owed := map[jsonrpc.ID]bool{}
+	for _, id := range calls {
+		owed[id] = true
+	}
+	retry := c.opts.Retry
+	failures := 0
+	for {
+		progressed := false
+		rd := newSSEReader(resp.Body, c.opts.MaxMessageBytes)
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				break
+			}
+			if ev.Retry > 0 {
+				retry = ev.Retry
+			}
+			progressed = true
+			if ev.HasID {
+				lastID = ev.ID
+			}
+			if len(bytes.TrimSpace(ev.Data)) == 0 || ev.Name != "" && ev.Name != "message" {
+				continue
+			}
+			for _, m := range jsonrpc.Decode(ev.Data).Messages {
+				if r, ok := m.(*jsonrpc.Response); ok {
+					delete(owed, r.ID)
+				}
+			}
+			c.deliver(ev.Data)
+			if calls != nil && len(owed) == 0 {
+				resp.Body.Close()
+				return // every answer is in: the stream is done
+			}
+		}
+		resp.Body.Close()
+		if c.ctx.Err() != nil {
+			return
+		}
+		if calls != nil && lastID == "" {
+			c.answerErrors(mapKeys(owed), jsonrpc.NewError(CodeConnectionClosed, "the stream ended before the answer, and cannot be resumed"))
+			return
+		}
+		if progressed {
+			failures = 0
+		} else {
+			failures++
+		}
+		if failures > c.opts.MaxRetries {
+			if calls != nil {
+				c.answerErrors(mapKeys(owed), jsonrpc.NewError(CodeConnectionClosed, "the stream could not be resumed"))
+			}
+			return
+		}
+		// Resume after the server's delay (doubled while it fails).
+		delay := retry << min(failures, 5)
+		t := time.NewTimer(delay)
+		select {
+		case <-c.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		next, ok := c.resume(lastID, calls != nil)
+		if !ok {
+			if calls != nil {
+				c.answerErrors(mapKeys(owed), jsonrpc.NewError(CodeConnectionClosed, "the stream could not be resumed"))
+			}
+			return
+		}
+		if next == nil {
+			failures++
+			continue
+		}
+		resp = next
+	}
+}
+
+// resume GETs a stream again from lastID. It returns nil and true for a
+// failure worth retrying, false when the stream is gone for good.
+func (c *StreamableClientConn) resume(lastID string, post bool) (*http.Response, bool) {
+	req, err := c.newRequest(c.ctx, http.MethodGet, nil)
+	if err != nil {
+		return nil, false
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set(HeaderLastEventID, lastID)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, c.ctx.Err() == nil
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case resp.StatusCode == http.StatusOK && mt == "text/event-stream":
+		return resp, true
+	case resp.StatusCode == http.StatusNotFound:
+		resp.Body.Close()
+		c.fail(ErrSessionGone)
+		return nil, false
+	case resp.StatusCode == http.StatusMethodNotAllowed:
+		resp.Body.Close()
+		return nil, false // no GET streams here
+	case resp.StatusCode == http.StatusConflict && !post:
+		resp.Body.Close()
+		return nil, true // the old stream is still being served: try later
+	}
+	c.log.Debug("streamable HTTP: resuming a stream failed", "status", resp.StatusCode)
+	resp.Body.Close()
+	return nil, resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
+}
+
+// startGET opens the GET stream once, for the server's own messages.
+func (c *StreamableClientConn) startGET() {
+	c.mu.Lock()
+	if c.getOpen || c.sessionID == "" || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.getOpen = true
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		resp, ok := c.resume("", false)
+		if resp == nil {
+			if ok {
+				c.log.Debug("streamable HTTP: the GET stream did not open")
+			}
+			return
+		}
+		c.readStream(resp, nil, "")
+	}()
+}
+
+// Close DELETEs the session, stops every request in flight and ends the
+// conn.
+func (c *StreamableClientConn) Close(peer.CloseCode, string) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	id, gone := c.sessionID, errors.Is(c.err, ErrSessionGone)
+	c.mu.Unlock()
+	c.cancel()
+	if id != "" && !gone {
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.DeleteTimeout)
+		if req, err := c.newRequest(ctx, http.MethodDelete, nil); err == nil {
+			if resp, err := c.client.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+				resp.Body.Close()
+			}
+		}
+		cancel()
+	}
+	c.wg.Wait()
+	c.fail(net.ErrClosed)
+	return nil
+}
+
+// signalBody is a request body that says when the transport has read it
+// all (or gave up on it).
+type signalBody struct {
+	r    *bytes.Reader
+	sent chan struct{}
+	once sync.Once
+}
+
+func (b *signalBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		b.signal()
+	}
+	return n, err
+}
+
+func (b *signalBody) Close() error {
+	b.signal()
+	return nil
+}
+
+func (b *signalBody) signal() { b.once.Do(func() { close(b.sent) }) }
+
+func mapKeys[K comparable, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,803 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// Why a session ended, as its conn's Read reports it.
+var (
+	errDeleted       = &peer.CloseError{Code: peer.CloseNormal, Reason: "session deleted by the client"}
+	errIdle          = &peer.CloseError{Code: peer.CloseGoingAway, Reason: "session idle"}
+	errGoingAway     = &peer.CloseError{Code: peer.CloseGoingAway, Reason: "going away"}
+	errRefused       = &peer.CloseError{Code: peer.ClosePolicyViolation, Reason: "session refused"}
+	errStatelessDone = &peer.CloseError{Code: peer.CloseNormal, Reason: "request served"}
+)
+
+// sseWriteTimeout bounds each write to a stream's client: one that stops
+// reading loses its stream (it may resume it) instead of holding a
+// goroutine forever.
+const sseWriteTimeout = 30 * time.Second
+
+// StreamSession is one Streamable HTTP session: its conn carries the
+// client's messages to the owner's peer and the peer's messages to the
+// client's POST and GET streams.
+type StreamSession struct {
+	h         *StreamableHandler
+	id        string
+	nonce     string // tells this session's event ids from another's
+	version   string // the protocol version the client asked for
+	stateless bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	conn   *streamConn
+	inbox  chan []byte
+	done   chan struct{}
+
+	// mu guards everything below.
+	mu       sync.Mutex
+	data     any
+	err      error // why the session ended; nil while it lives
+	byOwner  bool  // the owner closed the conn
+	general  *stream
+	streams  map[int64]*stream
+	nextNum  int64
+	calls    map[jsonrpc.ID]*stream // the client's requests in flight, by id
+	tokens   map[string]jsonrpc.ID  // progress tokens of those requests
+	log      []*streamEvent         // retained events, oldest first (some dropped)
+	logCount int                    // events in log not dropped
+	logBytes int
+	active   int // requests of this session being served
+	idle     *time.Timer
+}
+
+// stream is one SSE stream of a session: the GET stream (number 0) or the
+// stream of one POST that carried requests.
+type stream struct {
+	num      int64
+	post     bool
+	owed     map[jsonrpc.ID]string // answers still to come, with their progress token keys
+	mode     streamMode
+	jsonBody []byte         // the answer, in JSON mode
+	events   []*streamEvent // retained, in order
+	nextSeq  int64          // the next event's sequence number (0 is the priming event)
+	sent     int64          // the last sequence number handed to a writer
+	writer   *attachment    // the HTTP response serving it, or nil
+	finished bool           // every answer is in: no event follows
+	closeReq bool           // CloseStream asked the writer to end the response
+	orphaned bool           // a POST whose client left before any byte of its answer
+}
+
+type streamMode int
+
+const (
+	modePending streamMode = iota // auto mode, nothing sent yet
+	modeJSON                      // the answer goes as one JSON body
+	modeSSE
+)
+
+type attachment struct{ wake chan struct{} }
+
+type streamEvent struct {
+	st      *stream
+	seq     int64
+	data    []byte
+	dropped bool // no longer retained (evicted, or its stream completed)
+}
+
+func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
+	s := &StreamSession{
+		h:       h,
+		id:      id,
+		nonce:   randomID()[:8],
+		version: version,
+		inbox:   make(chan []byte, DefaultSessionInbox),
+		done:    make(chan struct{}),
+		streams: map[int64]*stream{},
+		calls:   map[jsonrpc.ID]*stream{},
+		tokens:  map[string]jsonrpc.ID{},
+	}
+	s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
+	s.conn = &streamConn{s: s}
+	s.general = &stream{num: 0, nextSeq: 1}
+	s.streams[0] = s.general
+	s.nextNum = 1
+	return s
+}
+
+// ID returns the session id ("" for a stateless request's session).
+func (s *StreamSession) ID() string { return s.id }
+
+// ProtocolVersion returns the protocol version the client asked for in
+// initialize (or, for a stateless request, in its _meta).
+func (s *StreamSession) ProtocolVersion() string { return s.version }
+
+// Conn returns the session's connection, on which the owner runs its peer.
+// Its Read returns the client's messages, each POST body as one frame; its
+// Write routes a message to the right stream and never blocks; its Close
+// ends the session. Once the session ends otherwise (DELETE, idle, the
+// handler's Close), Read fails with a *peer.CloseError saying why.
+func (s *StreamSession) Conn() peer.Conn { return s.conn }
+
+// Context returns a context that ends with the session and carries it (see
+// StreamSessionFromContext).
+func (s *StreamSession) Context() context.Context { return s.ctx }
+
+// Done is closed when the session ends.
+func (s *StreamSession) Done() <-chan struct{} { return s.done }
+
+// SetData keeps v with the session, for the owner.
+func (s *StreamSession) SetData(v any) {
+	s.mu.Lock()
+	s.data = v
+	s.mu.Unlock()
+}
+
+// Data returns what SetData kept.
+func (s *StreamSession) Data() any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.data
+}
+
+// Close ends the session, as its conn's Close does.
+func (s *StreamSession) Close() error { return s.conn.Close(peer.CloseNormal, "") }
+
+// CloseStream ends the HTTP response of the POST stream carrying the
+// request id while the request goes on: the client resumes the stream with
+// Last-Event-ID (a GET) and gets what it missed, the answer included. This
+// is the 2025-11-25 way to let a long request outlive a connection (SSE
+// polling). It reports false when no such request is in flight, or when
+// the client is too old to resume (it got no priming event).
+func (s *StreamSession) CloseStream(id jsonrpc.ID) bool {
+	if !s.primes("") {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.calls[id]
+	if st == nil || st.orphaned {
+		return false
+	}
+	if st.mode == modePending {
+		st.mode = modeSSE // its client needs an event id to come back with
+	}
+	if st.writer != nil {
+		st.closeReq = true
+		st.wakeLocked()
+	}
+	return true
+}
+
+// primes reports whether the client reads priming events (an id with empty
+// data): 2025-11-25 and later. Older clients try to parse the empty data.
+func (s *StreamSession) primes(header string) bool {
+	return max(s.version, header) >= Version20251125
+}
+
+// end ends the session once, for err.
+func (s *StreamSession) end(err error) {
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.err = err
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+	s.mu.Unlock()
+	close(s.done)
+	s.cancel()
+	if s.id != "" {
+		s.h.forget(s)
+		s.h.log.Debug("streamable HTTP session ended", "session", s.id, "reason", err)
+	}
+}
+
+// begin counts a request being served; false when the session has ended.
+func (s *StreamSession) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false
+	}
+	s.active++
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+	return true
+}
+
+// finish uncounts a request; the last one starts the idle timer.
+func (s *StreamSession) finish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	if s.active == 0 && s.err == nil && !s.stateless && s.h.opts.IdleTimeout > 0 {
+		s.idle = time.AfterFunc(s.h.opts.IdleTimeout, s.expire)
+	}
+}
+
+func (s *StreamSession) expire() {
+	s.mu.Lock()
+	busy := s.active > 0 || s.err != nil
+	s.mu.Unlock()
+	if !busy {
+		s.end(errIdle)
+	}
+}
+
+// push hands a POST body to the owner's peer.
+func (s *StreamSession) push(ctx context.Context, frame []byte) error {
+	select {
+	case s.inbox <- frame:
+		return nil
+	case <-s.done:
+		return net.ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// tokenKey returns a map key for a progress token (a string or a number).
+func progressKey(raw []byte) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	if s, ok := jsonrpc.Unquote(raw); ok {
+		return "s:" + s, true
+	}
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" || t[0] == '{' || t[0] == '[' {
+		return "", false
+	}
+	return "n:" + t, true
+}
+
+// servePOST serves a POST of a session: it records the requests it carries,
+// hands the body to the peer and answers with 202, one JSON body or an SSE
+// stream.
+func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []jsonrpc.Message, batch bool) {
+	if s.id != "" {
+		w.Header().Set(HeaderSessionID, s.id)
+	}
+	var calls []*jsonrpc.Request
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		switch {
+		case !ok:
+		case req.IsCall():
+			calls = append(calls, req)
+		case req.Method == NotificationCancelled:
+			// A cancelled request gets no answer: its stream must not wait
+			// for one.
+			var p CancelledParams
+			if json.Unmarshal(req.Params, &p) == nil {
+				s.cancelled(p.RequestID)
+			}
+		}
+	}
+	if len(calls) == 0 {
+		if err := s.push(r.Context(), body); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				writeHTTPError(w, http.StatusNotFound, 0, "session ended")
+			}
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+
+	st, att, err := s.openPOSTStream(calls)
+	if err != nil {
+		writeHTTPError(w, http.StatusBadRequest, 0, err.Error())
+		return
+	}
+	if err := s.push(r.Context(), body); err != nil {
+		// The peer never got the requests: no answer will come.
+		s.mu.Lock()
+		for id := range st.owed {
+			s.answeredLocked(st, id)
+		}
+		st.writer = nil
+		st.orphaned = true
+		s.forgetStreamLocked(st, true)
+		s.mu.Unlock()
+		if errors.Is(err, net.ErrClosed) {
+			writeHTTPError(w, http.StatusNotFound, 0, "session ended")
+		}
+		return
+	}
+	s.pump(w, r, st, att)
+}
+
+// openPOSTStream registers a stream for a POST's requests.
+func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, *attachment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range calls {
+		if s.calls[c.ID] != nil {
+			return nil, nil, fmt.Errorf("request id %s is already in flight", c.ID)
+		}
+	}
+	st := &stream{num: s.nextNum, post: true, owed: map[jsonrpc.ID]string{}, nextSeq: 1}
+	s.nextNum++
+	if s.h.opts.ResponseMode == ResponseSSE {
+		st.mode = modeSSE
+	}
+	for _, c := range calls {
+		key := ""
+		if raw, ok := metaMember(c.Params, MetaProgressToken); ok {
+			if k, ok := progressKey(raw); ok {
+				key = k
+				s.tokens[k] = c.ID
+			}
+		}
+		st.owed[c.ID] = key
+		s.calls[c.ID] = st
+	}
+	att := &attachment{wake: make(chan struct{}, 1)}
+	st.writer = att
+	s.streams[st.num] = st
+	return st, att, nil
+}
+
+// cancelled stops waiting for the answer to a request the client cancelled.
+func (s *StreamSession) cancelled(id jsonrpc.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.calls[id]
+	if st == nil {
+		return
+	}
+	s.answeredLocked(st, id)
+	if len(st.owed) == 0 {
+		st.finished = true
+		if st.mode == modePending {
+			st.mode = modeSSE // nothing to send as JSON: an empty stream
+		}
+		st.wakeLocked()
+		s.forgetStreamLocked(st, false)
+	}
+}
+
+func (s *StreamSession) answeredLocked(st *stream, id jsonrpc.ID) {
+	key, ok := st.owed[id]
+	if !ok {
+		return
+	}
+	delete(st.owed, id)
+	delete(s.calls, id)
+	if key != "" && s.tokens[key] == id {
+		delete(s.tokens, key)
+	}
+}
+
+// attachGET attaches a GET to the stream its Last-Event-ID names, or to the
+// session's GET stream. from is the sequence number after which events are
+// sent.
+func (s *StreamSession) attachGET(lastEventID string) (*stream, *attachment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.general
+	from := int64(-1)
+	if nonce, num, seq, ok := parseEventID(lastEventID); ok && nonce == s.nonce {
+		if t := s.streams[num]; t != nil && seq < t.nextSeq {
+			st, from = t, seq
+		}
+	}
+	if st.writer != nil {
+		if st == s.general {
+			return nil, nil, errors.New("a GET stream is already open for this session")
+		}
+		return nil, nil, errors.New("that stream is already being served")
+	}
+	if from >= 0 {
+		st.sent = from
+	}
+	att := &attachment{wake: make(chan struct{}, 1)}
+	st.writer = att
+	return st, att, nil
+}
+
+// serveStream serves a GET stream.
+func (s *StreamSession) serveStream(w http.ResponseWriter, r *http.Request, st *stream, att *attachment) {
+	if s.id != "" {
+		w.Header().Set(HeaderSessionID, s.id)
+	}
+	s.pump(w, r, st, att)
+}
+
+func (st *stream) wakeLocked() {
+	if st.writer != nil {
+		select {
+		case st.writer.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// detach releases a stream from its writer.
+func (s *StreamSession) detach(st *stream, att *attachment) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.writer == att {
+		st.writer = nil
+		if st.mode == modePending {
+			// Nothing was sent, so the client has no event id to resume
+			// with: what would have gone to this stream goes nowhere.
+			st.orphaned = true
+			s.dropEventsLocked(st)
+		}
+		s.forgetStreamLocked(st, false)
+	}
+}
+
+// pump writes a stream to its HTTP response until the stream is finished
+// and written, the client leaves, the session ends, or CloseStream asks.
+func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream, att *attachment) {
+	defer s.detach(st, att)
+	rc := http.NewResponseController(w)
+	started := false
+	primes := s.primes(r.Header.Get(HeaderProtocolVersion))
+	var keepAlive <-chan time.Time
+	var buf []byte
+	for {
+		s.mu.Lock()
+		if st.writer != att {
+			s.mu.Unlock()
+			return
+		}
+		if st.mode == modePending {
+			ended := s.err != nil
+			s.mu.Unlock()
+			if ended {
+				writeHTTPError(w, http.StatusNotFound, 0, "session ended")
+				return
+			}
+			select {
+			case <-att.wake:
+			case <-s.done:
+			case <-r.Context().Done():
+				return
+			}
+			continue
+		}
+		if st.mode == modeJSON {
+			body := st.jsonBody
+			st.jsonBody = nil
+			s.forgetStreamLocked(st, true)
+			s.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(body)
+			return
+		}
+		buf = buf[:0]
+		if !started {
+			if primes {
+				retry := s.h.opts.Retry
+				buf = appendSSEEvent(buf, s.eventID(st.num, st.sent), nil, max(retry, 0))
+			}
+		}
+		for _, ev := range st.events {
+			if ev.seq > st.sent {
+				buf = appendSSEEvent(buf, s.eventID(st.num, ev.seq), ev.data, 0)
+				st.sent = ev.seq
+			}
+		}
+		complete := st.finished
+		closeReq := st.closeReq
+		st.closeReq = false
+		ended := s.err != nil
+		if closeReq {
+			st.writer = nil
+		}
+		s.mu.Unlock()
+
+		if !started {
+			h := w.Header()
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Cache-Control", "no-cache, no-transform")
+			h.Set("X-Accel-Buffering", "no")
+			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+			w.WriteHeader(http.StatusOK)
+			started = true
+			if ka := s.h.opts.KeepAlive; ka > 0 {
+				t := time.NewTicker(ka)
+				defer t.Stop()
+				keepAlive = t.C
+			}
+		}
+		if len(buf) > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		if complete {
+			// Written and flushed: the client has it, so nothing of this
+			// stream needs keeping for a resumption.
+			s.mu.Lock()
+			s.forgetStreamLocked(st, true)
+			s.mu.Unlock()
+			return
+		}
+		if closeReq || ended {
+			return
+		}
+		select {
+		case <-att.wake:
+		case <-s.done:
+		case <-r.Context().Done():
+			return
+		case <-keepAlive:
+			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+			if _, err := w.Write([]byte(": keepalive\n\n")); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// forgetStreamLocked drops a finished POST stream once nothing can resume
+// it: all its events when they were delivered (drop), else when the window
+// has evicted them.
+func (s *StreamSession) forgetStreamLocked(st *stream, drop bool) {
+	if !st.post || !st.finished && !st.orphaned {
+		return
+	}
+	if drop {
+		s.dropEventsLocked(st)
+	}
+	if len(st.events) == 0 && st.writer == nil {
+		delete(s.streams, st.num)
+	}
+}
+
+func (s *StreamSession) dropEventsLocked(st *stream) {
+	for _, ev := range st.events {
+		if !ev.dropped {
+			ev.dropped = true
+			s.logCount--
+			s.logBytes -= len(ev.data)
+		}
+	}
+	st.events = nil
+}
+
+// eventID names event seq of stream num: "<nonce>.<num>.<seq>", unique in
+// the session, and telling on a resumption which stream to resume.
+func (s *StreamSession) eventID(num, seq int64) string {
+	b := make([]byte, 0, 32)
+	b = append(b, s.nonce...)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, num, 10)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, seq, 10)
+	return string(b)
+}
+
+// parseEventID reads an event id that eventID wrote.
+func parseEventID(id string) (nonce string, num, seq int64, ok bool) {
+	nonce, rest, ok1 := strings.Cut(id, ".")
+	ns, ss, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || nonce == "" {
+		return "", 0, 0, false
+	}
+	n, err1 := strconv.ParseInt(ns, 10, 64)
+	q, err2 := strconv.ParseInt(ss, 10, 64)
+	if err1 != nil || err2 != nil || n < 0 || q < 0 {
+		return "", 0, 0, false
+	}
+	return nonce, n, q, true
+}
+
+// route sends one frame of the owner's to the stream it belongs on.
+func (s *StreamSession) route(frame []byte) error {
+	f := jsonrpc.Decode(frame)
+	if len(f.Messages) == 0 {
+		s.h.log.Debug("streamable HTTP: dropping an invalid outgoing frame", "session", s.id)
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return net.ErrClosed
+	}
+	if f.Batch {
+		// The answers to a batch, as one array, on the batch's stream.
+		var st *stream
+		for _, m := range f.Messages {
+			if resp, ok := m.(*jsonrpc.Response); ok && st == nil {
+				st = s.calls[resp.ID]
+			}
+		}
+		if st == nil {
+			s.h.log.Debug("streamable HTTP: dropping answers to no request in flight", "session", s.id)
+			return nil
+		}
+		for _, m := range f.Messages {
+			if resp, ok := m.(*jsonrpc.Response); ok && s.calls[resp.ID] == st {
+				s.answeredLocked(st, resp.ID)
+			}
+		}
+		s.deliverLocked(st, frame, true)
+		return nil
+	}
+	switch m := f.Messages[0].(type) {
+	case *jsonrpc.Response:
+		st := s.calls[m.ID]
+		if st == nil {
+			// Cancelled, or its stream is gone: nobody waits for it.
+			s.h.log.Debug("streamable HTTP: dropping an answer to no request in flight", "session", s.id, "id", m.ID.String())
+			return nil
+		}
+		s.answeredLocked(st, m.ID)
+		s.deliverLocked(st, frame, true)
+	case *jsonrpc.Request:
+		st := s.general
+		if m.Method == NotificationProgress {
+			if raw, ok := jsonrpc.Member(m.Params, MetaProgressToken); ok {
+				if key, ok := progressKey(raw); ok {
+					if id, ok := s.tokens[key]; ok && s.calls[id] != nil {
+						st = s.calls[id]
+					}
+				}
+			}
+		} else if raw, ok := metaMember(m.Params, MetaRelatedRequest); ok {
+			var id jsonrpc.ID
+			if json.Unmarshal(raw, &id) == nil && s.calls[id] != nil {
+				st = s.calls[id]
+			}
+			frame = stripRelated(m)
+		}
+		s.deliverLocked(st, frame, false)
+	}
+	return nil
+}
+
+// stripRelated re-encodes a request without _meta's routing hint, which is
+// for this transport and means nothing to the client.
+func stripRelated(req *jsonrpc.Request) []byte {
+	obj, err := ParseObject(req.Params)
+	if err != nil {
+		return jsonrpc.Encode(req)
+	}
+	obj.DeleteMeta(MetaRelatedRequest)
+	out := *req
+	out.Params = obj.Raw()
+	return out.Encode()
+}
+
+// deliverLocked puts frame on st: as the JSON answer when it is the only
+// thing the stream carries, else as an SSE event.
+func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool) {
+	last := st.post && answer && len(st.owed) == 0
+	switch {
+	case st.orphaned:
+		if last {
+			st.finished = true
+			s.forgetStreamLocked(st, true)
+		}
+		return
+	case st.mode == modePending && last:
+		st.mode = modeJSON
+		st.jsonBody = frame
+		st.finished = true
+		st.wakeLocked()
+		return
+	case st.mode == modePending:
+		st.mode = modeSSE
+	}
+	s.appendLocked(st, frame)
+	if last {
+		st.finished = true
+	}
+	st.wakeLocked()
+}
+
+// appendLocked adds an event to a stream and to the session's window,
+// evicting the oldest events beyond it.
+func (s *StreamSession) appendLocked(st *stream, frame []byte) {
+	ev := &streamEvent{st: st, seq: st.nextSeq, data: frame}
+	st.nextSeq++
+	st.events = append(st.events, ev)
+	s.log = append(s.log, ev)
+	s.logCount++
+	s.logBytes += len(frame)
+	o := &s.h.opts
+	for len(s.log) > 0 && (s.logCount > o.ReplayEvents || s.logBytes > o.ReplayBytes || s.log[0].dropped) {
+		old := s.log[0]
+		s.log[0] = nil
+		s.log = s.log[1:]
+		if old.dropped {
+			continue
+		}
+		old.dropped = true
+		s.logCount--
+		s.logBytes -= len(old.data)
+		ost := old.st
+		if len(ost.events) > 0 && ost.events[0] == old {
+			ost.events[0] = nil
+			ost.events = ost.events[1:]
+		}
+		if old.seq > ost.sent {
+			s.h.log.Warn("streamable HTTP: an event left the replay window before it was sent",
+				"session", s.id, "stream", ost.num)
+		}
+		s.forgetStreamLocked(ost, false)
+	}
+	if len(s.log) > 2*s.logCount+16 {
+		kept := s.log[:0]
+		for _, e := range s.log {
+			if !e.dropped {
+				kept = append(kept, e)
+			}
+		}
+		clear(s.log[len(kept):])
+		s.log = kept
+	}
+}
+
+// streamConn is a session's peer.Conn.
+type streamConn struct{ s *StreamSession }
+
+var _ peer.Conn = (*streamConn)(nil)
+
+// Read returns the next POST body.
+func (c *streamConn) Read(ctx context.Context) ([]byte, error) {
+	s := c.s
+	select {
+	case f := <-s.inbox:
+		return f, nil
+	case <-s.done:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.byOwner {
+			return nil, net.ErrClosed
+		}
+		return nil, s.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write routes one frame to its stream.
+func (c *streamConn) Write(_ context.Context, frame []byte) error {
+	return c.s.route(append([]byte(nil), frame...))
+}
+
+// Close ends the session.
+func (c *streamConn) Close(code peer.CloseCode, reason string) error {
+	s := c.s
+	s.mu.Lock()
+	if s.err == nil {
+		s.byOwner = true
+	}
+	s.mu.Unlock()
+	s.end(&peer.CloseError{Code: code, Reason: reason})
+	return nil
+}
