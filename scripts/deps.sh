@@ -43,3 +43,5 @@ for dir in e2e web/test e2e/conformance; do
 done
 
 go mod download
+# The Go SDK interop tests are a module of their own (e2e/gosdk).
+(cd e2e/gosdk && go mod download)

@@ -256,11 +256,20 @@ func writeHTTPError(w http.ResponseWriter, status int, code jsonrpc.Code, msg st
 			code = jsonrpc.CodeInternalError
 		}
 	}
-	body := (&jsonrpc.Response{ID: jsonrpc.NullID(), Error: jsonrpc.NewError(code, "%s", msg)}).Encode()
+	writeRPCError(w, status, jsonrpc.NewError(code, "%s", msg))
+}
+
+// writeRPCError writes e, with id null, as the body of an error status.
+func writeRPCError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
+	body := (&jsonrpc.Response{ID: jsonrpc.NullID(), Error: e}).Encode()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
+
+// CodeUnsupportedVersion is the 2026-07-28 revision's error for a protocol
+// version the server does not speak; its data lists the supported ones.
+const CodeUnsupportedVersion jsonrpc.Code = -32022
 
 // refuse answers a request that a hook refused.
 func (h *StreamableHandler) refuse(w http.ResponseWriter, err error) {
@@ -305,8 +314,11 @@ func (h *StreamableHandler) checkVersion(w http.ResponseWriter, r *http.Request)
 	if v == "" || slices.Contains(h.opts.ProtocolVersions, v) {
 		return true
 	}
-	writeHTTPError(w, http.StatusBadRequest, 0, fmt.Sprintf("unsupported %s %q (supported: %s)",
-		HeaderProtocolVersion, v, strings.Join(h.opts.ProtocolVersions, ", ")))
+	// 400 is what the transport specifies; the body is the 2026-07-28 error,
+	// so that a client trying a newer revision learns what to fall back to.
+	writeRPCError(w, http.StatusBadRequest, jsonrpc.NewError(CodeUnsupportedVersion,
+		"unsupported %s %q (supported: %s)", HeaderProtocolVersion, v, strings.Join(h.opts.ProtocolVersions, ", ")).
+		WithData(map[string]any{"supported": h.opts.ProtocolVersions, "requested": v}))
 	return false
 }
 

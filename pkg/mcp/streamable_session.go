@@ -111,7 +111,7 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
 	s.conn = &streamConn{s: s}
-	s.general = &stream{num: 0, nextSeq: 1}
+	s.general = &stream{num: 0, nextSeq: 1, mode: modeSSE}
 	s.streams[0] = s.general
 	s.nextNum = 1
 	return s

@@ -1,0 +1,444 @@
+package gosdk_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	sdkrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// wait bounds every wait: a test that would hang fails instead.
+const wait = 10 * time.Second
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// recv waits for a value on ch, failing the test after wait.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("nothing received within %v", wait)
+		panic("unreachable")
+	}
+}
+
+// exchange is one POST the server received: the MCP method it carried (""
+// for answers) and the HTTP status it got.
+type exchange struct {
+	httpMethod, mcpMethod string
+	status                int
+}
+
+// recorder notes every request that reaches the server.
+type recorder struct {
+	mu  sync.Mutex
+	log []exchange
+}
+
+func (rec *recorder) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ex := exchange{httpMethod: r.Method}
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytesReader(body))
+			ex.mcpMethod, _ = jsonrpc.StringMember(body, "method")
+		}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		ex.status = sw.status
+		rec.mu.Lock()
+		rec.log = append(rec.log, ex)
+		rec.mu.Unlock()
+	})
+}
+
+func (rec *recorder) exchanges() []exchange {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return slices.Clone(rec.log)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// serverURL serves s and returns the URL an MCP client connects to. This is
+// the one place that decides where the Go SDK's client goes: today a pkg/mcp
+// Server behind pkg/mcp's Streamable HTTP handler; pointed at a hub, the
+// hub's /servers/<name>/mcp with s dialed out to it.
+func serverURL(t *testing.T, s *mcp.Server, rec *recorder) (string, *http.Client) {
+	t.Helper()
+	var mu sync.Mutex
+	var sessions []*mcp.ServerSession
+	h := mcp.NewStreamableHandler(&mcp.StreamableOptions{
+		Open: func(r *http.Request, sess *mcp.StreamSession) error {
+			ss := s.Serve(sess.Context(), sess.Conn())
+			mu.Lock()
+			sessions = append(sessions, ss)
+			mu.Unlock()
+			return nil
+		},
+	})
+	var handler http.Handler = h
+	if rec != nil {
+		handler = rec.wrap(h)
+	}
+	srv := httptest.NewServer(handler)
+	t.Cleanup(func() {
+		h.Close()
+		mu.Lock()
+		for _, ss := range sessions {
+			assert.NoError(t, ss.Wait())
+		}
+		mu.Unlock()
+		srv.Close()
+	})
+	return srv.URL, srv.Client()
+}
+
+// connect connects the Go SDK's client over its StreamableClientTransport.
+func connect(t *testing.T, url string, hc *http.Client, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-client", Version: "1.8.0"}, opts)
+	cs, err := c.Connect(testCtx(t), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// fixture is a server with one of everything the tests call.
+type fixture struct {
+	*mcp.Server
+	cancelled chan struct{} // a tool saw its call cancelled
+}
+
+func newFixture() *fixture {
+	f := &fixture{
+		Server:    mcp.NewServer(mcp.Implementation{Name: "switchboard-fixture", Version: "1.0.0"}, &mcp.ServerOptions{PageSize: 2, Instructions: "be kind"}),
+		cancelled: make(chan struct{}, 1),
+	}
+	s := f.Server
+	type addArgs struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	mcp.AddTypedTool(s, &mcp.Tool{Name: "add", Description: "adds"}, func(ctx context.Context, req *mcp.ToolRequest, a addArgs) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(fmt.Sprint(a.A + a.B))}, StructuredContent: map[string]int{"sum": a.A + a.B}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "slow", Description: "reports progress"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		for i := 1; i <= 3; i++ {
+			if err := req.Progress(ctx, float64(i), 3, fmt.Sprintf("step %d", i)); err != nil {
+				return nil, err
+			}
+			req.Log(ctx, mcp.LevelInfo, "slow", fmt.Sprintf("step %d", i))
+			req.Log(ctx, mcp.LevelDebug, "slow", "too verbose")
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("done")}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "ask", Description: "samples"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.CreateMessage(ctx, &mcp.CreateMessageParams{
+			Messages: []mcp.SamplingMessage{{Role: "user", Content: mcp.TextContent("capital of France?")}}, MaxTokens: 10,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("model: " + res.Content.Text)}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "form", Description: "elicits"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "your name?",
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(res.Action + " " + fmt.Sprint(res.Content["name"]))}}, nil
+	})
+	for _, name := range []string{"one", "two", "three"} {
+		s.AddResource(&mcp.Resource{URI: "test://" + name, Name: name, MIMEType: "text/plain"},
+			func(ctx context.Context, req *mcp.ResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: req.URI, MIMEType: "text/plain", Text: "text of " + name}}}, nil
+			})
+	}
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://items/{id}", Name: "item"},
+		func(ctx context.Context, req *mcp.ResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: req.URI, Text: "item"}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "greets", Arguments: []*mcp.PromptArgument{{Name: "who", Required: true}}},
+		func(ctx context.Context, req *mcp.PromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: mcp.TextContent("Hello, " + req.Params.Arguments["who"])}}}, nil
+		})
+	s.SetCompletionHandler(func(ctx context.Context, ss *mcp.ServerSession, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+		return &mcp.CompleteResult{Completion: mcp.Completion{Values: []string{p.Argument.Value + "-1", p.Argument.Value + "-2"}}}, nil
+	})
+	return f
+}
+
+// TestGoSDK_connect checks the handshake, and what v1.8.0 does first: it
+// tries the 2026-07-28 revision's server/discover, which the handler
+// refuses (400, -32022 listing the versions it speaks), then falls back to
+// initialize with 2025-11-25.
+func TestGoSDK_connect(t *testing.T) {
+	f := newFixture()
+	rec := &recorder{}
+	url, hc := serverURL(t, f.Server, rec)
+	cs := connect(t, url, hc, nil)
+
+	init := cs.InitializeResult()
+	assert.Equal(t, "2025-11-25", init.ProtocolVersion)
+	assert.Equal(t, "switchboard-fixture", init.ServerInfo.Name)
+	assert.Equal(t, "be kind", init.Instructions)
+	assert.NotNil(t, init.Capabilities.Tools)
+	assert.NotEmpty(t, cs.ID(), "the session id from Mcp-Session-Id")
+
+	require.NoError(t, cs.Ping(testCtx(t), nil))
+	ex := rec.exchanges()
+	require.GreaterOrEqual(t, len(ex), 3)
+	assert.Equal(t, exchange{"POST", "server/discover", http.StatusBadRequest}, ex[0], "v1.8.0 tries the stateless revision first")
+	assert.Equal(t, exchange{"POST", "initialize", http.StatusOK}, ex[1], "and falls back to initialize")
+	assert.Equal(t, exchange{"POST", "notifications/initialized", http.StatusAccepted}, ex[2])
+	t.Logf("requests: %v", ex)
+}
+
+func TestGoSDK_lists(t *testing.T) {
+	f := newFixture()
+	url, hc := serverURL(t, f.Server, nil)
+	cs := connect(t, url, hc, nil)
+	ctx := testCtx(t)
+
+	var tools []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		require.NoError(t, err)
+		tools = append(tools, tool.Name)
+	}
+	assert.Equal(t, []string{"add", "slow", "ask", "form"}, tools, "every page, through cursors")
+
+	var resources []string
+	for r, err := range cs.Resources(ctx, nil) {
+		require.NoError(t, err)
+		resources = append(resources, r.URI)
+	}
+	assert.Equal(t, []string{"test://one", "test://two", "test://three"}, resources)
+
+	var templates []string
+	for r, err := range cs.ResourceTemplates(ctx, nil) {
+		require.NoError(t, err)
+		templates = append(templates, r.URITemplate)
+	}
+	assert.Equal(t, []string{"test://items/{id}"}, templates)
+
+	read, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "test://two"})
+	require.NoError(t, err)
+	assert.Equal(t, "text of two", read.Contents[0].Text)
+
+	_, err = cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "test://nothing"})
+	var rpcErr *sdkrpc.Error
+	require.ErrorAs(t, err, &rpcErr)
+	assert.EqualValues(t, mcp.CodeResourceNotFound, rpcErr.Code)
+
+	prompt, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "Ada"}})
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, Ada", prompt.Messages[0].Content.(*sdk.TextContent).Text)
+
+	comp, err := cs.Complete(ctx, &sdk.CompleteParams{
+		Ref:      &sdk.CompleteReference{Type: "ref/prompt", Name: "greet"},
+		Argument: sdk.CompleteParamsArgument{Name: "who", Value: "a"},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a-1", "a-2"}, comp.Completion.Values)
+}
+
+func TestGoSDK_calls(t *testing.T) {
+	f := newFixture()
+	url, hc := serverURL(t, f.Server, nil)
+	progress := make(chan float64, 16)
+	logs := make(chan string, 16)
+	cs := connect(t, url, hc, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(ctx context.Context, req *sdk.ProgressNotificationClientRequest) {
+			progress <- req.Params.Progress
+		},
+		LoggingMessageHandler: func(ctx context.Context, req *sdk.LoggingMessageRequest) {
+			logs <- fmt.Sprint(req.Params.Data)
+		},
+	})
+	ctx := testCtx(t)
+
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "add", Arguments: map[string]int{"a": 2, "b": 40}})
+	require.NoError(t, err)
+	assert.Equal(t, "42", res.Content[0].(*sdk.TextContent).Text)
+	assert.Equal(t, map[string]any{"sum": float64(42)}, res.StructuredContent)
+
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "add", Arguments: map[string]any{"a": "two"}})
+	var rpcErr *sdkrpc.Error
+	require.ErrorAs(t, err, &rpcErr, "bad arguments are invalid params, got %v", res)
+	assert.EqualValues(t, jsonrpc.CodeInvalidParams, rpcErr.Code)
+
+	require.NoError(t, cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}))
+	params := &sdk.CallToolParams{Name: "slow"}
+	params.SetProgressToken("tok-1")
+	res, err = cs.CallTool(ctx, params)
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Content[0].(*sdk.TextContent).Text)
+	for want := 1.0; want <= 3; want++ {
+		assert.Equal(t, want, recv(t, progress), "progress on the call's stream, in order")
+	}
+	for i := 1; i <= 3; i++ {
+		assert.Equal(t, fmt.Sprintf("step %d", i), recv(t, logs), "info logs, and no debug ones")
+	}
+
+	require.NoError(t, cs.Ping(ctx, nil), "the session keeps working")
+}
+
+// TestGoSDK_cancel checks that cancelling a call's context reaches the
+// tool (the SDK sends notifications/cancelled in a POST of its own) and
+// that the session goes on.
+func TestGoSDK_cancel(t *testing.T) {
+	f := newFixture()
+	url, hc := serverURL(t, f.Server, nil)
+	started := make(chan struct{})
+	f.AddTool(&mcp.Tool{Name: "wait", Description: "waits"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		close(started)
+		<-ctx.Done()
+		f.cancelled <- struct{}{}
+		return nil, ctx.Err()
+	})
+	cs := connect(t, url, hc, nil)
+	callCtx, cancel := context.WithCancel(testCtx(t))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: "wait"})
+		errc <- err
+	}()
+	recv(t, started)
+	cancel()
+	assert.ErrorIs(t, recv(t, errc), context.Canceled)
+	recv(t, f.cancelled)
+	require.NoError(t, cs.Ping(testCtx(t), nil))
+}
+
+func TestGoSDK_serverRequests(t *testing.T) {
+	f := newFixture()
+	url, hc := serverURL(t, f.Server, nil)
+	cs := connect(t, url, hc, &sdk.ClientOptions{
+		CreateMessageHandler: func(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			if len(req.Params.Messages) != 1 {
+				return nil, errors.New("want one message")
+			}
+			return &sdk.CreateMessageResult{Role: "assistant", Model: "m", Content: &sdk.TextContent{Text: "Paris"}}, nil
+		},
+		ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			if req.Params.Message != "your name?" {
+				return nil, errors.New("unexpected message")
+			}
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+	})
+	ctx := testCtx(t)
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "ask"})
+	require.NoError(t, err)
+	assert.Equal(t, "model: Paris", res.Content[0].(*sdk.TextContent).Text, "sampling on the call's stream, answered by a POST")
+
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "form"})
+	require.NoError(t, err)
+	assert.Equal(t, "accept Ada", res.Content[0].(*sdk.TextContent).Text)
+}
+
+func TestGoSDK_subscribe(t *testing.T) {
+	f := newFixture()
+	url, hc := serverURL(t, f.Server, nil)
+	updated := make(chan string, 16)
+	cs := connect(t, url, hc, &sdk.ClientOptions{
+		ResourceUpdatedHandler: func(ctx context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+			updated <- req.Params.URI
+		},
+	})
+	ctx := testCtx(t)
+	require.NoError(t, cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "test://one"}))
+	f.ResourceUpdated(ctx, "test://one")
+	f.ResourceUpdated(ctx, "test://two") // not subscribed
+	assert.Equal(t, "test://one", recv(t, updated), "on the GET stream")
+
+	require.NoError(t, cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: "test://one"}))
+	f.ResourceUpdated(ctx, "test://one")
+	f.ResourceUpdated(ctx, "test://three")
+	require.NoError(t, cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "test://three"}))
+	f.ResourceUpdated(ctx, "test://three")
+	assert.Equal(t, "test://three", recv(t, updated), "nothing about test://one after unsubscribing")
+}
+
+func TestGoSDK_listChanged(t *testing.T) {
+	f := newFixture()
+	url, hc := serverURL(t, f.Server, nil)
+	changed := make(chan struct{}, 16)
+	cs := connect(t, url, hc, &sdk.ClientOptions{
+		ToolListChangedHandler: func(ctx context.Context, req *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	f.AddTool(&mcp.Tool{Name: "late", Description: "added later"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("late")}}, nil
+	})
+	recv(t, changed)
+	res, err := cs.CallTool(testCtx(t), &sdk.CallToolParams{Name: "late"})
+	require.NoError(t, err)
+	assert.Equal(t, "late", res.Content[0].(*sdk.TextContent).Text)
+}
+
+// TestGoSDK_close checks that closing the SDK's session DELETEs it: the
+// server's session ends.
+func TestGoSDK_close(t *testing.T) {
+	f := newFixture()
+	rec := &recorder{}
+	url, hc := serverURL(t, f.Server, rec)
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-client", Version: "1.8.0"}, nil)
+	cs, err := c.Connect(testCtx(t), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	require.NoError(t, err)
+	require.NoError(t, cs.Close())
+	require.Eventually(t, func() bool {
+		return slices.ContainsFunc(rec.exchanges(), func(e exchange) bool {
+			return e.httpMethod == http.MethodDelete && e.status == http.StatusNoContent
+		})
+	}, wait, 5*time.Millisecond)
+}
+
+func bytesReader(b []byte) io.Reader { return &byteReader{b: b} }
+
+type byteReader struct{ b []byte }
+
+func (r *byteReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
