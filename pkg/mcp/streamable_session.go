@@ -389,8 +389,13 @@ func (s *StreamSession) answeredLocked(st *stream, id jsonrpc.ID) {
 }
 
 // attachGET attaches a GET to the stream its Last-Event-ID names, or to the
-// session's GET stream. from is the sequence number after which events are
-// sent.
+// session's GET stream (also for an id this session did not give).
+//
+// A GET without Last-Event-ID while the GET stream is open is refused
+// (409), as the SDKs do. A GET with one takes its stream over from a
+// response still attached to it: a client resumes because its connection
+// dropped, and the server may not have noticed yet; refusing it would make
+// the client wait for a timeout to learn what it already knows.
 func (s *StreamSession) attachGET(lastEventID string) (*stream, *attachment, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -402,10 +407,15 @@ func (s *StreamSession) attachGET(lastEventID string) (*stream, *attachment, err
 		}
 	}
 	if st.writer != nil {
-		if st == s.general {
+		if lastEventID == "" {
 			return nil, nil, errors.New("a GET stream is already open for this session")
 		}
-		return nil, nil, errors.New("that stream is already being served")
+		old := st.writer
+		st.writer = nil
+		select { // the old response ends at its next turn
+		case old.wake <- struct{}{}:
+		default:
+		}
 	}
 	if from >= 0 {
 		st.sent = from
@@ -534,15 +544,10 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 		if err := rc.Flush(); err != nil {
 			return
 		}
-		if complete {
-			// Written and flushed: the client has it, so nothing of this
-			// stream needs keeping for a resumption.
-			s.mu.Lock()
-			s.forgetStreamLocked(st, true)
-			s.mu.Unlock()
-			return
-		}
-		if closeReq || ended {
+		// A complete stream ends its response. Its events stay in the
+		// window: a write that succeeded may still have gone into a
+		// connection that was dying, and the client may come back for them.
+		if complete || closeReq || ended {
 			return
 		}
 		select {
@@ -563,8 +568,8 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 }
 
 // forgetStreamLocked drops a finished POST stream once nothing can resume
-// it: all its events when they were delivered (drop), else when the window
-// has evicted them.
+// it: when the window has evicted its events, or at once with drop (its
+// client can never resume it).
 func (s *StreamSession) forgetStreamLocked(st *stream, drop bool) {
 	if !st.post || !st.finished && !st.orphaned {
 		return

@@ -356,3 +356,313 @@ func ExampleNewStreamableHandler() {
 var _ = errors.New
 var _ = json.Marshal
 var _ = peer.CloseNormal
+
+func TestStreamableHandler_badInput(t *testing.T) {
+	hs := serveHTTP(t, testHTTPServer(), &mcp.StreamableOptions{MaxBodyBytes: 1024})
+	live := newRaw(t, hs)
+	live.initialize()
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	tests := []struct {
+		name    string
+		method  string
+		body    string
+		session bool // send the live session's id
+		header  []string
+		status  int
+		code    jsonrpc.Code // of the JSON-RPC error body, when one is expected
+		allow   string
+	}{
+		{name: "POST accepting only JSON", method: "POST", body: ping, session: true, header: []string{"Accept", "application/json"}, status: 406},
+		{name: "POST accepting only SSE", method: "POST", body: ping, session: true, header: []string{"Accept", "text/event-stream"}, status: 406},
+		{name: "POST without Accept", method: "POST", body: ping, session: true, header: []string{"Accept", ""}, status: 406},
+		{name: "POST refusing SSE with q=0", method: "POST", body: ping, session: true, header: []string{"Accept", "application/json, text/event-stream;q=0"}, status: 406},
+		{name: "POST with wildcards", method: "POST", body: ping, session: true, header: []string{"Accept", "*/*"}, status: 200},
+		{name: "POST as text/plain", method: "POST", body: ping, session: true, header: []string{"Content-Type", "text/plain"}, status: 415},
+		{name: "POST without Content-Type", method: "POST", body: ping, session: true, header: []string{"Content-Type", ""}, status: 415},
+		{name: "POST JSON with a charset", method: "POST", body: ping, session: true, header: []string{"Content-Type", "application/json; charset=utf-8"}, status: 200},
+		{name: "malformed JSON", method: "POST", body: `{"jsonrpc":`, session: true, status: 400, code: jsonrpc.CodeParseError},
+		{name: "empty body", method: "POST", body: "", session: true, status: 400, code: jsonrpc.CodeParseError},
+		{name: "not JSON-RPC", method: "POST", body: `{"hello":1}`, session: true, status: 400, code: jsonrpc.CodeInvalidRequest},
+		{name: "empty batch", method: "POST", body: `[]`, session: true, status: 400, code: jsonrpc.CodeInvalidRequest},
+		{name: "body over the limit", method: "POST", body: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 2000) + `"}}`, session: true, status: 413, code: jsonrpc.CodeInvalidRequest},
+		{name: "only a notification", method: "POST", body: `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`, session: true, status: 202},
+		{name: "only a response", method: "POST", body: `{"jsonrpc":"2.0","id":"nobody","result":{}}`, session: true, status: 202},
+		{name: "a batch of notifications", method: "POST", body: `[{"jsonrpc":"2.0","method":"notifications/roots/list_changed"},{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}]`, session: true, status: 202},
+		{name: "a call without a session", method: "POST", body: ping, status: 400, code: jsonrpc.CodeInvalidRequest},
+		{name: "a notification without a session", method: "POST", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, status: 400},
+		{name: "initialize in a batch", method: "POST", body: "[" + initBody + "]", status: 400},
+		{name: "unknown session", method: "POST", body: ping, header: []string{mcp.HeaderSessionID, "nope"}, status: 404},
+		{name: "unsupported protocol version", method: "POST", body: ping, session: true, header: []string{mcp.HeaderProtocolVersion, "1999-01-01"}, status: 400, code: mcp.CodeUnsupportedVersion},
+		{name: "older protocol version", method: "POST", body: ping, session: true, header: []string{mcp.HeaderProtocolVersion, mcp.Version20250326}, status: 200},
+		{name: "no protocol version", method: "POST", body: ping, session: true, header: []string{mcp.HeaderProtocolVersion, ""}, status: 200},
+		{name: "GET without a session", method: "GET", status: 400},
+		{name: "GET of an unknown session", method: "GET", header: []string{mcp.HeaderSessionID, "nope"}, status: 404},
+		{name: "GET not accepting SSE", method: "GET", session: true, header: []string{"Accept", "application/json"}, status: 406},
+		{name: "GET with a bad protocol version", method: "GET", session: true, header: []string{mcp.HeaderProtocolVersion, "x"}, status: 400},
+		{name: "DELETE without a session", method: "DELETE", status: 400},
+		{name: "DELETE of an unknown session", method: "DELETE", header: []string{mcp.HeaderSessionID, "nope"}, status: 404},
+		{name: "PUT", method: "PUT", body: ping, session: true, status: 405, allow: "GET, POST, DELETE"},
+		{name: "PATCH", method: "PATCH", status: 405, allow: "GET, POST, DELETE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newRaw(t, hs)
+			if tt.session {
+				c.session, c.version = live.session, live.version
+			}
+			resp := c.do(tt.method, tt.body, tt.header...)
+			assert.Equal(t, tt.status, resp.StatusCode)
+			if tt.allow != "" {
+				assert.Equal(t, tt.allow, resp.Header.Get("Allow"))
+			}
+			if tt.code != 0 {
+				require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+				b, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				msg := string(b)
+				if strings.HasPrefix(msg, "[") {
+					var arr []json.RawMessage
+					require.NoError(t, json.Unmarshal(b, &arr))
+					msg = string(arr[0])
+				}
+				assert.Equal(t, "null", memberOf(t, msg, "id"))
+				e, err := jsonrpc.DecodeMessage([]byte(msg))
+				require.NoError(t, err)
+				assert.Equal(t, tt.code, e.(*jsonrpc.Response).Error.Code, msg)
+			}
+		})
+	}
+	// The session lived through all of it.
+	resp := live.do(http.MethodPost, ping)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, []string{`{"jsonrpc":"2.0","id":1,"result":{}}`}, readAll(t, resp))
+}
+
+// post sends a JSON-RPC body on the session and returns the response.
+func (c *rawClient) post(body string) *http.Response {
+	c.t.Helper()
+	return c.do(http.MethodPost, body)
+}
+
+func TestStreamableHandler_sessionLife(t *testing.T) {
+	s := testHTTPServer()
+	gate := make(chan struct{})
+	s.AddTool(&mcp.Tool{Name: "gated", Description: "reports, then waits for the gate"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		if err := req.Progress(ctx, 1, 2, "half"); err != nil {
+			return nil, err
+		}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return textResult("through"), nil
+	})
+	hs := serveHTTP(t, s, nil)
+	c := newRaw(t, hs)
+	c.initialize()
+	ss := recv(t, hs.sessions)
+	recv(t, ss.Ready())
+
+	t.Run("an answer alone goes as JSON", func(t *testing.T) {
+		resp := c.post(`{"jsonrpc":"2.0","id":"e1","method":"tools/call","params":{"name":"echo","arguments":{"x":1}}}`)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		assert.Equal(t, c.session, resp.Header.Get(mcp.HeaderSessionID))
+		msgs := readAll(t, resp)
+		require.Len(t, msgs, 1)
+		assert.Equal(t, `"e1"`, memberOf(t, msgs[0], "id"))
+		assert.Contains(t, msgs[0], `echo:{\"x\":1}`)
+	})
+
+	t.Run("progress switches the POST to SSE, before its answer", func(t *testing.T) {
+		resp := c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"tok"}}}`)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		events := sseStream(t, resp)
+		prime, ok := nextEvent(t, events)
+		require.True(t, ok)
+		assert.Equal(t, "", prime.data, "a priming event first")
+		assert.NotEmpty(t, prime.id)
+		assert.True(t, prime.retry, "with the reconnection delay")
+		var got []string
+		for ev := range events {
+			assert.NotEmpty(t, ev.id, "every event has an id")
+			m, _ := jsonrpc.StringMember([]byte(ev.data), "method")
+			if m == "" {
+				m = "answer " + memberOf(t, ev.data, "id")
+			}
+			got = append(got, m)
+		}
+		assert.Equal(t, []string{mcp.NotificationProgress, mcp.NotificationProgress, mcp.NotificationProgress, "answer 2"}, got,
+			"the stream ends after its answer")
+	})
+
+	t.Run("a server request goes on the POST stream and is answered by a POST", func(t *testing.T) {
+		resp := c.post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sample"}}`)
+		events := sseStream(t, resp)
+		_, _ = nextEvent(t, events) // priming
+		ev, ok := nextEvent(t, events)
+		require.True(t, ok)
+		assert.Equal(t, `"sampling/createMessage"`, memberOf(t, ev.data, "method"))
+		assert.NotContains(t, ev.data, mcp.MetaRelatedRequest, "the routing hint stays on this side")
+		id := memberOf(t, ev.data, "id")
+		answer := c.post(`{"jsonrpc":"2.0","id":` + id + `,"result":{"role":"assistant","content":{"type":"text","text":"yo"},"model":"m"}}`)
+		assert.Equal(t, http.StatusAccepted, answer.StatusCode)
+		ev, ok = nextEvent(t, events)
+		require.True(t, ok)
+		assert.Equal(t, "3", memberOf(t, ev.data, "id"))
+		assert.Contains(t, ev.data, "model said yo")
+		_, ok = nextEvent(t, events)
+		assert.False(t, ok, "the stream ended")
+	})
+
+	t.Run("a batch is answered with one array", func(t *testing.T) {
+		resp := c.post(`[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/roots/list_changed"},` +
+			`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo"}}]`)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		msgs := readAll(t, resp)
+		require.Len(t, msgs, 1)
+		var arr []json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(msgs[0]), &arr))
+		require.Len(t, arr, 2)
+		ids := []string{memberOf(t, string(arr[0]), "id"), memberOf(t, string(arr[1]), "id")}
+		assert.ElementsMatch(t, []string{"7", "8"}, ids)
+	})
+
+	t.Run("an id in flight is refused", func(t *testing.T) {
+		done := make(chan []string, 1)
+		resp := c.post(`{"jsonrpc":"2.0","id":"g1","method":"tools/call","params":{"name":"gated","_meta":{"progressToken":1}}}`)
+		events := sseStream(t, resp)
+		_, _ = nextEvent(t, events)
+		_, _ = nextEvent(t, events) // progress: the call is in flight
+		dup := c.post(`{"jsonrpc":"2.0","id":"g1","method":"ping"}`)
+		assert.Equal(t, http.StatusBadRequest, dup.StatusCode)
+		go func() {
+			var rest []string
+			for ev := range events {
+				rest = append(rest, ev.data)
+			}
+			done <- rest
+		}()
+		gate <- struct{}{}
+		rest := recv(t, done)
+		require.Len(t, rest, 1)
+		assert.Contains(t, rest[0], "through")
+	})
+
+	t.Run("notifications wait for the GET stream, which resumes", func(t *testing.T) {
+		require.Equal(t, http.StatusOK, c.post(`{"jsonrpc":"2.0","id":10,"method":"resources/subscribe","params":{"uri":"test://r"}}`).StatusCode)
+		ctx := testCtx(t)
+		s.ResourceUpdated(ctx, "test://r") // no GET stream yet: kept
+		get := c.do(http.MethodGet, "")
+		require.Equal(t, http.StatusOK, get.StatusCode)
+		events := sseStream(t, get)
+		prime, _ := nextEvent(t, events)
+		assert.Equal(t, "", prime.data)
+		ev, _ := nextEvent(t, events)
+		assert.Contains(t, ev.data, mcp.NotificationResourceUpdated)
+		first := ev.id
+
+		second := c.do(http.MethodGet, "")
+		assert.Equal(t, http.StatusConflict, second.StatusCode, "one GET stream at a time")
+
+		s.Log(ctx, mcp.LevelInfo, "t", "one")
+		ev, _ = nextEvent(t, events)
+		assert.Contains(t, ev.data, `"one"`)
+		get.Body.Close() // the stream drops; the handler may not know yet
+
+		s.Log(ctx, mcp.LevelInfo, "t", "two")
+		s.Log(ctx, mcp.LevelInfo, "t", "three")
+		resumed := c.do(http.MethodGet, "", mcp.HeaderLastEventID, first)
+		require.Equal(t, http.StatusOK, resumed.StatusCode)
+		events = sseStream(t, resumed)
+		var got []string
+		for len(got) < 3 {
+			ev, ok := nextEvent(t, events)
+			require.True(t, ok)
+			if ev.data != "" {
+				var p struct {
+					Params mcp.LoggingMessageParams `json:"params"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(ev.data), &p))
+				got = append(got, fmt.Sprint(p.Params.Data))
+			}
+		}
+		assert.Equal(t, []string{"one", "two", "three"}, got, "everything after the Last-Event-ID, in order")
+		resumed.Body.Close()
+	})
+
+	t.Run("a dropped POST stream resumes with its answer", func(t *testing.T) {
+		resp := c.post(`{"jsonrpc":"2.0","id":"g2","method":"tools/call","params":{"name":"gated","_meta":{"progressToken":"p"}}}`)
+		events := sseStream(t, resp)
+		_, _ = nextEvent(t, events)
+		progress, ok := nextEvent(t, events)
+		require.True(t, ok)
+		resp.Body.Close() // dropped before the answer
+		gate <- struct{}{}
+		resumed := c.do(http.MethodGet, "", mcp.HeaderLastEventID, progress.id)
+		require.Equal(t, http.StatusOK, resumed.StatusCode)
+		msgs := readAll(t, resumed)
+		require.Len(t, msgs, 1, "the answer, then the stream ends")
+		assert.Equal(t, `"g2"`, memberOf(t, msgs[0], "id"))
+	})
+
+	t.Run("a Last-Event-ID of another session opens a fresh GET stream", func(t *testing.T) {
+		other := c.do(http.MethodGet, "", mcp.HeaderLastEventID, "someoneelse.0.1")
+		require.Equal(t, http.StatusOK, other.StatusCode)
+		events := sseStream(t, other)
+		prime, _ := nextEvent(t, events)
+		assert.Equal(t, "", prime.data)
+		s.Log(testCtx(t), mcp.LevelInfo, "t", "fresh")
+		ev, _ := nextEvent(t, events)
+		assert.Contains(t, ev.data, `"fresh"`)
+		other.Body.Close()
+	})
+
+	t.Run("a cancelled request's stream ends without an answer", func(t *testing.T) {
+		// The POST's response starts with its first message: none comes
+		// before the cancellation, so it is sent from a goroutine.
+		out := make(chan *http.Response, 1)
+		go func() { out <- c.post(`{"jsonrpc":"2.0","id":"b1","method":"tools/call","params":{"name":"block"}}`) }()
+		require.Eventually(t, func() bool { return ss.Peer().Pending() == 1 }, wait, time.Millisecond)
+		cancel := c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b1"}}`)
+		assert.Equal(t, http.StatusAccepted, cancel.StatusCode)
+		resp := recv(t, out)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Empty(t, readAll(t, resp))
+	})
+
+	t.Run("DELETE ends the session", func(t *testing.T) {
+		resp := c.do(http.MethodDelete, "")
+		assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+		assert.NoError(t, ss.Wait(), "the server's peer ends normally")
+		assert.Equal(t, http.StatusNotFound, c.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`).StatusCode)
+		assert.Equal(t, http.StatusNotFound, c.do(http.MethodGet, "").StatusCode)
+		assert.Equal(t, http.StatusNotFound, c.do(http.MethodDelete, "").StatusCode)
+	})
+}
+
+func TestStreamableHandler_idle(t *testing.T) {
+	hs := serveHTTP(t, testHTTPServer(), &mcp.StreamableOptions{IdleTimeout: 50 * time.Millisecond})
+	c := newRaw(t, hs)
+	c.initialize()
+	ss := recv(t, hs.sessions)
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	assert.NoError(t, recv(t, done), "an idle session ends, and the owner's peer with it")
+	assert.Equal(t, http.StatusNotFound, c.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`).StatusCode)
+
+	// A session with a GET stream open is not idle.
+	c = newRaw(t, hs)
+	c.initialize()
+	ss = recv(t, hs.sessions)
+	get := c.do(http.MethodGet, "")
+	require.Equal(t, http.StatusOK, get.StatusCode)
+	time.Sleep(300 * time.Millisecond) // an absence check: six idle periods pass
+	select {
+	case <-ss.Peer().Done():
+		t.Fatal("a session with an open stream expired")
+	default:
+	}
+	assert.Equal(t, 1, hs.handler.Sessions())
+}
