@@ -6,7 +6,7 @@ FUZZTIME  ?= 60s
 FUZZOTHER ?= 15s
 ADDR      ?= 127.0.0.1:8080
 
-.PHONY: all build run test test-go test-e2e test-web stress bench bench-go fuzz lint deps clean
+.PHONY: all build run test test-go test-gosdk test-e2e test-web conformance stress bench bench-go fuzz lint deps clean
 
 all: build
 
@@ -23,11 +23,21 @@ run: build
 deps:
 	./scripts/deps.sh
 
-## test: everything, with the race detector on: Go, TypeScript SDK interop, browser
-test: deps lint build test-go test-e2e test-web
+## test: everything, with the race detector on: Go (the MCP conformance suite
+## included), Go SDK and TypeScript SDK interop, browser
+test: deps lint build test-go test-gosdk test-e2e test-web
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-gosdk: interoperability with the official MCP Go SDK (a module of its own)
+test-gosdk:
+	cd e2e/gosdk && $(GO) test -race -count=1 -timeout 10m ./...
+
+## conformance: the official MCP conformance suite (every server scenario)
+## against the fixture served over Streamable HTTP, with its report
+conformance:
+	$(GO) test -count=1 -v -run '^TestConformance$$' ./internal/conformance
 
 ## test-e2e: interoperability with the official MCP TypeScript SDK
 test-e2e: build
@@ -56,16 +66,17 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pkg/jsonrpc
 	@for f in FuzzValidate FuzzTopMembers FuzzMember FuzzSetMember; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/jsonrpc || exit 1; done
-	@for f in FuzzParseObject FuzzURITemplate FuzzServerRequest; do \
+	@for f in FuzzParseObject FuzzURITemplate FuzzServerRequest FuzzSSEReader FuzzEventID FuzzStreamablePOST FuzzAccept; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/mcp || exit 1; done
 	@for f in FuzzParseTokens FuzzClientCaps FuzzListItem FuzzClusterMessage; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/hub || exit 1; done
 
-## lint: gofmt and go vet
+## lint: gofmt and go vet (e2e/gosdk too)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd e2e/gosdk && $(GO) vet ./...
 
 clean:
 	rm -rf $(BIN)

@@ -230,7 +230,8 @@ func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
 		return net.ErrClosed
 	}
 	if err != nil {
-		return err
+		// Closed: Read tells why, and a peer takes the reason from there.
+		return fmt.Errorf("%w: %w", net.ErrClosed, err)
 	}
 	f := jsonrpc.Decode(frame)
 	var calls []jsonrpc.ID
@@ -276,7 +277,9 @@ func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
 	sb := &signalBody{r: bytes.NewReader(body), sent: make(chan struct{})}
 	req.Body = sb
 	req.GetBody = nil
-	c.wg.Add(1)
+	if !c.track() {
+		return net.ErrClosed
+	}
 	go func() {
 		defer c.wg.Done()
 		resp, err := c.client.Do(req)
@@ -295,6 +298,17 @@ func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// track counts a goroutine Close must wait for; false once closed.
+func (c *StreamableClientConn) track() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	return true
 }
 
 // transportErr reports a request that failed to reach the server: after
@@ -510,8 +524,8 @@ func (c *StreamableClientConn) startGET() {
 		return
 	}
 	c.getOpen = true
+	c.wg.Add(1) // under mu, so that Close's Wait never races it
 	c.mu.Unlock()
-	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		resp, ok := c.resume("", false)

@@ -353,10 +353,6 @@ func ExampleNewStreamableHandler() {
 	// Hello!
 }
 
-var _ = errors.New
-var _ = json.Marshal
-var _ = peer.CloseNormal
-
 func TestStreamableHandler_badInput(t *testing.T) {
 	hs := serveHTTP(t, testHTTPServer(), &mcp.StreamableOptions{MaxBodyBytes: 1024})
 	live := newRaw(t, hs)
@@ -665,4 +661,330 @@ func TestStreamableHandler_idle(t *testing.T) {
 	default:
 	}
 	assert.Equal(t, 1, hs.handler.Sessions())
+}
+
+func TestStreamableHandler_hooks(t *testing.T) {
+	const token = "Bearer good"
+	hs := serveHTTP(t, testHTTPServer(), &mcp.StreamableOptions{
+		NewSessionID: func() string { return "instance7-" + fmt.Sprint(time.Now().UnixNano()) },
+		Open: func(r *http.Request, s *mcp.StreamSession) error {
+			if r.Header.Get("Authorization") != token {
+				return &mcp.HTTPError{Status: http.StatusUnauthorized, Message: "who are you?",
+					Header: http.Header{"Www-Authenticate": {`Bearer realm="test"`}}}
+			}
+			s.SetData("owner-a")
+			return nil
+		},
+		Check: func(r *http.Request, s *mcp.StreamSession) error {
+			if r.Header.Get("Authorization") != token || s.Data() != "owner-a" {
+				return &mcp.HTTPError{Status: http.StatusForbidden, Code: mcp.CodeForbidden, Message: "not your session"}
+			}
+			return nil
+		},
+	})
+	c := newRaw(t, hs)
+	resp := c.do(http.MethodPost, initBody)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.Equal(t, `Bearer realm="test"`, resp.Header.Get("WWW-Authenticate"))
+	assert.Empty(t, resp.Header.Get(mcp.HeaderSessionID))
+	assert.Equal(t, 0, hs.handler.Sessions())
+
+	resp = c.do(http.MethodPost, initBody, "Authorization", token)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	c.session = resp.Header.Get(mcp.HeaderSessionID)
+	assert.True(t, strings.HasPrefix(c.session, "instance7-"), "NewSessionID names sessions")
+	assert.NotNil(t, hs.handler.Session(c.session))
+
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		resp = c.do(method, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Authorization", "Bearer stolen")
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, method)
+		b, _ := io.ReadAll(resp.Body)
+		assert.Contains(t, string(b), `"code":-32003`)
+	}
+	resp = c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "Authorization", token)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the session is intact")
+}
+
+func TestStreamableHandler_replayWindow(t *testing.T) {
+	s := testHTTPServer()
+	hs := serveHTTP(t, s, &mcp.StreamableOptions{ReplayEvents: 3})
+	c := newRaw(t, hs)
+	c.initialize()
+	ss := recv(t, hs.sessions)
+	recv(t, ss.Ready())
+	ctx := testCtx(t)
+	for i := range 5 { // no GET stream: the handler keeps the last 3
+		s.Log(ctx, mcp.LevelInfo, "t", i)
+	}
+	// The log messages are queued by the peer: wait until all are routed,
+	// which a ping behind them proves.
+	require.Equal(t, http.StatusOK, c.post(`{"jsonrpc":"2.0","id":"after","method":"ping"}`).StatusCode)
+	get := c.do(http.MethodGet, "")
+	events := sseStream(t, get)
+	var got []string
+	for len(got) < 3 {
+		ev, ok := nextEvent(t, events)
+		require.True(t, ok)
+		if ev.data != "" {
+			var p struct {
+				Params mcp.LoggingMessageParams `json:"params"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(ev.data), &p))
+			got = append(got, fmt.Sprint(p.Params.Data))
+		}
+	}
+	assert.Equal(t, []string{"2", "3", "4"}, got, "the oldest left the window")
+}
+
+func TestStreamableHandler_closeEndsSessions(t *testing.T) {
+	hs := serveHTTP(t, testHTTPServer(), nil)
+	c := newRaw(t, hs)
+	c.initialize()
+	ss := recv(t, hs.sessions)
+	get := c.do(http.MethodGet, "")
+	events := sseStream(t, get)
+	_, _ = nextEvent(t, events)
+	hs.handler.Close()
+	assert.NoError(t, ss.Wait(), "1001 going away: a normal end")
+	_, ok := nextEvent(t, events)
+	assert.False(t, ok, "open streams end")
+	assert.Equal(t, http.StatusServiceUnavailable, newRaw(t, hs).do(http.MethodPost, initBody).StatusCode)
+}
+
+func TestStreamableHandler_ownerCloses(t *testing.T) {
+	hs := serveHTTP(t, testHTTPServer(), nil)
+	c := newRaw(t, hs)
+	c.initialize()
+	ss := recv(t, hs.sessions)
+	require.NoError(t, ss.Close())
+	assert.Equal(t, http.StatusNotFound, c.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`).StatusCode)
+	assert.Equal(t, 0, hs.handler.Sessions())
+}
+
+func TestStreamableHandler_alwaysSSE(t *testing.T) {
+	hs := serveHTTP(t, testHTTPServer(), &mcp.StreamableOptions{ResponseMode: mcp.ResponseSSE, Retry: -1})
+	c := newRaw(t, hs)
+	c.initialize()
+	resp := c.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	events := sseStream(t, resp)
+	prime, _ := nextEvent(t, events)
+	assert.False(t, prime.retry, "no retry when none is configured")
+	ev, _ := nextEvent(t, events)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{}}`, ev.data)
+	_, ok := nextEvent(t, events)
+	assert.False(t, ok)
+}
+
+// TestStreamableHandler_oldClientsGetNoPriming checks that a client of a
+// revision before 2025-11-25 gets no priming event (it would try to parse
+// the empty data) and that its streams cannot be closed for polling.
+func TestStreamableHandler_oldClientsGetNoPriming(t *testing.T) {
+	s := testHTTPServer()
+	closed := make(chan bool, 1)
+	s.AddTool(&mcp.Tool{Name: "poll", Description: "closes its stream"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		closed <- mcp.StreamSessionFromContext(ctx).CloseStream(req.ID)
+		return textResult("ok"), nil
+	})
+	hs := serveHTTP(t, s, &mcp.StreamableOptions{ResponseMode: mcp.ResponseSSE})
+	c := newRaw(t, hs)
+	resp := c.do(http.MethodPost, strings.Replace(initBody, "2025-11-25", "2025-03-26", 1))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	c.session = resp.Header.Get(mcp.HeaderSessionID)
+	for ev := range sseStream(t, resp) {
+		assert.NotEmpty(t, ev.data, "no priming event")
+	}
+	resp = c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poll"}}`)
+	assert.False(t, recv(t, closed), "CloseStream refuses: the client could not resume")
+	msgs := readAll(t, resp)
+	require.Len(t, msgs, 1)
+	assert.Contains(t, msgs[0], `"ok"`)
+}
+
+func TestStreamableHandler_stateless(t *testing.T) {
+	s := testHTTPServer()
+	var seen *mcp.StreamSession
+	h := mcp.NewStreamableHandler(&mcp.StreamableOptions{
+		ProtocolVersions: append(slicesClone(mcp.SupportedVersions), "2026-07-28"),
+		Stateless: func(r *http.Request, sess *mcp.StreamSession) error {
+			seen = sess
+			s.Serve(sess.Context(), sess.Conn())
+			return nil
+		},
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer h.Close()
+	c := &rawClient{t: t, url: srv.URL, client: srv.Client()}
+	resp := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		mcp.HeaderProtocolVersion, "2026-07-28")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Empty(t, resp.Header.Get(mcp.HeaderSessionID), "no session")
+	msgs := readAll(t, resp)
+	require.Len(t, msgs, 1)
+	assert.Contains(t, msgs[0], "echo:")
+	require.NotNil(t, seen)
+	assert.Equal(t, "2026-07-28", seen.ProtocolVersion())
+	assert.Empty(t, seen.ID())
+	select {
+	case <-seen.Done():
+	case <-time.After(wait):
+		t.Fatal("the one-request session did not end")
+	}
+	assert.Equal(t, 0, h.Sessions())
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+// TestStreamableHandler_concurrent runs many clients, each with calls in
+// parallel and server requests, against one handler, under -race.
+func TestStreamableHandler_concurrent(t *testing.T) {
+	s := testHTTPServer()
+	hs := serveHTTP(t, s, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 256)
+	for range 4 {
+		c := connectHTTP(t, hs, &mcp.ClientOptions{
+			Sampling: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+				return &mcp.CreateMessageResult{Role: "assistant", Content: mcp.TextContent("x"), Model: "m"}, nil
+			},
+		})
+		for j := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx := testCtx(t)
+				for k := range 5 {
+					var err error
+					switch (j + k) % 3 {
+					case 0:
+						var res *mcp.CallToolResult
+						res, err = c.CallTool(ctx, "echo", map[string]int{"k": k}, nil)
+						if err == nil && text(res) != fmt.Sprintf(`echo:{"k":%d}`, k) {
+							err = fmt.Errorf("wrong answer %q", text(res))
+						}
+					case 1:
+						n := 0
+						_, err = c.CallTool(ctx, "progress", nil, &mcp.CallOptions{Progress: func(*mcp.ProgressParams) { n++ }})
+						if err == nil && n != 3 {
+							err = fmt.Errorf("%d progress reports", n)
+						}
+					case 2:
+						_, err = c.CallTool(ctx, "sample", nil, nil)
+					}
+					if err != nil {
+						errs <- err
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestStreamableClientConn_sessionGone(t *testing.T) {
+	hs := serveHTTP(t, testHTTPServer(), nil)
+	c, err := mcp.Connect(testCtx(t), hs.URL, &mcp.ClientOptions{HTTP: mcp.StreamableClientOptions{HTTPClient: hs.Client()}})
+	require.NoError(t, err)
+	ss := recv(t, hs.sessions)
+	require.NoError(t, ss.Close()) // the server forgets the session
+	err = c.Ping(testCtx(t))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, peer.ErrClosed)
+	select {
+	case <-c.Done():
+	case <-time.After(wait):
+		t.Fatal("the client did not end")
+	}
+	assert.ErrorIs(t, c.Close(), mcp.ErrSessionGone, "the client says why it ended")
+}
+
+// TestStreamableClientConn_resumes checks that the client conn resumes a
+// POST stream the server closed mid-call (SSE polling), after the server's
+// retry delay, and gets the answer.
+func TestStreamableClientConn_resumes(t *testing.T) {
+	s := testHTTPServer()
+	release := make(chan struct{})
+	s.AddTool(&mcp.Tool{Name: "poll", Description: "closes its stream, then answers"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		if !mcp.StreamSessionFromContext(ctx).CloseStream(req.ID) {
+			return nil, errors.New("CloseStream refused")
+		}
+		<-release
+		return textResult("after the reconnection"), nil
+	})
+	rec := &getRecorder{}
+	hs := serveHTTP(t, s, &mcp.StreamableOptions{Retry: 10 * time.Millisecond})
+	hs.Config.Handler = rec.wrap(hs.handler)
+	c := connectHTTP(t, hs, nil)
+	ss := recv(t, hs.sessions)
+	recv(t, ss.Ready())
+	out := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := c.CallTool(testCtx(t), "poll", nil, nil)
+		assert.NoError(t, err)
+		out <- res
+	}()
+	require.Eventually(t, func() bool { return rec.resumptions() > 0 }, wait, time.Millisecond, "the client comes back with Last-Event-ID")
+	close(release)
+	assert.Equal(t, "after the reconnection", text(recv(t, out)))
+}
+
+type getRecorder struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (g *getRecorder) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.Header.Get(mcp.HeaderLastEventID) != "" {
+			g.mu.Lock()
+			g.n++
+			g.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (g *getRecorder) resumptions() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// TestStreamableClientConn_headers checks what the client conn sends: its
+// own headers on every request, the session id and the negotiated version
+// after initialize, and a DELETE on Close.
+func TestStreamableClientConn_headers(t *testing.T) {
+	type seen struct {
+		method, auth, session, version string
+	}
+	var mu sync.Mutex
+	var log []seen
+	hs := serveHTTP(t, testHTTPServer(), nil)
+	hs.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		log = append(log, seen{r.Method, r.Header.Get("Authorization"), r.Header.Get(mcp.HeaderSessionID), r.Header.Get(mcp.HeaderProtocolVersion)})
+		mu.Unlock()
+		hs.handler.ServeHTTP(w, r)
+	})
+	c, err := mcp.Connect(testCtx(t), hs.URL, &mcp.ClientOptions{Token: "secret", HTTP: mcp.StreamableClientOptions{HTTPClient: hs.Client()}})
+	require.NoError(t, err)
+	require.NoError(t, c.Ping(testCtx(t)))
+	require.NoError(t, c.Close())
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, len(log), 4)
+	assert.Equal(t, seen{"POST", "Bearer secret", "", ""}, log[0], "initialize: no session yet")
+	var methods []string
+	for _, s := range log[1:] {
+		methods = append(methods, s.method)
+		assert.Equal(t, "Bearer secret", s.auth)
+		assert.NotEmpty(t, s.session)
+		assert.Equal(t, mcp.LatestVersion, s.version)
+	}
+	assert.Contains(t, methods, http.MethodGet, "the GET stream")
+	assert.Equal(t, http.MethodDelete, methods[len(methods)-1], "Close deletes the session")
 }
