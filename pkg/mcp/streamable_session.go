@@ -463,6 +463,9 @@ func (s *StreamSession) detach(st *stream, att *attachment) {
 func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream, att *attachment) {
 	defer s.detach(st, att)
 	rc := http.NewResponseController(w)
+	// The deadlines set below are the connection's: clear them, or the
+	// next request on a kept-alive connection would inherit one.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	started := false
 	primes := s.primes(r.Header.Get(HeaderProtocolVersion))
 	var keepAlive <-chan time.Time
@@ -663,21 +666,27 @@ func (s *StreamSession) route(frame []byte) error {
 		s.answeredLocked(st, m.ID)
 		s.deliverLocked(st, frame, true)
 	case *jsonrpc.Request:
-		st := s.general
+		var st *stream
 		if m.Method == NotificationProgress {
 			if raw, ok := jsonrpc.Member(m.Params, MetaProgressToken); ok {
 				if key, ok := progressKey(raw); ok {
-					if id, ok := s.tokens[key]; ok && s.calls[id] != nil {
+					if id, ok := s.tokens[key]; ok {
 						st = s.calls[id]
 					}
 				}
 			}
 		} else if raw, ok := metaMember(m.Params, MetaRelatedRequest); ok {
 			var id jsonrpc.ID
-			if json.Unmarshal(raw, &id) == nil && s.calls[id] != nil {
+			if json.Unmarshal(raw, &id) == nil {
 				st = s.calls[id]
 			}
 			frame = stripRelated(m)
+		}
+		if st == nil || st.orphaned {
+			// Unrelated, or related to a POST whose client left before
+			// anything was sent to it (it has no event id to resume with):
+			// the GET stream.
+			st = s.general
 		}
 		s.deliverLocked(st, frame, false)
 	}
@@ -751,7 +760,7 @@ func (s *StreamSession) appendLocked(st *stream, frame []byte) {
 		}
 		if old.seq > ost.sent {
 			s.h.log.Warn("streamable HTTP: an event left the replay window before it was sent",
-				"session", s.id, "stream", ost.num)
+				"stream", ost.num, "window_events", o.ReplayEvents, "window_bytes", o.ReplayBytes)
 		}
 		s.forgetStreamLocked(ost, false)
 	}
