@@ -26,4 +26,36 @@
 // Connect dials a hub's /mcp endpoint and initializes; CallTool, the List
 // and All methods, ReadResource, Subscribe and GetPrompt call through it,
 // and ClientOptions receive notifications and answer the server's requests.
+// Connect also takes http:// and https:// URLs: any MCP server's Streamable
+// HTTP endpoint.
+//
+// # Streamable HTTP
+//
+// StreamableHandler serves MCP's Streamable HTTP transport and turns each
+// session into a peer.Conn, so that whoever owns a session runs a peer on
+// it exactly as on a WebSocket. Serving a Server over HTTP takes one hook:
+//
+//	h := mcp.NewStreamableHandler(&mcp.StreamableOptions{
+//		Open: func(r *http.Request, sess *mcp.StreamSession) error {
+//			s.Serve(sess.Context(), sess.Conn())
+//			return nil
+//		},
+//	})
+//	http.Handle("/mcp", originCheck(h)) // admission is the owner's job
+//
+// The handler routes what the peer writes: an answer to the POST that
+// carried its request, progress to the POST of the request it reports on,
+// a message naming a request in _meta["switchboard/relatedRequest"] to that
+// request's POST, anything else to the session's GET stream (kept until one
+// opens). It answers with JSON when an answer is all a POST gets, with SSE
+// otherwise; SSE events have ids from which a client resumes with
+// Last-Event-ID; sessions end on DELETE, when idle, or when the owner
+// closes the conn. The Open and Check hooks let an owner refuse sessions
+// and requests with an HTTP status; Stateless is the place for 2026-07-28
+// requests without a session. docs/protocol.md says which stream each
+// message takes and every status.
+//
+// DialStreamable is the client end, a peer.Conn that POSTs each frame,
+// reads JSON and SSE answers, keeps the GET stream open, resumes streams
+// and DELETEs the session on Close.
 package mcp

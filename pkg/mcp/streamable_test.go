@@ -993,3 +993,45 @@ func TestStreamableClientConn_headers(t *testing.T) {
 	}
 	assert.Equal(t, http.MethodDelete, methods[len(methods)-1], "Close deletes the session")
 }
+
+// A client over Streamable HTTP, on a conn of its own: DialStreamable sends
+// nothing until initialize, and Close deletes the session.
+func ExampleDialStreamable() {
+	s := mcp.NewServer(mcp.Implementation{Name: "clock", Version: "1.0.0"}, nil)
+	h := mcp.NewStreamableHandler(&mcp.StreamableOptions{
+		Open: func(r *http.Request, sess *mcp.StreamSession) error {
+			s.Serve(sess.Context(), sess.Conn())
+			return nil
+		},
+	})
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	ctx := context.Background()
+	conn, err := mcp.DialStreamable(ctx, srv.URL, &mcp.StreamableClientOptions{
+		HTTPClient: srv.Client(),
+		Header:     http.Header{"Authorization": {"Bearer example"}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := mcp.ConnectConn(ctx, conn, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("server:", c.InitializeResult().ServerInfo.Name)
+	fmt.Println("version:", conn.ProtocolVersion())
+	fmt.Println("session:", conn.SessionID() != "")
+	fmt.Println("sessions on the server:", h.Sessions())
+	c.Close()
+	fmt.Println("after Close:", h.Sessions())
+	// Output:
+	// server: clock
+	// version: 2025-11-25
+	// session: true
+	// sessions on the server: 1
+	// after Close: 0
+}
