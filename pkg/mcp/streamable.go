@@ -38,7 +38,7 @@ const (
 	// ResponseAuto answers with one application/json body when the answer is
 	// the only thing the POST's stream carries, and switches to an SSE stream
 	// as soon as anything else (progress, a log, a request to the client)
-	// must go to it first.
+	// must go to it first, or when the answer takes longer than KeepAlive.
 	ResponseAuto ResponseMode = iota
 	// ResponseSSE always answers with an SSE stream.
 	ResponseSSE
@@ -109,8 +109,9 @@ type StreamableOptions struct {
 	// for; default 1 s, negative sends none.
 	Retry time.Duration
 	// KeepAlive is how often an open SSE stream with nothing to say sends a
-	// comment, so that proxies do not take it for dead; default 20 s,
-	// negative sends none.
+	// comment, so that proxies do not take it for dead, and how long a POST
+	// waits for its answer before it becomes an SSE stream in auto mode;
+	// default 20 s, negative sends none and never switches.
 	KeepAlive time.Duration
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger

@@ -470,6 +470,12 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 	primes := s.primes(r.Header.Get(HeaderProtocolVersion))
 	var keepAlive <-chan time.Time
 	var buf []byte
+	var patience *time.Timer // how long a pending POST waits silent
+	defer func() {
+		if patience != nil {
+			patience.Stop()
+		}
+	}()
 	for {
 		s.mu.Lock()
 		if st.writer != att {
@@ -483,11 +489,26 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 				writeHTTPError(w, http.StatusNotFound, 0, "session ended")
 				return
 			}
+			var impatient <-chan time.Time
+			if ka := s.h.opts.KeepAlive; ka > 0 {
+				if patience == nil {
+					patience = time.NewTimer(ka)
+				}
+				impatient = patience.C
+			}
 			select {
 			case <-att.wake:
 			case <-s.done:
 			case <-r.Context().Done():
 				return
+			case <-impatient:
+				// A long wait with not one byte sent looks dead to a proxy:
+				// the answer comes as SSE, with keep-alives meanwhile.
+				s.mu.Lock()
+				if st.mode == modePending {
+					st.mode = modeSSE
+				}
+				s.mu.Unlock()
 			}
 			continue
 		}

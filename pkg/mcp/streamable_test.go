@@ -1035,3 +1035,25 @@ func ExampleDialStreamable() {
 	// sessions on the server: 1
 	// after Close: 0
 }
+
+// TestStreamableHandler_slowAnswerBecomesSSE checks that a POST waiting
+// longer than the keep-alive period for its answer turns into an SSE stream
+// (headers, priming event, keep-alive comments) instead of staying silent.
+func TestStreamableHandler_slowAnswerBecomesSSE(t *testing.T) {
+	s := testHTTPServer()
+	hs := serveHTTP(t, s, &mcp.StreamableOptions{KeepAlive: 20 * time.Millisecond})
+	c := newRaw(t, hs)
+	c.initialize()
+	ss := recv(t, hs.sessions)
+	out := make(chan *http.Response, 1)
+	go func() { out <- c.post(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"block"}}`) }()
+	resp := recv(t, out) // the headers came while the call still runs
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	assert.Equal(t, 1, ss.Peer().Pending(), "the call is still running")
+	events := sseStream(t, resp)
+	prime, _ := nextEvent(t, events)
+	assert.Equal(t, "", prime.data)
+	require.Equal(t, http.StatusAccepted, c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow"}}`).StatusCode)
+	_, ok := nextEvent(t, events)
+	assert.False(t, ok, "the stream ends with the cancellation")
+}
