@@ -179,3 +179,49 @@ func TestClientConn_againstGoSDKServer(t *testing.T) {
 		})
 	}
 }
+
+// TestClientConn_againstGoSDKLegacySSE checks the older HTTP+SSE transport
+// (2024-11-05) against the Go SDK's SSEHandler: Connect's POST of
+// initialize is refused (400), so it falls back to a GET for the event
+// stream and POSTs to the endpoint the server names.
+func TestClientConn_againstGoSDKLegacySSE(t *testing.T) {
+	subscribed := make(chan string, 4)
+	s := sdkServer(subscribed)
+	h := sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	c, err := mcp.Connect(testCtx(t), srv.URL, &mcp.ClientOptions{
+		HTTP: mcp.StreamableClientOptions{HTTPClient: srv.Client()},
+		Sampling: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Content: mcp.TextContent("hello"), Model: "m"}, nil
+		},
+		Elicitation: func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	require.NoError(t, err)
+	ctx := testCtx(t)
+	assert.Equal(t, "go-sdk-server", c.InitializeResult().ServerInfo.Name)
+
+	var progress []float64
+	res, err := c.CallTool(ctx, "steps", nil, &mcp.CallOptions{Progress: func(p *mcp.ProgressParams) { progress = append(progress, p.Progress) }})
+	require.NoError(t, err)
+	assert.Equal(t, "stepped", res.Content[0].Text)
+	assert.Equal(t, []float64{1, 2, 3}, progress)
+
+	res, err = c.CallTool(ctx, "ask", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "hello decline <nil>", res.Content[0].Text)
+	require.NoError(t, c.Close())
+
+	// DialSSE directly, with a conn of its own.
+	conn, err := mcp.DialSSE(ctx, srv.URL, &mcp.StreamableClientOptions{HTTPClient: srv.Client()})
+	require.NoError(t, err)
+	assert.Contains(t, conn.Endpoint(), "sessionid=")
+	c, err = mcp.ConnectConn(ctx, conn, nil)
+	require.NoError(t, err)
+	res, err = c.CallTool(ctx, "echo", map[string]string{"text": "old"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "echo old", res.Content[0].Text)
+	require.NoError(t, c.Close())
+}

@@ -62,7 +62,9 @@ type ClientOptions struct {
 // Connect connects to url, initializes the session and returns the client:
 // over a WebSocket for ws:// and wss:// (the hub's /mcp), over Streamable
 // HTTP for http:// and https:// (any MCP server's HTTP endpoint, or the
-// hub's).
+// hub's). When the server refuses the initialize POST with a 4xx status
+// other than 401 and 403, Connect tries the older HTTP+SSE transport at the
+// same URL (DialSSE).
 func Connect(ctx context.Context, url string, opts *ClientOptions) (*Client, error) {
 	var o ClientOptions
 	if opts != nil {
@@ -75,28 +77,45 @@ func Connect(ctx context.Context, url string, opts *ClientOptions) (*Client, err
 		}
 		header.Set("Authorization", "Bearer "+o.Token)
 	}
-	var conn peer.Conn
-	var err error
 	if strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://") {
-		ho := o.HTTP
-		ho.Header = ho.Header.Clone()
-		if ho.Header == nil {
-			ho.Header = http.Header{}
-		}
-		for k, vs := range header {
-			ho.Header[k] = vs
-		}
-		if ho.Logger == nil {
-			ho.Logger = o.Logger
-		}
-		conn, err = DialStreamable(ctx, url, &ho)
-	} else {
-		conn, err = peer.Dial(ctx, url, &peer.DialOptions{Header: header, WebSocketOptions: o.WebSocket})
+		return connectHTTP(ctx, url, header, &o)
 	}
+	conn, err := peer.Dial(ctx, url, &peer.DialOptions{Header: header, WebSocketOptions: o.WebSocket})
 	if err != nil {
 		return nil, err
 	}
 	return ConnectConn(ctx, conn, &o)
+}
+
+// connectHTTP connects over Streamable HTTP, or over the older HTTP+SSE
+// transport when the server refuses the initialize POST with a 4xx status
+// other than 401 and 403, as the specification's backwards-compatibility
+// note says to try.
+func connectHTTP(ctx context.Context, url string, header http.Header, o *ClientOptions) (*Client, error) {
+	ho := o.HTTP
+	ho.Header = ho.Header.Clone()
+	if ho.Header == nil {
+		ho.Header = http.Header{}
+	}
+	for k, vs := range header {
+		ho.Header[k] = vs
+	}
+	if ho.Logger == nil {
+		ho.Logger = o.Logger
+	}
+	conn, err := DialStreamable(ctx, url, &ho)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ConnectConn(ctx, conn, o)
+	if err == nil || !legacyFallback(err) {
+		return c, err
+	}
+	sse, sseErr := DialSSE(ctx, url, &ho)
+	if sseErr != nil {
+		return nil, fmt.Errorf("%w (and over HTTP+SSE: %w)", err, sseErr)
+	}
+	return ConnectConn(ctx, sse, o)
 }
 
 // ConnectConn initializes a session over an established connection.

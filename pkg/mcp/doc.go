@@ -57,5 +57,7 @@
 //
 // DialStreamable is the client end, a peer.Conn that POSTs each frame,
 // reads JSON and SSE answers, keeps the GET stream open, resumes streams
-// and DELETEs the session on Close.
+// and DELETEs the session on Close. DialSSE is the client end of the older
+// HTTP+SSE transport (2024-11-05), which Connect falls back to when a
+// server refuses the initialize POST.
 package mcp

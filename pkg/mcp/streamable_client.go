@@ -364,7 +364,8 @@ func (c *StreamableClientConn) handle(resp *http.Response, calls []jsonrpc.ID) {
 }
 
 // httpErrorOf turns an error status into a JSON-RPC error: the server's own
-// when its body holds one, else one naming the status.
+// code and message when its body holds one, else ones naming the status;
+// its data is {"httpStatus": status}.
 func httpErrorOf(resp *http.Response, limit int) *jsonrpc.Error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(min(limit, 64<<10))))
 	code := CodeInternalError
@@ -388,7 +389,7 @@ func httpErrorOf(resp *http.Response, limit int) *jsonrpc.Error {
 			msg = http.StatusText(resp.StatusCode)
 		}
 	}
-	return jsonrpc.NewError(code, "HTTP %d: %s", resp.StatusCode, msg)
+	return jsonrpc.NewError(code, "HTTP %d: %s", resp.StatusCode, msg).WithData(map[string]int{"httpStatus": resp.StatusCode})
 }
 
 // answerErrors answers calls locally with e, so that nobody waits for

@@ -1057,3 +1057,61 @@ func TestStreamableHandler_slowAnswerBecomesSSE(t *testing.T) {
 	_, ok := nextEvent(t, events)
 	assert.False(t, ok, "the stream ends with the cancellation")
 }
+
+func TestSSEClientConn_dial(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		wantErr string
+	}{
+		{"not an event stream", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte("{}"))
+		}, "Content-Type"},
+		{"refused", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "no", http.StatusMethodNotAllowed)
+		}, "HTTP 405"},
+		{"an endpoint on another host", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("event: endpoint\ndata: http://elsewhere.example/messages\n\n"))
+		}, "unusable endpoint"},
+		{"no endpoint before the end", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("data: {}\n\n"))
+		}, "no endpoint event"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.handler)
+			defer srv.Close()
+			_, err := mcp.DialSSE(testCtx(t), srv.URL, &mcp.StreamableClientOptions{HTTPClient: srv.Client()})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+// TestSSEClientConn_streamEnds checks that a client over HTTP+SSE ends,
+// saying why, when the server closes the event stream.
+func TestSSEClientConn_streamEnds(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("event: endpoint\ndata: /messages?s=1\n\n"))
+		w.(http.Flusher).Flush()
+		<-release
+	}))
+	defer srv.Close()
+	conn, err := mcp.DialSSE(testCtx(t), srv.URL, &mcp.StreamableClientOptions{HTTPClient: srv.Client()})
+	require.NoError(t, err)
+	assert.Equal(t, srv.URL+"/messages?s=1", conn.Endpoint())
+	require.NoError(t, conn.Write(testCtx(t), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+	close(release)
+	_, err = conn.Read(testCtx(t))
+	assert.ErrorIs(t, err, mcp.ErrSSEStreamEnded)
+	require.NoError(t, conn.Close(peer.CloseNormal, ""))
+}
