@@ -52,8 +52,11 @@ const (
 	DefaultReplayBytes       = 1 << 20
 	DefaultSSERetry          = time.Second
 	DefaultSSEKeepAlive      = 20 * time.Second
-	DefaultSessionInbox      = 64
 )
+
+// sessionInbox is how many POST bodies a session holds for its peer to
+// read; a POST beyond waits for room (or for its client to give up).
+const sessionInbox = 64
 
 // StreamableOptions configure a StreamableHandler. The zero value is usable
 // but accepts no session: Open must be set for initialize to succeed.

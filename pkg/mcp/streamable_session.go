@@ -103,7 +103,7 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 		id:      id,
 		nonce:   randomID()[:8],
 		version: version,
-		inbox:   make(chan []byte, DefaultSessionInbox),
+		inbox:   make(chan []byte, sessionInbox),
 		done:    make(chan struct{}),
 		streams: map[int64]*stream{},
 		calls:   map[jsonrpc.ID]*stream{},
