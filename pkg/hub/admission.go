@@ -3,6 +3,7 @@ package hub
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -11,28 +12,59 @@ import (
 	"time"
 )
 
-// admit decides, before the upgrade, whether a connection may open: not
-// while draining (503), only from an allowed origin (403), only with a
-// token that has one of roles (401, 403), and only while the token is under
-// its connection limit (429). It answers the HTTP error itself and returns
-// nil then; otherwise release frees the connection's slot.
+// admit decides, before a WebSocket upgrade, whether a connection may
+// open: not while draining (503), then as check says, and only while the
+// token is under its connection limit (429). It answers the HTTP error
+// itself and returns nil then; otherwise release frees the connection's
+// slot.
 func (h *Hub) admit(w http.ResponseWriter, r *http.Request, endpoint string, roles ...Role) (p *principal, release func()) {
 	if h.draining.Load() {
-		h.metrics.authFailures.WithLabelValues("draining").Inc()
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "503 draining: this hub instance is shutting down; connect to another", http.StatusServiceUnavailable)
+		h.refuseDraining(w)
 		return nil, nil
+	}
+	if p = h.check(w, r, endpoint, roles...); p == nil {
+		return nil, nil
+	}
+	release, err := h.takeSlot(p)
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return nil, nil
+	}
+	return p, release
+}
+
+// refuseDraining answers a new connection or session while the instance
+// drains.
+func (h *Hub) refuseDraining(w http.ResponseWriter) {
+	h.metrics.authFailures.WithLabelValues("draining").Inc()
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, "503 draining: this hub instance is shutting down; connect to another", http.StatusServiceUnavailable)
+}
+
+// check decides whether a request may reach the hub at all: only for a
+// Host it answers to (403, against DNS rebinding), only from an allowed
+// origin (403), only with a token that has one of roles (401, 403). It
+// answers the HTTP error itself and returns nil then.
+func (h *Hub) check(w http.ResponseWriter, r *http.Request, endpoint string, roles ...Role) *principal {
+	if !h.hostAllowed(r.Host) {
+		h.metrics.authFailures.WithLabelValues("host").Inc()
+		http.Error(w, "403 forbidden: this hub does not answer to this Host name (DNS rebinding protection; "+
+			"use localhost or 127.0.0.1, or see --allowed-hosts)", http.StatusForbidden)
+		return nil
 	}
 	if !originAllowed(r, h.cfg.OriginPatterns) {
 		h.metrics.authFailures.WithLabelValues("origin").Inc()
-		http.Error(w, "403 forbidden: this origin may not open WebSockets to the hub (see --allowed-origins)", http.StatusForbidden)
-		return nil, nil
+		http.Error(w, "403 forbidden: this origin may not connect to the hub (see --allowed-origins)", http.StatusForbidden)
+		return nil
 	}
-	if p = h.authenticate(w, r, endpoint, roles...); p == nil {
-		return nil, nil
-	}
+	return h.authenticate(w, r, endpoint, roles...)
+}
+
+// takeSlot counts a connection (or HTTP session) against its token's limit.
+func (h *Hub) takeSlot(p *principal) (release func(), err error) {
 	if p == anonymous {
-		return p, func() {}
+		return func() {}, nil
 	}
 	limit := h.cfg.MaxConnectionsPerToken
 	if p.maxConn > 0 {
@@ -42,14 +74,12 @@ func (h *Hub) admit(w http.ResponseWriter, r *http.Request, endpoint string, rol
 	if h.perToken[p.name] >= limit {
 		h.mu.Unlock()
 		h.metrics.authFailures.WithLabelValues("too_many_connections").Inc()
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, fmt.Sprintf("429 too many connections: token %q has %d open", p.name, limit), http.StatusTooManyRequests)
-		return nil, nil
+		return nil, fmt.Errorf("429 too many connections: token %q has %d open", p.name, limit)
 	}
 	h.perToken[p.name]++
 	h.mu.Unlock()
 	var once sync.Once
-	return p, func() {
+	return func() {
 		once.Do(func() {
 			h.mu.Lock()
 			if h.perToken[p.name]--; h.perToken[p.name] <= 0 {
@@ -57,7 +87,36 @@ func (h *Hub) admit(w http.ResponseWriter, r *http.Request, endpoint string, rol
 			}
 			h.mu.Unlock()
 		})
+	}, nil
+}
+
+// hostAllowed guards against DNS rebinding. Without tokens everyone who
+// reaches the hub is admin, so a web page whose name an attacker points at
+// 127.0.0.1 must not get in: its requests carry the attacker's name in
+// Host. Only loopback names (localhost, *.localhost, 127.0.0.0/8, ::1) and
+// the AllowedHosts patterns pass ("*" lets every Host in). With tokens, the
+// token is the guard and every Host passes.
+func (h *Hub) hostAllowed(hostport string) bool {
+	if h.cfg.Tokens != nil {
+		return true
 	}
+	host := strings.ToLower(hostport)
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		host = hh
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, pat := range h.cfg.AllowedHosts {
+		if ok, _ := path.Match(strings.ToLower(pat), host); ok || pat == "*" {
+			return true
+		}
+	}
+	return false
 }
 
 // originAllowed checks a browser's Origin the way coder/websocket does (the

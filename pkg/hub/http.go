@@ -25,7 +25,7 @@ func (h *Hub) Handler() http.Handler {
 	mux.HandleFunc("GET /readyz", h.serveReady)
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		// With tokens, metrics are for admins (a scraper's bearer token).
-		if h.authenticate(w, r, "/metrics", RoleAdmin) != nil {
+		if h.check(w, r, "/metrics", RoleAdmin) != nil {
 			h.metrics.handler().ServeHTTP(w, r)
 		}
 	})

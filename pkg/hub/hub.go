@@ -44,6 +44,11 @@ type Config struct {
 	// hub's own host. Every other browser origin is refused with 403: this
 	// is what stops cross-site WebSocket hijacking.
 	OriginPatterns []string
+	// AllowedHosts lists the Host names (path.Match patterns, "*" for any)
+	// the hub answers to without tokens, besides loopback names: the guard
+	// against DNS rebinding when anyone who connects is admin. Ignored
+	// when Tokens is set.
+	AllowedHosts []string
 
 	// Tokens, when set, are required on every connection; nil lets anyone
 	// in (the command allows that on loopback only, or with --insecure).

@@ -26,6 +26,7 @@ type metrics struct {
 	routed        *prometheus.HistogramVec
 	fannedOut     *prometheus.CounterVec
 	slowConsumers prometheus.Counter
+	refused       *prometheus.CounterVec
 	rateLimited   prometheus.Counter
 	authFailures  *prometheus.CounterVec
 	brokerOps     *prometheus.CounterVec
@@ -52,6 +53,9 @@ func newMetrics(h *Hub) *metrics {
 		slowConsumers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_slow_consumers_dropped_total", Help: "Connections closed because they did not read what they were sent.",
 		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_refused_total", Help: "What peers sent that the hub refused or dropped, by reason.",
+		}, []string{"reason"}),
 		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_rate_limited_total", Help: "Requests refused with -32004 by the per-token rate limit.",
 		}),
@@ -68,7 +72,7 @@ func newMetrics(h *Hub) *metrics {
 			Name: "switchboard_draining", Help: "1 while the instance drains before shutting down.",
 		}),
 	}
-	m.reg.MustRegister(m.connections, m.requests, m.routed, m.fannedOut, m.slowConsumers, m.rateLimited,
+	m.reg.MustRegister(m.connections, m.requests, m.routed, m.fannedOut, m.slowConsumers, m.refused, m.rateLimited,
 		m.authFailures, m.brokerOps, m.brokerUp, m.draining,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -376,11 +376,7 @@ func init() {
 				rp.peer.Cancel(p.RequestID)
 			}
 		}),
-		mcp.NotificationResourceUpdated: notification(func(rp *replica, ctx context.Context, params json.RawMessage) {
-			if name := rp.name(); name != "" {
-				rp.hub.subs.publishUpdate(ctx, name, params)
-			}
-		}),
+		mcp.NotificationResourceUpdated: notification((*replica).resourceUpdated),
 		mcp.NotificationMessage:              notification((*replica).forwardLog),
 		mcp.NotificationToolsListChanged:     refresh(kindTools),
 		mcp.NotificationResourcesListChanged: refresh(kindResources, kindTemplates),
@@ -398,6 +394,23 @@ func (rp *replica) handle(ctx context.Context, req *jsonrpc.Request) (any, error
 		return nil, errNotAnswered(req.Method)
 	}
 	return nil, nil
+}
+
+// resourceUpdated passes on a server's notifications/resources/updated,
+// only for a URI its server serves: a server cannot speak for another's
+// resources, nor for the hub's own.
+func (rp *replica) resourceUpdated(ctx context.Context, params json.RawMessage) {
+	name := rp.name()
+	uri, _ := jsonrpc.StringMember(params, "uri")
+	if name == "" || uri == "" {
+		return
+	}
+	if owner, ok := rp.hub.reg.view().serverOfURI(uri); !ok || owner != name {
+		rp.log.Debug("ignoring an update for a resource of another server", "uri", uri)
+		rp.hub.metrics.refused.WithLabelValues("foreign_update").Inc()
+		return
+	}
+	rp.hub.subs.publishUpdate(ctx, name, params)
 }
 
 // forwardLog passes on a server's notifications/message, tagged with its server:

@@ -137,6 +137,9 @@ type target struct {
 func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 	v := h.reg.view()
 	if req.Method == mcp.MethodResourcesRead {
+		if err := checkMeta(req.Params); err != nil {
+			return nil, err
+		}
 		uri, err := requireString(req.Params, "uri")
 		if err != nil {
 			return nil, err
@@ -167,9 +170,7 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 		}
 	}
 	if metas > 1 {
-		// Two readers could disagree on which one holds the progress token:
-		// the server might see the client's own, unrewritten.
-		return nil, errDuplicateMeta
+		return nil, errDuplicateMeta // as checkMeta, in the same pass as the name
 	}
 	name, _ := jsonrpc.Unquote(rawName)
 	if name == "" {
@@ -198,9 +199,28 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 	return &target{server: it.server, replicas: it.replicas, params: params}, nil
 }
 
+// checkMeta refuses params that hold _meta more than once: two readers
+// could disagree on which holds the progress token, and the server might
+// see the client's own, unrewritten.
+func checkMeta(params json.RawMessage) error {
+	n := 0
+	for key := range jsonrpc.Members(params) {
+		if string(key) == "_meta" {
+			n++
+		}
+	}
+	if n > 1 {
+		return errDuplicateMeta
+	}
+	return nil
+}
+
 // resolveComplete finds the target of completion/complete by its reference:
 // a prompt by its aggregated name, a resource template by its URI template.
 func (h *Hub) resolveComplete(raw json.RawMessage) (*target, error) {
+	if err := checkMeta(raw); err != nil {
+		return nil, err
+	}
 	params, err := mcp.ParseObject(raw)
 	if err != nil {
 		return nil, err
