@@ -47,9 +47,17 @@ type TokenEntry struct {
 	// Servers lists the server names (path.Match patterns) a server token
 	// may register. A single plain name is also the name the server gets.
 	Servers []string `yaml:"servers" json:"servers"`
-	// Tools lists the aggregated tool names (path.Match patterns, such as
-	// "demo__*") a client token may call and see; empty allows all.
+	// Tools lists the aggregated tool and prompt names (path.Match
+	// patterns, such as "demo__*") a client token may call, get and see;
+	// empty allows all. A client restricted so also sees only the
+	// resources, templates and completions of the servers its patterns
+	// name (the part before the separator: "demo" for "demo__*").
 	Tools []string `yaml:"tools" json:"tools"`
+	// Resources restricts URIs: for a client token, the resources it may
+	// list, read and subscribe to; for a server token, the resources and
+	// templates its server may offer (others are not served). Each is a
+	// URI, or a prefix ending in "*" ("weather://*"); empty allows all.
+	Resources []string `yaml:"resources" json:"resources"`
 	// MaxConnections overrides the hub's per-token connection limit.
 	MaxConnections int `yaml:"maxConnections" json:"maxConnections"`
 }
@@ -62,12 +70,13 @@ type tokensFile struct {
 
 // principal is who a connection authenticated as.
 type principal struct {
-	name    string
-	roles   map[Role]bool
-	servers []string
-	tools   []string
-	maxConn int
-	digest  [sha256.Size]byte
+	name      string
+	roles     map[Role]bool
+	servers   []string
+	tools     []string
+	resources []string
+	maxConn   int
+	digest    [sha256.Size]byte
 }
 
 // anonymous is everyone when the hub runs without tokens: loopback only,
@@ -82,10 +91,81 @@ func (p *principal) mayCall(name string) bool {
 	if !p.has(RoleClient) {
 		return false
 	}
+	return len(p.tools) == 0 || p.roles[RoleAdmin] || matchAny(p.tools, name)
+}
+
+// mayGetPrompt reports whether the principal may get a prompt of this
+// aggregated name.
+func (p *principal) mayGetPrompt(name string) bool {
+	return p.has(RoleClient) && (len(p.tools) == 0 || p.roles[RoleAdmin] || matchAny(p.tools, name))
+}
+
+// mayRead reports whether the principal may read (or subscribe to) a
+// resource of server.
+func (p *principal) mayRead(server, uri, sep string) bool {
+	return p.roles[RoleAdmin] || p.mayUseServer(server, sep) && p.mayUseURI(uri)
+}
+
+// sees reports whether the principal may see (and use) an item of a list:
+// tools and prompts by their aggregated name, resources and templates by
+// their server and URI. Admins and unrestricted tokens see everything.
+func (p *principal) sees(k listKind, it *aggItem, sep string) bool {
+	if p.roles[RoleAdmin] || it.server == reservedName {
+		return true
+	}
+	switch k {
+	case kindTools, kindPrompts:
+		return len(p.tools) == 0 || matchAny(p.tools, it.key)
+	}
+	return p.mayUseServer(it.server, sep) && p.mayUseURI(uriOf(k, it))
+}
+
+// uriOf returns what a URI restriction applies to: a resource's URI, a
+// template's literal prefix.
+func uriOf(k listKind, it *aggItem) string {
+	if k == kindTemplates && it.tmpl != nil {
+		return it.tmpl.Literal()
+	}
+	return it.key
+}
+
+// mayUseServer reports whether a client restricted to some tools may use
+// the server's other items: a pattern must name it before the separator.
+func (p *principal) mayUseServer(server, sep string) bool {
 	if len(p.tools) == 0 || p.roles[RoleAdmin] {
 		return true
 	}
 	for _, pat := range p.tools {
+		if i := strings.Index(pat, sep); i >= 0 {
+			pat = pat[:i]
+		}
+		if ok, _ := path.Match(pat, server); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// mayUseURI reports whether a URI (or a template's literal prefix) is
+// within the principal's Resources patterns.
+func (p *principal) mayUseURI(uri string) bool {
+	if len(p.resources) == 0 {
+		return true
+	}
+	for _, pat := range p.resources {
+		if prefix, ok := strings.CutSuffix(pat, "*"); ok {
+			if strings.HasPrefix(uri, prefix) {
+				return true
+			}
+		} else if uri == pat {
+			return true
+		}
+	}
+	return false
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, pat := range patterns {
 		if ok, _ := path.Match(pat, name); ok {
 			return true
 		}
@@ -188,7 +268,8 @@ func parseTokens(b []byte) ([]*principal, error) {
 	names := map[string]bool{}
 	var set []*principal
 	for i, e := range f.Tokens {
-		p := &principal{name: e.Name, roles: map[Role]bool{}, servers: e.Servers, tools: e.Tools, maxConn: e.MaxConnections}
+		p := &principal{name: e.Name, roles: map[Role]bool{}, servers: e.Servers, tools: e.Tools, resources: e.Resources,
+			maxConn: e.MaxConnections}
 		switch {
 		case e.Name == "":
 			return nil, fmt.Errorf("entry %d has no name", i+1)

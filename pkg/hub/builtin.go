@@ -39,6 +39,9 @@ type serversDoc struct {
 	Servers   []serverDoc    `json:"servers"`
 	Instances []instanceDoc  `json:"instances"`
 	Counts    map[string]int `json:"counts"`
+	// Conflicts are the resources and templates that servers listed and
+	// the hub does not serve: an earlier server serves them.
+	Conflicts []conflict `json:"conflicts,omitempty"`
 }
 
 type serverDoc struct {
@@ -52,7 +55,7 @@ type serverDoc struct {
 
 type replicaDoc struct {
 	*replicaInfo
-	InFlight int64 `json:"inFlight"`
+	InFlight int64 `json:"inFlight,omitempty"`
 }
 
 type instanceDoc struct {
@@ -87,53 +90,64 @@ func (h *Hub) instanceDocs(v *view) []instanceDoc {
 	return docs
 }
 
-func (h *Hub) readBuiltin(uri string) (any, error) {
+// readBuiltin reads one of the hub's own resources, as the session may
+// see it: a client restricted to some servers sees only those, and only
+// admins and dashboards see which token each replica uses, where instances
+// listen, how loaded replicas are, and which items were refused.
+func (h *Hub) readBuiltin(s *session, uri string) (any, error) {
 	v := h.reg.view()
+	operator := s.who.has(RoleDashboard) // admins too
+	instances := h.instanceDocs(v)
+	if !operator {
+		for i := range instances {
+			instances[i].Addr = ""
+		}
+	}
 	var doc any
 	switch uri {
 	case uriServers:
-		d := serversDoc{Instance: h.id, Servers: []serverDoc{}, Instances: h.instanceDocs(v), Counts: map[string]int{}}
+		d := serversDoc{Instance: h.id, Servers: []serverDoc{}, Instances: instances, Counts: map[string]int{}}
 		replicas := 0
+		counts := map[string]int{}
 		for _, name := range v.names {
+			if !operator && !s.who.mayUseServer(name, h.cfg.Separator) {
+				continue
+			}
 			sd := serverDoc{Name: name}
 			for _, ri := range v.servers[name] {
-				sd.Replicas = append(sd.Replicas, replicaDoc{replicaInfo: ri, InFlight: ri.inflight.Load()})
+				rd := replicaDoc{replicaInfo: ri, InFlight: ri.inflight.Load()}
+				if !operator {
+					c := *ri
+					c.Owner = ""
+					rd = replicaDoc{replicaInfo: &c}
+				}
+				sd.Replicas = append(sd.Replicas, rd)
 				replicas++
 			}
-			for _, k := range []listKind{kindTools, kindResources, kindTemplates, kindPrompts} {
-				n := 0
-				for _, it := range v.lists[k] {
-					if it.server == name {
-						n++
-					}
-				}
-				switch k {
-				case kindTools:
-					sd.Tools = n
-				case kindResources:
-					sd.Resources = n
-				case kindTemplates:
-					sd.Templates = n
-				case kindPrompts:
-					sd.Prompts = n
-				}
+			if sl := v.own[name]; sl != nil {
+				n := func(k listKind) int { return len(s.itemsOf(sl.lists[k], k)) }
+				sd.Tools, sd.Resources, sd.Templates, sd.Prompts = n(kindTools), n(kindResources), n(kindTemplates), n(kindPrompts)
 			}
+			counts["tools"] += sd.Tools
+			counts["resources"] += sd.Resources
+			counts["resourceTemplates"] += sd.Templates
+			counts["prompts"] += sd.Prompts
 			d.Servers = append(d.Servers, sd)
+		}
+		if operator {
+			d.Conflicts = v.conflicts
 		}
 		clients := 0
 		for _, in := range d.Instances {
 			clients += in.Clients
 		}
-		d.Counts = map[string]int{
-			"servers": len(v.names), "replicas": replicas, "instances": len(d.Instances), "clients": clients,
-			"tools": len(v.lists[kindTools]), "resources": len(v.lists[kindResources]) - len(builtinItems),
-			"resourceTemplates": len(v.lists[kindTemplates]), "prompts": len(v.lists[kindPrompts]),
-		}
+		counts["servers"], counts["replicas"], counts["instances"], counts["clients"] = len(d.Servers), replicas, len(d.Instances), clients
+		d.Counts = counts
 		doc = d
 	case uriInstances:
-		doc = instancesDoc{Instance: h.id, Instances: h.instanceDocs(v)}
+		doc = instancesDoc{Instance: h.id, Instances: instances}
 	default:
-		return nil, mcp.ErrResourceNotFound.WithData(map[string]string{"uri": uri})
+		return nil, errResourceNotFound(uri)
 	}
 	text, err := json.Marshal(doc)
 	if err != nil {

@@ -297,7 +297,7 @@ func (c *cluster) publishSnapshot(ctx context.Context) {
 	snap := &snapshot{Addr: h.cfg.Addr, StartedAt: h.start.UTC()}
 	for _, ri := range h.reg.localReplicas() {
 		rs := replicaSnap{ID: ri.ID, Name: ri.Name, ServerInfo: ri.ServerInfo, ProtocolVersion: ri.ProtocolVersion,
-			ConnectedAt: ri.ConnectedAt, Owner: ri.Owner}
+			ConnectedAt: ri.ConnectedAt, Owner: ri.Owner, Capabilities: ri.Capabilities, Instructions: ri.Instructions}
 		for k := range numKinds {
 			for _, it := range ri.lists[k] {
 				rs.Lists[k] = append(rs.Lists[k], it.raw)
@@ -403,7 +403,8 @@ func (c *cluster) replicasOf(instance string, s *snapshot) []*replicaInfo {
 	out := make([]*replicaInfo, 0, len(s.Replicas))
 	for _, rs := range s.Replicas {
 		ri := &replicaInfo{ID: rs.ID, Name: rs.Name, Instance: instance, ServerInfo: rs.ServerInfo,
-			ProtocolVersion: rs.ProtocolVersion, ConnectedAt: rs.ConnectedAt, Owner: rs.Owner}
+			ProtocolVersion: rs.ProtocolVersion, ConnectedAt: rs.ConnectedAt, Owner: rs.Owner,
+			Capabilities: rs.Capabilities, Instructions: rs.Instructions}
 		for k := range numKinds {
 			for _, raw := range rs.Lists[k] {
 				if it, ok := newListItem(k, rs.Name, sep, raw); ok {

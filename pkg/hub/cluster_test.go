@@ -255,9 +255,10 @@ func TestCluster_redisOutage(t *testing.T) {
 	t.Parallel()
 	rs, hubs := startCluster(t, 2)
 	a, b := hubs[0], hubs[1]
-	a.runServer(demo.New(&demo.Options{Name: "local", ClockInterval: time.Hour}).Server, "local")
+	// far registers first, so it keeps the resources both list.
 	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
 	a.waitServer("far", 1)
+	a.runServer(demo.New(&demo.Options{Name: "local", ClockInterval: time.Hour}).Server, "local")
 	notes := newNotes()
 	c := a.client(&mcp.ClientOptions{OnNotification: notes.add})
 	call := func(tool string) error {

@@ -135,6 +135,8 @@ type replicaSnap struct {
 	ProtocolVersion string                      `json:"protocolVersion"`
 	ConnectedAt     time.Time                   `json:"connectedAt"`
 	Owner           string                      `json:"owner"`
+	Capabilities    json.RawMessage             `json:"capabilities,omitempty"`
+	Instructions    string                      `json:"instructions,omitempty"`
 	Lists           [numKinds][]json.RawMessage `json:"lists"`
 }
 

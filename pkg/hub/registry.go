@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,15 +46,21 @@ func (k listKind) method() string {
 	return [...]string{mcp.MethodToolsList, mcp.MethodResourcesList, mcp.MethodResourcesTemplatesList, mcp.MethodPromptsList}[k]
 }
 
+// conflictKind names the kind in a conflict report.
+func (k listKind) conflictKind() string {
+	return [...]string{"tool", "resource", "resourceTemplate", "prompt"}[k]
+}
+
 // renamed reports whether items of the kind are renamed <server><sep><name>.
 func (k listKind) renamed() bool { return k == kindTools || k == kindPrompts }
 
 // listItem is one item a server listed.
 type listItem struct {
-	key    string          // its name, URI or URI template, as the server knows it
-	aggKey string          // what clients know it by: <server><sep><name> for tools and prompts
-	raw    json.RawMessage // the item as the server sent it
-	agg    json.RawMessage // the item as clients see it: renamed and tagged with its server
+	key    string           // its name, URI or URI template, as the server knows it
+	aggKey string           // what clients know it by: <server><sep><name> for tools and prompts
+	raw    json.RawMessage  // the item as the server sent it
+	agg    json.RawMessage  // the item as clients see it: renamed and tagged with its server
+	tmpl   *mcp.URITemplate // a template's, compiled once when it is listed
 }
 
 // newListItem prepares an item for aggregation; it returns false for an
@@ -72,7 +80,11 @@ func newListItem(k listKind, server, sep string, raw json.RawMessage) (listItem,
 		o.Set("name", aggKey)
 	}
 	o.SetMeta(mcp.MetaServer, server)
-	return listItem{key: key, aggKey: aggKey, raw: raw, agg: o.Raw()}, true
+	it := listItem{key: key, aggKey: aggKey, raw: raw, agg: o.Raw()}
+	if k == kindTemplates {
+		it.tmpl = mcp.ParseURITemplate(key)
+	}
+	return it, true
 }
 
 // replicaInfo describes one connection of a server, on this instance or on
@@ -85,6 +97,10 @@ type replicaInfo struct {
 	ProtocolVersion string             `json:"protocolVersion"`
 	ConnectedAt     time.Time          `json:"connectedAt"`
 	Owner           string             `json:"owner"` // the token it authenticated with
+	// Capabilities and Instructions are what the server answered to
+	// initialize, for its own endpoint (/servers/<name>/mcp).
+	Capabilities json.RawMessage `json:"capabilities,omitempty"`
+	Instructions string          `json:"instructions,omitempty"`
 
 	lists    [numKinds][]listItem
 	local    *replica      // nil when the replica is on another instance
@@ -104,41 +120,55 @@ func (ri *replicaInfo) olderThan(o *replicaInfo) bool {
 type aggItem struct {
 	key      string // what clients name it by: aggregated name, URI or template
 	server   string
-	orig     string // what the server names it by
-	raw      json.RawMessage
-	replicas []*replicaInfo // the server's replicas that offer it
+	orig     string          // what the server names it by
+	raw      json.RawMessage // as clients of the whole hub see it
+	own      json.RawMessage // as the server sent it, for its own endpoint
+	rank     int             // its server's place in registration order
+	replicas []*replicaInfo  // the server's replicas that offer it
+	tmpl     *mcp.URITemplate
 }
 
-type templateEntry struct {
-	match  *mcp.URITemplate
-	server string
+// conflict is an item a server listed that the hub does not serve, because
+// an earlier server offers it (first registered keeps it).
+type conflict struct {
+	Kind    string `json:"kind"` // "resource" or "resourceTemplate"
+	Key     string `json:"key"`  // the URI or template
+	Kept    string `json:"kept"` // the server that serves it
+	Refused string `json:"refused"`
+}
+
+// serverLists are one server's items as it named them, for its own
+// endpoint.
+type serverLists struct {
+	lists [numKinds][]*aggItem // sorted by the server's own keys
+	hash  uint64               // changes when any of them does
 }
 
 // view is one immutable state of the registry: every server on every
 // instance, and the aggregated lists. Readers take the current view without
 // locking.
 type view struct {
-	servers map[string][]*replicaInfo // by server name, replicas sorted by ID
-	names   []string                  // server names, sorted
-	lists   [numKinds][]*aggItem      // each sorted by key
-	index   [numKinds]map[string]*aggItem
-	tmpl    []templateEntry
-	hash    [numKinds]uint64
+	servers   map[string][]*replicaInfo // by server name, replicas sorted by ID
+	names     []string                  // server names, sorted
+	lists     [numKinds][]*aggItem      // each sorted by key
+	index     [numKinds]map[string]*aggItem
+	own       map[string]*serverLists
+	templates templateIndex
+	hash      [numKinds]uint64
+	conflicts []conflict
 }
 
 // lookup finds an item of a list by the key clients use.
 func (v *view) lookup(k listKind, key string) *aggItem { return v.index[k][key] }
 
 // serverOfURI finds the server of a resource: a listed resource first, then
-// the first template (in key order) that matches.
+// the template of the earliest registered server that matches it.
 func (v *view) serverOfURI(uri string) (string, bool) {
 	if it := v.lookup(kindResources, uri); it != nil {
 		return it.server, true
 	}
-	for _, t := range v.tmpl {
-		if t.match.Match(uri) {
-			return t.server, true
-		}
+	if it := v.templates.match(uri); it != nil {
+		return it.server, true
 	}
 	return "", false
 }
@@ -157,6 +187,47 @@ func (v *view) changed(old *view) (tools, resources, prompts bool) {
 	return v.hash[kindTools] != old.hash[kindTools],
 		v.hash[kindResources] != old.hash[kindResources] || v.hash[kindTemplates] != old.hash[kindTemplates],
 		v.hash[kindPrompts] != old.hash[kindPrompts]
+}
+
+// templateIndex finds the template that serves a URI without trying every
+// template: templates are grouped by the scheme of their literal prefix,
+// and each group keeps registration order.
+type templateIndex struct {
+	byScheme map[string][]*aggItem
+}
+
+// uriScheme returns what comes before "://" ("" when there is none).
+func uriScheme(s string) string {
+	if i := strings.Index(s, "://"); i >= 0 {
+		return s[:i]
+	}
+	return ""
+}
+
+func (ti *templateIndex) add(it *aggItem) {
+	if ti.byScheme == nil {
+		ti.byScheme = map[string][]*aggItem{}
+	}
+	scheme := uriScheme(it.tmpl.Literal())
+	ti.byScheme[scheme] = append(ti.byScheme[scheme], it)
+}
+
+// match returns the template of the earliest registered server that
+// matches uri, or nil.
+func (ti *templateIndex) match(uri string) *aggItem {
+	var best *aggItem
+	for _, bucket := range [2][]*aggItem{ti.byScheme[uriScheme(uri)], ti.byScheme[""]} {
+		for _, it := range bucket {
+			if best != nil && it.rank >= best.rank {
+				break // the rest of the bucket came later
+			}
+			if strings.HasPrefix(uri, it.tmpl.Literal()) && it.tmpl.Match(uri) {
+				best = it
+				break
+			}
+		}
+	}
+	return best
 }
 
 // registry holds the replicas of every server, local and remote, and
@@ -284,6 +355,12 @@ func (r *registry) rebuildLocked() {
 	}
 }
 
+// buildView aggregates every replica's lists. Servers are taken in the
+// order they registered (their oldest replica's connection time): a URI or
+// template two servers list is served by the first, and a resource that an
+// earlier server's template covers too stays with that server. A later
+// server never takes over another's resources; what it loses is recorded
+// in conflicts.
 func buildView(replicas []*replicaInfo) *view {
 	sort.Slice(replicas, func(i, j int) bool {
 		if replicas[i].Name != replicas[j].Name {
@@ -291,30 +368,50 @@ func buildView(replicas []*replicaInfo) *view {
 		}
 		return replicas[i].ID < replicas[j].ID
 	})
-	v := &view{servers: map[string][]*replicaInfo{}}
+	v := &view{servers: map[string][]*replicaInfo{}, own: map[string]*serverLists{}}
 	for k := range numKinds {
 		v.index[k] = map[string]*aggItem{}
 	}
+	first := map[string]*replicaInfo{}
 	for _, ri := range replicas {
 		if _, ok := v.servers[ri.Name]; !ok {
 			v.names = append(v.names, ri.Name)
 		}
 		v.servers[ri.Name] = append(v.servers[ri.Name], ri)
+		if f := first[ri.Name]; f == nil || ri.olderThan(f) {
+			first[ri.Name] = ri
+		}
 	}
-	for _, name := range v.names {
+	order := append([]string(nil), v.names...)
+	sort.SliceStable(order, func(i, j int) bool { return first[order[i]].olderThan(first[order[j]]) })
+	for rank, name := range order {
+		sl := &serverLists{}
+		v.own[name] = sl
 		for _, ri := range v.servers[name] {
 			for k := range numKinds {
 				for _, it := range ri.lists[k] {
-					key := it.aggKey
-					if a := v.index[k][key]; a != nil {
-						if a.server == ri.Name {
+					if a := v.index[k][it.aggKey]; a != nil {
+						if a.server == name {
 							a.replicas = append(a.replicas, ri)
+						} else {
+							v.refuse(k, it.aggKey, a.server, name)
 						}
-						continue // another server already offers a resource of this URI
+						continue
 					}
-					a := &aggItem{key: key, server: ri.Name, orig: it.key, raw: it.agg, replicas: []*replicaInfo{ri}}
-					v.index[k][key] = a
+					if k == kindResources {
+						if t := v.templates.match(it.key); t != nil && t.server != name {
+							v.refuse(k, it.key, t.server, name)
+							continue
+						}
+					}
+					a := &aggItem{key: it.aggKey, server: name, orig: it.key, raw: it.agg, own: it.raw, rank: rank,
+						replicas: []*replicaInfo{ri}, tmpl: it.tmpl}
+					v.index[k][it.aggKey] = a
 					v.lists[k] = append(v.lists[k], a)
+					sl.lists[k] = append(sl.lists[k], a)
+					if k == kindTemplates {
+						v.templates.add(a)
+					}
 				}
 			}
 		}
@@ -325,15 +422,43 @@ func buildView(replicas []*replicaInfo) *view {
 	}
 	for k := range numKinds {
 		sort.Slice(v.lists[k], func(i, j int) bool { return v.lists[k][i].key < v.lists[k][j].key })
+		v.hash[k] = hashItems(v.lists[k], func(a *aggItem) []byte { return a.raw })
+	}
+	for _, sl := range v.own {
 		h := fnv.New64a()
-		for _, a := range v.lists[k] {
-			h.Write(a.raw)
-			h.Write([]byte{0})
+		for k := range numKinds {
+			sort.Slice(sl.lists[k], func(i, j int) bool { return sl.lists[k][i].orig < sl.lists[k][j].orig })
+			for _, a := range sl.lists[k] {
+				h.Write(a.own)
+				h.Write([]byte{byte(k)})
+			}
 		}
-		v.hash[k] = h.Sum64()
+		sl.hash = h.Sum64()
 	}
-	for _, a := range v.lists[kindTemplates] {
-		v.tmpl = append(v.tmpl, templateEntry{match: mcp.ParseURITemplate(a.key), server: a.server})
-	}
+	sort.Slice(v.conflicts, func(i, j int) bool {
+		a, b := v.conflicts[i], v.conflicts[j]
+		if a.Key != b.Key {
+			return a.Key < b.Key
+		}
+		return a.Refused < b.Refused
+	})
 	return v
+}
+
+// refuse records that server does not get key, which kept serves (once,
+// however many of its replicas list it).
+func (v *view) refuse(k listKind, key, kept, server string) {
+	c := conflict{Kind: k.conflictKind(), Key: key, Kept: kept, Refused: server}
+	if !slices.Contains(v.conflicts, c) {
+		v.conflicts = append(v.conflicts, c)
+	}
+}
+
+func hashItems(items []*aggItem, raw func(*aggItem) []byte) uint64 {
+	h := fnv.New64a()
+	for _, a := range items {
+		h.Write(raw(a))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
 }

@@ -170,9 +170,11 @@ func (rp *replica) handshake(nameHint string) error {
 		ProtocolVersion: init.ProtocolVersion,
 		ConnectedAt:     time.Now().UTC(),
 		Owner:           rp.who.name,
+		Instructions:    init.Instructions,
 		local:           rp,
 		inflight:        new(atomic.Int64),
 	}
+	info.Capabilities, _ = json.Marshal(init.Capabilities)
 	caps := init.Capabilities
 	for k := range numKinds {
 		if !offersKind(caps, k) {

@@ -144,12 +144,12 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 		if err != nil {
 			return nil, err
 		}
-		if isBuiltin(uri) {
+		if isBuiltin(uri) && s.scope == "" {
 			return nil, nil
 		}
-		server, ok := v.serverOfURI(uri)
-		if !ok {
-			return nil, errResourceNotFound(uri)
+		server, err := h.resourceServer(s, v, uri)
+		if err != nil {
+			return nil, err
 		}
 		return &target{server: server, replicas: v.replicasForURI(server, uri), params: req.Params}, nil
 	}
@@ -176,15 +176,25 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 	if name == "" {
 		return nil, errNotString("name")
 	}
-	switch {
-	case k == kindTools && !s.who.mayCall(name):
-		return nil, forbidden(s.who, "call tool "+strconv.Quote(name))
-	case k == kindPrompts && !s.who.has(RoleClient):
-		return nil, forbidden(s.who, "get prompts")
+	aggName := name
+	if s.scope != "" {
+		aggName = s.scope + h.cfg.Separator + name
 	}
-	it := v.lookup(k, name)
+	switch {
+	case k == kindTools && !s.who.mayCall(aggName):
+		return nil, forbidden(s.who, "call tool "+strconv.Quote(name))
+	case k == kindPrompts && !s.who.mayGetPrompt(aggName):
+		return nil, forbidden(s.who, "get prompt "+strconv.Quote(name))
+	}
+	it := v.lookup(k, aggName)
 	if it == nil {
 		return nil, errUnknownItem(what, name)
+	}
+	if s.scope != "" {
+		if names > 1 {
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `params hold "name" more than once`)
+		}
+		return &target{server: it.server, replicas: it.replicas, params: req.Params}, nil // already the server's own name
 	}
 	orig := jsonrpc.AppendString(nil, it.orig)
 	params, ok := jsonrpc.Splice(req.Params, rawName, orig)
@@ -197,6 +207,19 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 		}
 	}
 	return &target{server: it.server, replicas: it.replicas, params: params}, nil
+}
+
+// resourceServer finds the server of a resource the session may use: one
+// of its scope, one its token may read.
+func (h *Hub) resourceServer(s *session, v *view, uri string) (string, error) {
+	server, ok := v.serverOfURI(uri)
+	if !ok || s.scope != "" && server != s.scope {
+		return "", errResourceNotFound(uri)
+	}
+	if !s.who.mayRead(server, uri, h.cfg.Separator) {
+		return "", forbidden(s.who, "use resource "+strconv.Quote(uri))
+	}
+	return server, nil
 }
 
 // checkMeta refuses params that hold _meta more than once: two readers
@@ -217,7 +240,7 @@ func checkMeta(params json.RawMessage) error {
 
 // resolveComplete finds the target of completion/complete by its reference:
 // a prompt by its aggregated name, a resource template by its URI template.
-func (h *Hub) resolveComplete(raw json.RawMessage) (*target, error) {
+func (h *Hub) resolveComplete(s *session, raw json.RawMessage) (*target, error) {
 	if err := checkMeta(raw); err != nil {
 		return nil, err
 	}
@@ -237,9 +260,16 @@ func (h *Hub) resolveComplete(raw json.RawMessage) (*target, error) {
 		if err != nil {
 			return nil, err
 		}
-		it := v.lookup(kindPrompts, name)
-		if it == nil {
+		aggName := name
+		if s.scope != "" {
+			aggName = s.scope + h.cfg.Separator + name
+		}
+		it := v.lookup(kindPrompts, aggName)
+		if it == nil || !s.who.sees(kindPrompts, it, h.cfg.Separator) {
 			return nil, errUnknownItem("prompt", name)
+		}
+		if s.scope != "" {
+			return &target{server: it.server, replicas: it.replicas, params: raw}, nil
 		}
 		ref.Set("name", it.orig)
 		params["ref"] = ref.Raw()
@@ -249,12 +279,15 @@ func (h *Hub) resolveComplete(raw json.RawMessage) (*target, error) {
 		if err != nil {
 			return nil, err
 		}
-		if it := v.lookup(kindTemplates, uri); it != nil {
+		if it := v.lookup(kindTemplates, uri); it != nil && (s.scope == "" || it.server == s.scope) {
+			if !s.who.sees(kindTemplates, it, h.cfg.Separator) {
+				return nil, forbidden(s.who, "use resource template "+strconv.Quote(uri))
+			}
 			return &target{server: it.server, replicas: it.replicas, params: raw}, nil
 		}
-		server, ok := v.serverOfURI(uri)
-		if !ok {
-			return nil, errResourceNotFound(uri)
+		server, err := h.resourceServer(s, v, uri)
+		if err != nil {
+			return nil, err
 		}
 		return &target{server: server, replicas: v.replicasForURI(server, uri), params: raw}, nil
 	}

@@ -26,7 +26,8 @@ type session struct {
 	peer      *peer.Peer
 	who       *principal
 	role      string  // for metrics: "client" or "dashboard"
-	transport string  // "websocket", for the dashboard's view of clients
+	transport string  // "websocket" or "http", for the dashboard's view of clients
+	scope     string  // the one server of /servers/<name>/mcp; "" for the whole hub
 	limit     *bucket // nil: no rate limit
 	release   func()  // frees the token's connection slot
 	initTimer *time.Timer
@@ -44,8 +45,8 @@ const sessionMaxConcurrent = 64
 
 // newSession makes the session of a client that the admission let in, on
 // conn. Start it with start.
-func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transport string) *session {
-	s := &session{hub: h, id: h.nextID(), who: who, role: "client", transport: transport,
+func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transport, scope string) *session {
+	s := &session{hub: h, id: h.nextID(), who: who, role: "client", transport: transport, scope: scope,
 		limit: h.bucketFor(who), release: release}
 	if !who.has(RoleClient) {
 		s.role = "dashboard"
@@ -304,14 +305,14 @@ func (s *session) route(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	}
 	if t == nil {
 		uri, _ := jsonrpc.StringMember(req.Params, "uri")
-		return h.readBuiltin(uri)
+		return h.readBuiltin(s, uri)
 	}
 	return h.call(ctx, t, sessionCall{s: s, id: req.ID}, req.Method)
 }
 
 // complete routes completion/complete.
 func (s *session) complete(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	t, err := s.hub.resolveComplete(req.Params)
+	t, err := s.hub.resolveComplete(s, req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -322,6 +323,11 @@ func (s *session) subscribe(ctx context.Context, req *jsonrpc.Request) (any, err
 	uri, err := requireString(req.Params, "uri")
 	if err != nil {
 		return nil, err
+	}
+	if !isBuiltin(uri) || s.scope != "" {
+		if _, err := s.hub.resourceServer(s, s.hub.reg.view(), uri); err != nil && req.Method == mcp.MethodResourcesSubscribe {
+			return nil, err
+		}
 	}
 	if req.Method == mcp.MethodResourcesSubscribe {
 		err = s.hub.subs.subscribe(ctx, s, uri)
@@ -362,6 +368,9 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 	s.initialized = true
 	s.name = p.ClientInfo.Name
 	s.declared = parseClientCaps(raw.Capabilities)
+	if s.scope != "" {
+		return s.hub.scopedInitialize(s.scope, mcp.NegotiateVersion(p.ProtocolVersion)), nil
+	}
 	return &mcp.InitializeResult{
 		ProtocolVersion: mcp.NegotiateVersion(p.ProtocolVersion),
 		Capabilities: mcp.ServerCapabilities{
@@ -376,24 +385,79 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 	}, nil
 }
 
-// listPage answers a list request with one page of the aggregated list,
-// holding what the client may see. The cursor is the key of the page's last
-// item, so paging stays in order while servers come and go.
+// scopedInitialize answers initialize on a server's own endpoint: that
+// server's serverInfo and instructions, and the capabilities of its that
+// the hub can route (list_changed is the hub's to send, logging its to
+// filter).
+func (h *Hub) scopedInitialize(server, version string) *mcp.InitializeResult {
+	var oldest *replicaInfo
+	for _, ri := range h.reg.view().servers[server] {
+		if oldest == nil || ri.olderThan(oldest) {
+			oldest = ri
+		}
+	}
+	res := &mcp.InitializeResult{ProtocolVersion: version, ServerInfo: mcp.Implementation{Name: server},
+		Capabilities: mcp.ServerCapabilities{Logging: &struct{}{}}}
+	if oldest == nil {
+		return res
+	}
+	res.ServerInfo, res.Instructions = oldest.ServerInfo, oldest.Instructions
+	var caps mcp.ServerCapabilities
+	_ = json.Unmarshal(oldest.Capabilities, &caps)
+	if caps.Tools != nil {
+		res.Capabilities.Tools = &mcp.ListChangedCap{ListChanged: true}
+	}
+	if caps.Resources != nil {
+		res.Capabilities.Resources = &mcp.ResourcesCap{Subscribe: caps.Resources.Subscribe, ListChanged: true}
+	}
+	if caps.Prompts != nil {
+		res.Capabilities.Prompts = &mcp.ListChangedCap{ListChanged: true}
+	}
+	res.Capabilities.Completions = caps.Completions
+	return res
+}
+
+// items returns the list of kind k as this session sees it: the whole
+// hub's, or its server's own; only what its token may see.
+func (s *session) items(v *view, k listKind) []*aggItem {
+	items := v.lists[k]
+	if s.scope != "" {
+		sl := v.own[s.scope]
+		if sl == nil {
+			return nil
+		}
+		items = sl.lists[k]
+	}
+	return s.itemsOf(items, k)
+}
+
+// itemsOf returns the items of kind k that the session's token may see.
+func (s *session) itemsOf(items []*aggItem, k listKind) []*aggItem {
+	if s.who.roles[RoleAdmin] || len(s.who.tools) == 0 && len(s.who.resources) == 0 {
+		return items
+	}
+	var kept []*aggItem
+	for _, it := range items {
+		if s.who.sees(k, it, s.hub.cfg.Separator) {
+			kept = append(kept, it)
+		}
+	}
+	return kept
+}
+
+// listPage answers a list request with one page of the list the session
+// sees. The cursor is the key of the page's last item, so paging stays in
+// order while servers come and go.
 func (s *session) listPage(k listKind, raw json.RawMessage) (any, error) {
 	h := s.hub
 	params, err := mcp.ParseObject(raw)
 	if err != nil {
 		return nil, err
 	}
-	items := h.reg.view().lists[k]
-	if k == kindTools && len(s.who.tools) > 0 && s.who.has(RoleClient) && !s.who.has(RoleAdmin) {
-		var kept []*aggItem
-		for _, it := range items {
-			if s.who.mayCall(it.key) {
-				kept = append(kept, it)
-			}
-		}
-		items = kept
+	items := s.items(h.reg.view(), k)
+	key, item := func(it *aggItem) string { return it.key }, func(it *aggItem) []byte { return it.raw }
+	if s.scope != "" {
+		key, item = func(it *aggItem) string { return it.orig }, func(it *aggItem) []byte { return it.own }
 	}
 	start := 0
 	if c, ok := params.String("cursor"); ok && c != "" {
@@ -401,7 +465,7 @@ func (s *session) listPage(k listKind, raw json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, errInvalidCursor
 		}
-		start = sort.Search(len(items), func(i int) bool { return items[i].key > string(last) })
+		start = sort.Search(len(items), func(i int) bool { return key(items[i]) > string(last) })
 	}
 	end := min(start+h.cfg.PageSize, len(items))
 	b := make([]byte, 0, 256)
@@ -412,12 +476,12 @@ func (s *session) listPage(k listKind, raw json.RawMessage) (any, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, it.raw...)
+		b = append(b, item(it)...)
 	}
 	b = append(b, ']')
 	if end < len(items) {
 		b = append(b, `,"nextCursor":`...)
-		b = jsonrpc.AppendString(b, base64.RawURLEncoding.EncodeToString([]byte(items[end-1].key)))
+		b = jsonrpc.AppendString(b, base64.RawURLEncoding.EncodeToString([]byte(key(items[end-1]))))
 	}
 	b = append(b, '}')
 	return json.RawMessage(b), nil

@@ -18,7 +18,7 @@ func (h *Hub) serveClient(w http.ResponseWriter, r *http.Request) {
 		release()
 		return // Accept has answered with an HTTP error
 	}
-	s := h.newSession(conn, who, release, "websocket")
+	s := h.newSession(conn, who, release, "websocket", "")
 	h.log.Info("client connected", "client", s.id, "transport", s.transport, "token", who.name, "remote", r.RemoteAddr)
 	s.start(conn)
 }

@@ -95,6 +95,18 @@ func expressionPattern(expr string) string {
 	return `[^/?#]*`
 }
 
+// Literal returns the template's text before its first expression: every
+// URI it matches starts with it.
+func (t *URITemplate) Literal() string {
+	if t.re == nil {
+		return t.raw
+	}
+	if i := strings.IndexByte(t.raw, '{'); i >= 0 {
+		return t.raw[:i]
+	}
+	return t.raw
+}
+
 // String returns the template.
 func (t *URITemplate) String() string { return t.raw }
 
