@@ -9,10 +9,12 @@ cd "$(dirname "$0")/.."
 
 command -v go >/dev/null 2>&1 || { echo "deps: Go is missing: install Go 1.26 from https://go.dev/dl/ and put it on PATH" >&2; exit 1; }
 
-# Debian packages: the tests start their own redis-server, drive Debian's
+# Debian packages: the tests start their own redis-server (7.0 or later, for
+# sharded pub/sub) and form Redis Clusters with redis-cli, drive Debian's
 # chromium headless and run the MCP TypeScript SDK under Node.
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)

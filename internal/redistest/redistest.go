@@ -5,8 +5,21 @@
 // connections open but answers nothing, as a hung or partitioned server
 // would.
 //
-// redis-server must be on PATH. When it is not, Start fails the test: tests
-// that need Redis are never skipped silently.
+// StartCluster runs a Redis Cluster the same way: a process per node,
+// formed by redis-cli --cluster create. Its nodes are Servers, so that a
+// test can kill a master (and see its replica take over, if it has one),
+// restart it, or move a slot (MoveSlot).
+//
+// Both *Server and *Cluster are a Redis: code that takes one runs against
+// either.
+//
+//	func startHubs(t *testing.T, rs redistest.Redis) { ... rs.URL() ... rs.Stop() ... }
+//	startHubs(t, redistest.Start(t))
+//	startHubs(t, redistest.StartCluster(t, 3))
+//
+// redis-server (and for a cluster redis-cli, and Redis 7.0 or later) must
+// be on PATH. When it is not, Start fails the test: tests that need Redis
+// are never skipped silently.
 package redistest
 
 import (
@@ -24,16 +37,32 @@ import (
 	"time"
 )
 
+// Redis is a Redis deployment started for a test: a Server or a Cluster.
+type Redis interface {
+	// URL returns the URL to give pubsub.NewRedis.
+	URL() string
+	// Stop kills every process, as an outage would.
+	Stop()
+	// Restart starts again what Stop killed and waits until it serves.
+	Restart()
+}
+
+var (
+	_ Redis = (*Server)(nil)
+	_ Redis = (*Cluster)(nil)
+)
+
 // readyTimeout bounds the wait for a started server to answer PING.
 const readyTimeout = 10 * time.Second
 
 // Server is a redis-server process owned by one test.
 type Server struct {
-	tb   testing.TB
-	bin  string
-	args []string // extra arguments, kept for Restart
-	dir  string
-	port int
+	tb      testing.TB
+	bin     string
+	args    []string // extra arguments, kept for Restart
+	dir     string
+	port    int
+	busPort int // the cluster bus port of a cluster node; 0 otherwise
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -48,6 +77,12 @@ type Server struct {
 // readiness check tolerates a server that requires a password.
 func Start(tb testing.TB, args ...string) *Server {
 	tb.Helper()
+	return start(tb, false, args)
+}
+
+// start starts a server, a cluster node if cluster is set.
+func start(tb testing.TB, cluster bool, args []string) *Server {
+	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		tb.Fatal("redis-server not found: run `make deps` (apt-get install redis-server)")
@@ -58,6 +93,9 @@ func Start(tb testing.TB, args ...string) *Server {
 	var lastErr error
 	for range 3 {
 		s.port = freePort(tb)
+		if cluster {
+			s.busPort = freePort(tb)
+		}
 		if lastErr = s.start(); lastErr == nil {
 			tb.Cleanup(s.Stop)
 			return s
@@ -139,6 +177,19 @@ func (s *Server) start() error {
 		"--daemonize", "no",
 		"--loglevel", "warning",
 	}, s.args...)
+	if s.busPort != 0 {
+		args = append(args,
+			"--cluster-enabled", "yes",
+			"--cluster-port", strconv.Itoa(s.busPort),
+			"--cluster-config-file", "nodes.conf", // in dir: a restarted node keeps its identity and slots
+			"--cluster-announce-ip", "127.0.0.1",
+			"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout/time.Millisecond)),
+			// Fail over even to a replica that lost its master a while ago.
+			"--cluster-replica-validity-factor", "0",
+			// Sync a replica at once, not after 5s waiting for others.
+			"--repl-diskless-sync-delay", "0",
+		)
+	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
 	cmd.Stdout = out

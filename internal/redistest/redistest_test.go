@@ -74,3 +74,46 @@ func TestStart_failsWithoutRedisServer(t *testing.T) {
 	<-done
 	assert.Equal(t, "redis-server not found: run `make deps` (apt-get install redis-server)", f.msg)
 }
+
+func TestCluster_failoverAndResharding(t *testing.T) {
+	t.Parallel()
+	c := StartClusterConfig(t, ClusterConfig{Masters: 3, Replicas: 1, Password: "pw"})
+	require.Len(t, c.Nodes(), 6)
+	assert.True(t, strings.HasPrefix(c.URL(), "redis+cluster://:pw@127.0.0.1:"))
+	assert.Equal(t, 6, strings.Count(c.URL(), "127.0.0.1:"))
+
+	// A master killed: its replica takes over its slots.
+	old := c.MasterFor("key")
+	old.Stop()
+	c.WaitHealthy()
+	promoted := c.MasterFor("key")
+	assert.NotEqual(t, old, promoted)
+
+	// Back, it rejoins as a replica.
+	old.Restart()
+	c.WaitHealthy()
+	assert.Equal(t, promoted, c.MasterFor("key"))
+	assert.False(t, old.isMaster("pw"))
+
+	// A slot moved to another master, with its keys.
+	_, err := promoted.command("pw", "SET", "key", "v")
+	require.NoError(t, err)
+	var other *Server
+	for _, n := range c.Nodes() {
+		if n != promoted && n.isMaster("pw") {
+			other = n
+			break
+		}
+	}
+	require.NotNil(t, other)
+	c.MoveSlot("key", other)
+	assert.Equal(t, other, c.MasterFor("key"))
+	v, err := other.command("pw", "GET", "key")
+	require.NoError(t, err)
+	assert.Equal(t, "v", v)
+
+	// The whole cluster down and back.
+	c.Stop()
+	c.Restart()
+	assert.NotNil(t, c.MasterFor("key"))
+}
