@@ -70,6 +70,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/mcp || exit 1; done
 	@for f in FuzzParseTokens FuzzClientCaps FuzzListItem FuzzClusterMessage; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/hub || exit 1; done
+	$(GO) test -run '^$$' -fuzz '^FuzzReadReply$$' -fuzztime $(FUZZOTHER) ./pkg/pubsub
 
 ## lint: gofmt and go vet (e2e/gosdk too)
 lint:

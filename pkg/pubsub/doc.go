@@ -16,12 +16,36 @@
 //   - Memory delivers within one process. It is the default, for a hub that
 //     runs as a single instance (no --redis flag), and needs no setup.
 //   - Redis delivers through Redis pub/sub to every instance connected to the
-//     same server with the same KeyPrefix. Use it as soon as there are two
-//     hub instances. It survives Redis restarts: it reconnects and
-//     resubscribes by itself, and Ready tells meanwhile that it cannot
-//     deliver, for the hub's readiness probe.
+//     same server (or Redis Cluster) with the same KeyPrefix. Use it as soon
+//     as there are two hub instances. It survives Redis restarts: it
+//     reconnects and resubscribes by itself, and Ready tells meanwhile that
+//     it cannot deliver, for the hub's readiness probe.
 //
-// Both are checked by one shared contract test suite.
+// Both are checked by one shared contract test suite, which runs against
+// Memory, a redis-server and a three-master Redis Cluster.
+//
+// # Redis Cluster
+//
+// When one Redis server is not enough, give NewRedis a cluster's URL:
+// redis+cluster://host:port,host:port (any nodes of it; rediss+cluster://
+// for TLS), or go-redis's form, redis://host:port?addr=host:port. The
+// broker then uses sharded pub/sub (SPUBLISH, SSUBSCRIBE; Redis 7.0 or
+// later): a message goes only to the nodes of the shard that serves its
+// topic's hash slot, so pub/sub traffic spreads over the shards instead of
+// reaching every node, and grows with them.
+//
+// The broker holds one subscriber connection per master that serves a
+// subscribed topic, and a map of the slots. It follows the cluster's
+// changes by itself: when a master fails and its replica takes over, when a
+// slot moves to another master (Redis then drops its subscribers, or
+// answers MOVED), it reloads the map and subscribes each topic where its
+// slot now is. Meanwhile Ready fails and Watch reports the gap, as for a
+// single server's outage; topics on the other shards are not disturbed.
+// Publishing and leases go through go-redis's cluster client, which routes
+// each command to its slot's master.
+//
+// A KeyPrefix with a hash tag ("{switchboard}:") would put every topic in
+// one slot, hence on one shard: leave braces out of it.
 //
 // # Delivery guarantees
 //
@@ -37,10 +61,12 @@
 //
 // Redis loses messages in that case too, and also when:
 //
-//   - this instance's subscriber connection is down: what other instances
-//     publish meanwhile never reaches it. Watch reports when that starts
-//     and when it ends;
-//   - the publisher cannot reach Redis: Publish fails (fast; see below).
+//   - this instance's subscriber connection is down, or (cluster) a topic's
+//     slot is moving to another master: what other instances publish
+//     meanwhile never reaches it. Watch reports when that starts and when
+//     it ends;
+//   - the publisher cannot reach Redis, or the master of the topic's slot:
+//     Publish fails (fast; see below).
 //
 // A message reaches the subscriptions that exist when Redis runs its
 // PUBLISH; a Publish that returns nil means Redis ran it.

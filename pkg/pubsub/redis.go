@@ -23,9 +23,13 @@ import (
 // duration or size means its default.
 type RedisOptions struct {
 	// URL locates the server: redis://[user:password@]host:port/db, or
-	// rediss:// for TLS. The password is never logged nor put in an error.
-	// Timeouts and retry counts given in its query are overridden by the
-	// fields below, which keep every call short.
+	// rediss:// for TLS. For a Redis Cluster (Redis 7 or later, whose
+	// sharded pub/sub the broker uses) it names some of its nodes:
+	// redis+cluster://[user:password@]host:port,host:port (rediss+cluster://
+	// for TLS), or go-redis's form, redis://host:port?addr=host:port&addr=...
+	// The password is never logged nor put in an error. Timeouts and retry
+	// counts given in its query are overridden by the fields below, which
+	// keep every call short.
 	URL string
 	// KeyPrefix is prepended to every topic to make the Redis channel name,
 	// so that several deployments (or tests) can share one server. Brokers
@@ -88,46 +92,59 @@ func (o RedisOptions) withDefaults() RedisOptions {
 
 // Redis is a Broker backed by Redis pub/sub, for hubs that run as several
 // instances: every instance whose KeyPrefix is the same sees every message.
+// It works with a single Redis server, or with a Redis Cluster, where it
+// uses sharded pub/sub (see RedisOptions.URL).
 //
-// Each Redis holds one pub/sub connection for all its subscriptions,
-// subscribing a Redis channel when a topic gets its first local subscriber
-// and unsubscribing it when the last one leaves, and a small pool for
-// PUBLISH and PING; one goroutine writes the PUBLISHes, those waiting at the
-// time as one pipeline. A single goroutine reads the pub/sub connection and
-// hands each message to the bounded queue of each local subscriber, whose
-// own goroutine runs the Handler: a slow Handler loses messages (counted by
-// Dropped) but delays nothing else.
+// Each Redis holds a small go-redis pool for PUBLISH, lease scripts and
+// PING, one goroutine that writes the PUBLISHes waiting at the time as one
+// pipeline, and subscriber connections: one to a single server, or one to
+// each cluster master that serves the slot of a subscribed topic. A topic's
+// channel is subscribed when the topic gets its first local subscriber and
+// unsubscribed when the last one leaves. One goroutine per subscriber
+// connection reads it and hands each message to the bounded queue of each
+// local subscriber, whose own goroutine runs the Handler: a slow Handler
+// loses messages (counted by Dropped) but delays nothing else.
 //
-// When the connection is lost, that goroutine reconnects with backoff and
-// resubscribes every live topic; meanwhile Ready and Publish report
-// ErrUnavailable and messages published elsewhere are lost for this
-// instance, as the at-most-once contract allows.
+// When a subscriber connection is lost, its goroutine reconnects with
+// backoff and subscribes its channels again; for a cluster, the broker also
+// reloads the slot map and moves the channels whose slot changed master
+// (a failover, a resharding). Meanwhile Ready reports ErrUnavailable, Watch
+// has reported false, and messages published elsewhere on those channels
+// are lost for this instance, as the at-most-once contract allows.
 type Redis struct {
 	opts     RedisOptions
-	addr     string // host:port, safe to log
+	addr     string // host:port, or the cluster's addresses; safe to log
 	password string // to scrub from error text; never logged
 	log      *slog.Logger
 
-	client *redis.Client
-	ps     *redis.PubSub
+	client redis.UniversalClient // a *redis.Client or a *redis.ClusterClient
+	conn   connConfig            // how subscriber connections are made
+	// The commands and replies of pub/sub, or of sharded pub/sub.
+	subCmd, unsubCmd, msgKind, unsubKind string
 
-	ctx      context.Context // the broker's lifetime, cancelled by Close
-	cancel   context.CancelFunc
-	loopDone chan struct{}
-	pubq     chan *pubReq // Publish -> the publisher goroutine
-	pubDone  chan struct{}
-	tokens   atomic.Uint64
-	dropped  atomic.Uint64
+	cluster *clusterState // nil for a single server
+	single  *shard        // the one shard of a single server; nil for a cluster
 
-	// subMu serialises changes of a topic's first/last subscriber with the
-	// SUBSCRIBE or UNSUBSCRIBE they cause, so that commands reach Redis in
-	// the order of the map changes. It is held across that I/O; mu is not,
-	// so the receive loop never waits for a SUBSCRIBE to be written.
-	subMu sync.Mutex
+	ctx    context.Context // the broker's lifetime, cancelled by Close
+	cancel context.CancelFunc
+	pubq   chan *pubReq // Publish -> the publisher goroutine
+	// goroutines are the publisher and, for a cluster, the resolver.
+	goroutines sync.WaitGroup
+	tokens     atomic.Uint64
+	dropped    atomic.Uint64
 
-	// mu guards closed and topics. The receive loop holds it for reading
-	// while it offers a message, so a subscription removed under the write
-	// lock is never offered one afterwards.
+	// subMu serialises changes of a topic's first/last subscriber, of the
+	// slot map and of the shards, with the SUBSCRIBE or UNSUBSCRIBE they
+	// cause, so that commands reach Redis in the order of the map changes.
+	// It is held across that I/O (writes only, bounded by WriteTimeout);
+	// mu is not, so that dispatching never waits for a write.
+	subMu  sync.Mutex
+	shards map[string]*shard // by node address
+	where  map[string]*shard // subscribed channel -> its shard; nil while its slot has no master
+
+	// mu guards closed and topics. The receive loops hold it for reading
+	// while they offer a message, so a subscription removed under the
+	// write lock is never offered one afterwards.
 	mu        sync.RWMutex
 	closed    bool
 	topics    map[string]map[*subscription]struct{}
@@ -136,14 +153,14 @@ type Redis struct {
 	// watchers are told of every change of state.up, under the state lock.
 	watchers watchers
 
-	// state guards the connection state the receive loop maintains.
+	// state is the broker's connection state: up while no shard is down
+	// (lost, or owing resubscriptions) and every channel has a master.
 	state struct {
 		sync.Mutex
 		up      bool
-		everUp  bool
+		down    int // shards that count as down
+		pending int // channels whose slot has no known master
 		lastErr error
-		upCh    chan struct{}            // closed while up
-		waiters map[string]chan struct{} // PING token -> closed on its PONG, or when the connection is lost
 	}
 }
 
@@ -152,103 +169,174 @@ var (
 	_ DropCounter = (*Redis)(nil)
 )
 
-// NewRedis connects to the Redis server at opts.URL and returns a broker
-// that is ready: the server answered a PING and the pub/sub connection is
-// established. It fails, with an error wrapping ErrUnavailable, when the
-// server does not answer within ctx's deadline or opts.CommandTimeout,
-// whichever comes first; a malformed URL is reported without its password.
+// NewRedis connects to the Redis server or cluster at opts.URL and returns
+// a broker that is ready: the server answered a PING and the subscriber
+// connection is established (for a cluster: a node told where the slots
+// are). It fails, with an error wrapping ErrUnavailable, when Redis does
+// not answer within ctx's deadline or opts.CommandTimeout, whichever comes
+// first; a malformed URL is reported without its password.
 func NewRedis(ctx context.Context, opts RedisOptions) (*Redis, error) {
 	opts = opts.withDefaults()
-	ro, err := parseRedisURL(opts.URL)
+	if opts.URL == "" {
+		return nil, errors.New("pubsub: redis URL is empty")
+	}
+	co, isCluster, err := parseClusterURL(opts.URL)
 	if err != nil {
+		return nil, urlError(opts.URL, err)
+	}
+	bctx, cancel := context.WithCancel(context.Background())
+	r := &Redis{
+		opts:      opts,
+		ctx:       bctx,
+		cancel:    cancel,
+		pubq:      make(chan *pubReq, maxPublishBatch),
+		shards:    make(map[string]*shard),
+		where:     make(map[string]*shard),
+		topics:    make(map[string]map[*subscription]struct{}),
+		closeDone: make(chan struct{}),
+	}
+	r.state.up = true
+	if isCluster {
+		r.setupCluster(co)
+	} else if err := r.setupSingle(opts.URL); err != nil {
+		cancel()
 		return nil, err
 	}
-	ro.DialTimeout = opts.DialTimeout
-	ro.ReadTimeout = opts.ReadTimeout
-	ro.WriteTimeout = opts.WriteTimeout
-	ro.PoolTimeout = opts.CommandTimeout
+	r.log = opts.Logger.With("component", "pubsub", "redis", r.addr)
+
+	cctx, ccancel := context.WithTimeout(ctx, opts.CommandTimeout)
+	defer ccancel()
+	if err := r.connect(cctx); err != nil {
+		_ = r.Close()
+		return nil, r.unavailable("connect", err)
+	}
+	r.goroutines.Go(r.publisher)
+	return r, nil
+}
+
+// setupSingle prepares a broker for the single server at rawURL.
+func (r *Redis) setupSingle(rawURL string) error {
+	ro, err := parseRedisURL(rawURL)
+	if err != nil {
+		return err
+	}
+	o := r.opts
+	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
+	ro.PoolTimeout = o.CommandTimeout
 	ro.ContextTimeoutEnabled = true
 	// Fail fast: the caller of Publish decides whether to retry, and the
-	// receive loop has its own backoff. go-redis would otherwise retry each
-	// command 3 times and each dial 5 times.
+	// subscriber connections have their own backoff. go-redis would
+	// otherwise retry each command 3 times and each dial 5 times.
 	ro.MaxRetries = -1
 	ro.DialerRetries = 1
-	// RESP2 keeps pub/sub replies plain arrays, and skips the handshakes
-	// (HELLO, CLIENT SETINFO, CLIENT MAINT_NOTIFICATIONS) that older
-	// servers reject or that add round trips to every reconnection.
+	// RESP2 keeps replies plain, and skips the handshakes (HELLO, CLIENT
+	// SETINFO, CLIENT MAINT_NOTIFICATIONS) that older servers reject or
+	// that add round trips to every reconnection.
 	ro.Protocol = 2
 	ro.DisableIdentity = true
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 
-	bctx, cancel := context.WithCancel(context.Background())
-	r := &Redis{
-		opts:      opts,
-		addr:      ro.Addr,
-		password:  ro.Password,
-		log:       opts.Logger.With("component", "pubsub", "redis", ro.Addr),
-		client:    redis.NewClient(ro),
-		ctx:       bctx,
-		cancel:    cancel,
-		loopDone:  make(chan struct{}),
-		pubq:      make(chan *pubReq, maxPublishBatch),
-		pubDone:   make(chan struct{}),
-		topics:    make(map[string]map[*subscription]struct{}),
-		closeDone: make(chan struct{}),
-	}
-	r.state.upCh = make(chan struct{})
-	r.state.waiters = make(map[string]chan struct{})
+	r.addr, r.password = ro.Addr, ro.Password
+	r.client = redis.NewClient(ro)
+	r.conn = connConfig{network: ro.Network, username: ro.Username, password: ro.Password, db: ro.DB, tls: ro.TLSConfig}
+	r.conn.dialTimeout, r.conn.readTimeout, r.conn.writeTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
+	r.subCmd, r.unsubCmd, r.msgKind, r.unsubKind = "SUBSCRIBE", "UNSUBSCRIBE", "message", "unsubscribe"
+	return nil
+}
 
-	cctx, ccancel := context.WithTimeout(ctx, opts.CommandTimeout)
-	defer ccancel()
-	if err := r.client.Ping(cctx).Err(); err != nil {
-		_ = r.client.Close()
-		cancel()
-		return nil, r.unavailable("connect", err)
-	}
-	// No channels yet, so no I/O: the receive loop makes the connection.
-	r.ps = r.client.Subscribe(bctx)
-	go r.loop()
-	go r.publisher()
+// setupCluster prepares a broker for the Redis Cluster of co.
+func (r *Redis) setupCluster(co *redis.ClusterOptions) {
+	o := r.opts
+	co.DialTimeout, co.ReadTimeout, co.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
+	co.PoolTimeout = o.CommandTimeout
+	co.ContextTimeoutEnabled = true
+	co.MaxRetries = -1 // as for a single server; MOVED is still followed
+	co.DialerRetries = 1
+	co.Protocol = 2
+	co.DisableIdentity = true
+	co.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 
-	r.state.Lock()
-	upCh := r.state.upCh
-	r.state.Unlock()
+	r.addr, r.password = strings.Join(co.Addrs, ","), co.Password
+	r.client = redis.NewClusterClient(co)
+	r.conn = connConfig{network: "tcp", username: co.Username, password: co.Password, tls: co.TLSConfig}
+	r.conn.dialTimeout, r.conn.readTimeout, r.conn.writeTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
+	r.subCmd, r.unsubCmd, r.msgKind, r.unsubKind = "SSUBSCRIBE", "SUNSUBSCRIBE", "smessage", "sunsubscribe"
+	r.cluster = &clusterState{
+		seeds: co.Addrs,
+		wake:  make(chan struct{}, 1),
+	}
+}
+
+// connect makes the first connections: for a single server, a PING and
+// the subscriber connection; for a cluster, the slot map, from the first
+// node of the URL that answers.
+func (r *Redis) connect(ctx context.Context) error {
+	if r.cluster != nil {
+		m, err := r.loadSlots(ctx)
+		if err != nil {
+			return err
+		}
+		r.subMu.Lock()
+		r.publishView(m)
+		r.subMu.Unlock()
+		r.goroutines.Go(r.resolver)
+		return nil
+	}
+	if err := r.client.Ping(ctx).Err(); err != nil {
+		return err
+	}
+	r.single = r.newShard(r.addr)
+	r.shards[r.addr] = r.single
+	r.single.start()
 	select {
-	case <-upCh:
-		return r, nil
-	case <-cctx.Done():
+	case <-r.single.settled:
+		if r.single.isUp() {
+			return nil
+		}
+	case <-ctx.Done():
 	}
-	err = r.lastError()
-	if err == nil {
-		err = cctx.Err()
+	if err := r.single.downError(); err != nil {
+		return err
 	}
-	_ = r.Close()
-	return nil, r.unavailable("connect", err)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("subscriber connection not established")
 }
 
 // parseRedisURL wraps redis.ParseURL so that no error repeats the URL: a
 // *url.Error quotes it whole, password included.
 func parseRedisURL(raw string) (*redis.Options, error) {
-	if raw == "" {
-		return nil, errors.New("pubsub: redis URL is empty")
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("pubsub: invalid redis URL: %s", scrub(err.Error(), raw))
-	}
 	ro, err := redis.ParseURL(raw)
 	if err != nil {
-		msg := err.Error()
-		if p, ok := u.User.Password(); ok {
-			msg = scrub(msg, p)
-		}
-		return nil, fmt.Errorf("pubsub: invalid redis URL %s: %s", u.Redacted(), scrub(msg, raw))
+		return nil, urlError(raw, err)
 	}
 	return ro, nil
+}
+
+// urlError reports err, about the URL raw, without raw's password.
+func urlError(raw string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // a *url.Error quotes the URL whole
+	}
+	msg := scrub(err.Error(), raw)
+	shown := raw
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		authority, _, _ := strings.Cut(rest, "/")
+		if at := strings.LastIndexByte(authority, '@'); at > 0 {
+			userinfo := authority[:at]
+			if user, pw, ok := strings.Cut(userinfo, ":"); ok {
+				msg = scrub(msg, userinfo)
+				msg = scrub(msg, pw)
+				if dec, err := url.PathUnescape(pw); err == nil {
+					msg = scrub(msg, dec)
+				}
+				shown = strings.Replace(raw, userinfo+"@", user+":xxxxx@", 1)
+			}
+		}
+	}
+	return fmt.Errorf("pubsub: invalid redis URL %s: %s", shown, msg)
 }
 
 // Publish sends payload to the subscribers of topic on every instance with
@@ -279,14 +367,15 @@ func (r *Redis) Publish(ctx context.Context, topic string, payload []byte) error
 	if err := ctx.Err(); err != nil {
 		return notSent(err)
 	}
-	if err := r.downError(); err != nil {
+	channel := r.opts.KeyPrefix + topic
+	if err := r.failFast(channel); err != nil {
 		return notSent(r.unavailable("publish", err))
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.opts.CommandTimeout)
 	defer cancel()
 	// The copy lets the caller reuse payload even when Publish returns
 	// before the publisher has written it.
-	req := &pubReq{ctx: pctx, channel: r.opts.KeyPrefix + topic, payload: bytes.Clone(payload), done: make(chan error, 1)}
+	req := &pubReq{ctx: pctx, channel: channel, payload: bytes.Clone(payload), done: make(chan error, 1)}
 	select {
 	case r.pubq <- req:
 	case <-pctx.Done():
@@ -364,7 +453,6 @@ func (req *pubReq) abandon() bool {
 // publisher writes the waiting messages, as one pipeline per round trip,
 // until the broker is closed.
 func (r *Redis) publisher() {
-	defer close(r.pubDone)
 	batch := make([]*pubReq, 0, maxPublishBatch)
 	cmds := make([]*redis.IntCmd, 0, maxPublishBatch)
 	for {
@@ -403,7 +491,11 @@ func (r *Redis) publishBatch(batch []*pubReq, cmds []*redis.IntCmd) []*redis.Int
 			cmds = append(cmds, nil) // abandoned
 			continue
 		}
-		cmds = append(cmds, pipe.Publish(ctx, req.channel, req.payload))
+		if r.cluster != nil {
+			cmds = append(cmds, pipe.SPublish(ctx, req.channel, req.payload))
+		} else {
+			cmds = append(cmds, pipe.Publish(ctx, req.channel, req.payload))
+		}
 	}
 	if pipe.Len() > 0 {
 		_, _ = pipe.Exec(ctx) // each command carries its own error
@@ -413,6 +505,7 @@ func (r *Redis) publishBatch(batch []*pubReq, cmds []*redis.IntCmd) []*redis.Int
 			continue
 		}
 		err := cmd.Err()
+		r.commandFailed(err)
 		if isDialError(err) {
 			err = notSent(err)
 		}
@@ -435,8 +528,9 @@ func isDialError(err error) bool {
 // SUBSCRIBE, so a message published after it returns is delivered. While
 // Redis is unreachable it still succeeds, after at most about DialTimeout:
 // the topic is subscribed when the connection comes back, and the messages
-// published meanwhile are lost. If ctx ends before the SUBSCRIBE is
-// confirmed, the subscription is closed and ctx's error returned.
+// published meanwhile are lost (Ready and Watch report it). If ctx ends
+// before the SUBSCRIBE is confirmed, the subscription is closed and ctx's
+// error returned.
 func (r *Redis) Subscribe(ctx context.Context, topic string, h Handler) (Subscription, error) {
 	if h == nil {
 		return nil, errors.New("pubsub: nil Handler")
@@ -462,20 +556,20 @@ func (r *Redis) Subscribe(ctx context.Context, topic string, h Handler) (Subscri
 	}
 	subs[s] = struct{}{}
 	r.mu.Unlock()
+	channel := r.opts.KeyPrefix + topic
 	if first {
-		sctx, cancel := r.commandContext(ctx)
-		// An error leaves the channel recorded in r.ps, which subscribes it
-		// again on the next connection: nothing to undo.
-		_ = r.ps.Subscribe(sctx, r.opts.KeyPrefix+topic)
-		cancel()
+		r.addChannel(channel)
 	}
+	sh := r.where[channel]
 	r.subMu.Unlock()
 
 	// Also when the topic was already subscribed: its SUBSCRIBE may still be
 	// in flight on behalf of a concurrent Subscribe.
-	if err := r.barrier(ctx); err != nil {
-		s.Close()
-		return nil, err
+	if sh != nil {
+		if err := sh.barrier(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	if r.isClosed() {
 		s.Close()
@@ -484,9 +578,52 @@ func (r *Redis) Subscribe(ctx context.Context, topic string, h Handler) (Subscri
 	return s, nil
 }
 
+// addChannel subscribes channel on the shard of its node, starting that
+// shard if needed. Called under subMu.
+func (r *Redis) addChannel(channel string) {
+	sh := r.single
+	if r.cluster != nil {
+		v := r.cluster.view.Load()
+		addr := ""
+		if v != nil && v.slots != nil {
+			addr = v.slots.master(keySlot(channel))
+		}
+		if addr == "" {
+			// No master known for its slot: subscribed once the resolver
+			// finds one; meanwhile the broker is down.
+			r.where[channel] = nil
+			r.adjust(0, 1, errors.New("a subscribed channel's slot has no master"))
+			r.resolveSoon()
+			return
+		}
+		if sh = r.shards[addr]; sh == nil {
+			sh = r.newShard(addr)
+			r.shards[addr] = sh
+			r.publishView(nil)
+			sh.start() // its connection subscribes the channel
+		}
+	}
+	sh.channels[channel] = struct{}{}
+	r.where[channel] = sh
+	if c := sh.conn; c != nil {
+		// An error closes the connection: the shard reconnects and
+		// subscribes every channel again.
+		_ = c.send(r.subscribeCommands(r.subCmd, []string{channel})...)
+	}
+}
+
+// dropChannel unsubscribes channel from sh. Called under subMu.
+func (r *Redis) dropChannel(sh *shard, channel string) {
+	delete(sh.channels, channel)
+	delete(sh.dirty, channel)
+	if c := sh.conn; c != nil {
+		c.unsubs[channel]++
+		_ = c.send([]string{r.unsubCmd, channel})
+	}
+}
+
 func (r *Redis) detach(s *subscription) {
 	r.subMu.Lock()
-	defer r.subMu.Unlock()
 	r.mu.Lock()
 	subs, ok := r.topics[s.topic]
 	delete(subs, s)
@@ -496,70 +633,37 @@ func (r *Redis) detach(s *subscription) {
 	}
 	closed := r.closed
 	r.mu.Unlock()
-	if last && !closed {
-		uctx, cancel := r.commandContext(context.Background())
-		// As in Subscribe, r.ps forgets the channel even if this fails.
-		_ = r.ps.Unsubscribe(uctx, r.opts.KeyPrefix+s.topic)
-		cancel()
+	if !last || closed {
+		r.subMu.Unlock()
+		return
+	}
+	channel := r.opts.KeyPrefix + s.topic
+	sh, known := r.where[channel]
+	delete(r.where, channel)
+	var idle *shard
+	switch {
+	case !known:
+	case sh == nil:
+		r.adjust(0, -1, nil)
+	default:
+		r.dropChannel(sh, channel)
+		if r.cluster != nil && len(sh.channels) == 0 {
+			delete(r.shards, sh.addr)
+			r.publishView(nil)
+			sh.remove()
+			idle = sh
+		}
+	}
+	r.subMu.Unlock()
+	if idle != nil {
+		idle.stop()
 	}
 }
 
-// commandContext returns the context for a SUBSCRIBE or UNSUBSCRIBE on the
-// pub/sub connection. go-redis dials from inside these calls when it has no
-// connection; while the broker knows Redis is down, an already cancelled
-// context makes that dial fail at once, and the command is only recorded
-// for the receive loop's next connection. Holding subMu for a dial timeout
-// per call would stall every Subscribe and Close during an outage.
-func (r *Redis) commandContext(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), r.opts.DialTimeout+r.opts.WriteTimeout)
-	if !r.isUp() {
-		cancel()
-	}
-	return ctx, cancel
-}
-
-// barrier waits until Redis has processed every command written so far on
-// the pub/sub connection, by sending a PING with a fresh token and waiting
-// for its PONG, which Redis sends in order. It gives up silently after
-// ReadTimeout or when the connection is lost (the receive loop will then
-// resubscribe), and returns an error only if ctx ends first.
-func (r *Redis) barrier(ctx context.Context) error {
-	token := r.newToken()
-	ch := make(chan struct{})
-	r.state.Lock()
-	if !r.state.up {
-		r.state.Unlock()
-		return nil
-	}
-	r.state.waiters[token] = ch
-	r.state.Unlock()
-	defer func() {
-		r.state.Lock()
-		delete(r.state.waiters, token)
-		r.state.Unlock()
-	}()
-
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.WriteTimeout)
-	err := r.ps.Ping(pctx, token)
-	cancel()
-	if err != nil {
-		return nil
-	}
-	t := time.NewTimer(r.opts.ReadTimeout)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return nil
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Ready returns nil while the pub/sub connection is up and Redis answers a
-// PING within CommandTimeout; otherwise an error wrapping ErrUnavailable
-// (or ErrClosed once the broker is closed).
+// Ready returns nil while every subscriber connection is up with all its
+// channels subscribed, and Redis answers a PING within CommandTimeout (for
+// a cluster: every master does); otherwise an error wrapping
+// ErrUnavailable (or ErrClosed once the broker is closed).
 func (r *Redis) Ready(ctx context.Context) error {
 	if r.isClosed() {
 		return ErrClosed
@@ -569,7 +673,15 @@ func (r *Redis) Ready(ctx context.Context) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.opts.CommandTimeout)
 	defer cancel()
-	if err := r.client.Ping(pctx).Err(); err != nil {
+	var err error
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(pctx, func(ctx context.Context, c *redis.Client) error {
+			return c.Ping(ctx).Err()
+		})
+	} else {
+		err = r.client.Ping(pctx).Err()
+	}
+	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return fmt.Errorf("pubsub: ready: %w", ctx.Err())
 		}
@@ -607,7 +719,7 @@ func (r *Redis) Claim(ctx context.Context, key, owner string, ttl time.Duration)
 	if err := checkLease(key, owner, ttl); err != nil {
 		return "", err
 	}
-	if err := r.usable(ctx, "claim"); err != nil {
+	if err := r.usable(ctx, "claim", r.leaseKey(key)); err != nil {
 		return "", err
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.opts.CommandTimeout)
@@ -625,7 +737,7 @@ func (r *Redis) Release(ctx context.Context, key, owner string) error {
 	if err := checkLease(key, owner, time.Millisecond); err != nil {
 		return err
 	}
-	if err := r.usable(ctx, "release"); err != nil {
+	if err := r.usable(ctx, "release", r.leaseKey(key)); err != nil {
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.opts.CommandTimeout)
@@ -640,23 +752,38 @@ func (r *Redis) leaseKey(key string) string {
 	return r.opts.KeyPrefix + "lease:" + key
 }
 
-// usable returns why a command should not even be tried: the broker is
-// closed, ctx is done, or Redis is known to be unreachable.
-func (r *Redis) usable(ctx context.Context, op string) error {
+// usable returns why a command on key should not even be tried: the
+// broker is closed, ctx is done, or the node serving key is known to be
+// unreachable.
+func (r *Redis) usable(ctx context.Context, op, key string) error {
 	if r.isClosed() {
 		return ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := r.downError(); err != nil {
+	if err := r.failFast(key); err != nil {
 		return r.unavailable(op, err)
 	}
 	return nil
 }
 
+// commandFailed reacts to the error of a command: for a cluster, a node
+// that fails may have been replaced by its replica, which go-redis, left to
+// itself, notices only at its next periodic reload of the slots (a minute)
+// unless a node answers MOVED. go-redis reloads once at a time.
+func (r *Redis) commandFailed(err error) {
+	if err == nil || r.cluster == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
+		return
+	}
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		cc.ReloadState(r.ctx)
+	}
+}
+
 // commandError explains the failure of a command tried with ctx.
 func (r *Redis) commandError(ctx context.Context, op string, err error) error {
+	r.commandFailed(err)
 	switch {
 	case r.isClosed():
 		return ErrClosed
@@ -684,10 +811,10 @@ func (r *Redis) Dropped() uint64 {
 }
 
 // Close closes every subscription, waiting for running Handlers to return
-// (their contexts are cancelled first), unsubscribes, stops the receive
-// loop and closes the connections. Publish and Subscribe then return
-// ErrClosed. It stops every Watch. A second Close waits for the first and
-// returns nil.
+// (their contexts are cancelled first), stops the subscriber connections
+// and the goroutines, and closes the connections. Publish and Subscribe
+// then return ErrClosed. It stops every Watch. A second Close waits for the
+// first and returns nil.
 func (r *Redis) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -709,198 +836,67 @@ func (r *Redis) Close() error {
 	for _, s := range all {
 		s.Close()
 	}
-	if r.ps != nil { // nil when NewRedis failed before creating it
-		if r.isUp() {
-			uctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
-			_ = r.ps.Unsubscribe(uctx)
-			cancel()
-		}
-		r.cancel()
-		// Closing the connection also wakes the loop from a blocking read.
-		_ = r.ps.Close()
-		<-r.loopDone
+	r.subMu.Lock()
+	shards := make([]*shard, 0, len(r.shards))
+	for _, sh := range r.shards {
+		shards = append(shards, sh)
 	}
+	r.subMu.Unlock()
+	// Cancelling the broker's context stops every goroutine: the shards'
+	// connections are closed, which wakes their blocking reads.
 	r.cancel()
-	if r.ps != nil {
-		<-r.pubDone
+	for _, sh := range shards {
+		<-sh.done
 	}
+	r.goroutines.Wait()
 	r.watchers.close()
-	r.state.Lock()
-	for token, ch := range r.state.waiters {
-		close(ch)
-		delete(r.state.waiters, token)
+	if r.client == nil {
+		return nil
 	}
-	r.state.Unlock()
 	if err := r.client.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 		return r.redact(err)
 	}
 	return nil
 }
 
-// loop owns reading the pub/sub connection for the broker's lifetime:
-// it dispatches messages, wakes barriers, checks the connection's health
-// when it is silent and reconnects when it is lost.
-//
-// go-redis's PubSub redials by itself when a read fails and SUBSCRIBEs
-// again to every channel it knows, but it tries once per read, with no
-// backoff, and a silent connection (a frozen server, a dropped route) is
-// never noticed: a read timeout is not an error for it. The loop adds both:
-// a PING when the connection is silent for HealthCheckInterval, and a
-// deadline on its PONG after which go-redis closes the connection; and a
-// backoff between failed reconnections. It also tells "up" from "down": the
-// connection is up once the PONG of a PING written after the resubscription
-// comes back, hence every channel is subscribed again.
-func (r *Redis) loop() {
-	defer close(r.loopDone)
-	backoff := r.opts.MinBackoff
-	var (
-		probe         string // token of the health PING in flight, "" if none
-		probeDeadline time.Time
-	)
-	sendProbe := func() error {
-		token := r.newToken()
-		ctx, cancel := context.WithTimeout(r.ctx, r.opts.DialTimeout+r.opts.WriteTimeout)
-		defer cancel()
-		// Ping dials and resubscribes first if there is no connection.
-		if err := r.ps.Ping(ctx, token); err != nil {
-			return err
-		}
-		probe, probeDeadline = token, time.Now().Add(r.opts.ReadTimeout)
-		return nil
-	}
-	fail := func(err error) bool {
-		probe = ""
-		if r.setDown(err) {
-			return true // first failure: try again at once
-		}
-		t := time.NewTimer(jitter(backoff))
-		defer t.Stop()
-		backoff = min(2*backoff, r.opts.MaxBackoff)
-		select {
-		case <-t.C:
-			return true
-		case <-r.ctx.Done():
-			return false
-		}
-	}
-
-	for r.ctx.Err() == nil {
-		if probe == "" && !r.isUp() {
-			if err := sendProbe(); err != nil {
-				if r.ctx.Err() != nil || !fail(err) {
-					return
-				}
-				continue
-			}
-		}
-
-		var msg any
-		var err error
-		if probe != "" {
-			// With a deadline from ctx and no timeout of its own, a read
-			// timeout is a bad connection to go-redis: it closes it.
-			ctx, cancel := context.WithDeadline(r.ctx, probeDeadline)
-			msg, err = r.ps.Receive(ctx)
-			cancel()
-		} else {
-			msg, err = r.ps.ReceiveTimeout(r.ctx, r.opts.HealthCheckInterval)
-		}
-		if r.ctx.Err() != nil {
-			return
-		}
-
-		var ne net.Error
-		switch {
-		case err == nil:
-			switch m := msg.(type) {
-			case *redis.Message:
-				r.dispatch(m)
-			case *redis.Pong:
-				if probe != "" && m.Payload == probe {
-					probe = ""
-					if r.setUp() {
-						backoff = r.opts.MinBackoff
-					}
-				} else {
-					r.wake(m.Payload)
-				}
-			}
-		case probe == "" && errors.As(err, &ne) && ne.Timeout():
-			// Silent for HealthCheckInterval: is anyone there?
-			if err := sendProbe(); err != nil && !fail(err) {
-				return
-			}
-		default:
-			if !fail(err) {
-				return
-			}
-		}
-	}
-}
-
-func (r *Redis) dispatch(m *redis.Message) {
-	topic, ok := strings.CutPrefix(m.Channel, r.opts.KeyPrefix)
+// dispatch hands a message on channel to the local subscribers of its
+// topic.
+func (r *Redis) dispatch(channel, payload []byte) {
+	topic, ok := bytes.CutPrefix(channel, []byte(r.opts.KeyPrefix))
 	if !ok {
 		return
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	subs := r.topics[topic]
+	subs := r.topics[string(topic)]
 	if len(subs) == 0 {
 		return
 	}
-	p := []byte(m.Payload)
+	if payload == nil {
+		payload = []byte{}
+	}
 	for s := range subs {
-		s.offer(p)
+		s.offer(payload)
 	}
 }
 
-// setUp records that the pub/sub connection is up; it reports whether it
-// was down.
-func (r *Redis) setUp() bool {
+// adjust changes the counts of shards down and of channels without a
+// master, and tells the watchers when the broker's state changes. err, if
+// not nil, is the latest reason for being down.
+func (r *Redis) adjust(down, pending int, err error) {
 	r.state.Lock()
 	defer r.state.Unlock()
-	if r.state.up {
-		return false
+	r.state.down += down
+	r.state.pending += pending
+	if err != nil {
+		r.state.lastErr = err
 	}
-	r.state.up = true
-	r.state.lastErr = nil
-	close(r.state.upCh)
-	r.watchers.notify(true)
-	if r.state.everUp {
-		r.log.Info("pubsub: Redis connection restored; topics resubscribed")
+	up := r.state.down == 0 && r.state.pending == 0
+	if up == r.state.up {
+		return
 	}
-	r.state.everUp = true
-	return true
-}
-
-// setDown records that the pub/sub connection is lost and releases the
-// barriers waiting on it; it reports whether it was up.
-func (r *Redis) setDown(err error) bool {
-	r.state.Lock()
-	defer r.state.Unlock()
-	r.state.lastErr = err
-	for token, ch := range r.state.waiters {
-		close(ch)
-		delete(r.state.waiters, token)
-	}
-	if !r.state.up {
-		return false
-	}
-	r.state.up = false
-	r.state.upCh = make(chan struct{})
-	r.watchers.notify(false)
-	r.log.Warn("pubsub: Redis connection lost; reconnecting", "err", r.redact(err))
-	return true
-}
-
-func (r *Redis) wake(token string) {
-	r.state.Lock()
-	defer r.state.Unlock()
-	if ch, ok := r.state.waiters[token]; ok {
-		close(ch)
-		delete(r.state.waiters, token)
-	}
+	r.state.up = up
+	r.watchers.notify(up)
 }
 
 func (r *Redis) isUp() bool {
@@ -909,7 +905,7 @@ func (r *Redis) isUp() bool {
 	return r.state.up
 }
 
-// downError returns why the pub/sub connection is down, or nil if it is up.
+// downError returns why the broker is down, or nil if it is up.
 func (r *Redis) downError() error {
 	r.state.Lock()
 	defer r.state.Unlock()
@@ -923,10 +919,20 @@ func (r *Redis) downError() error {
 	}
 }
 
-func (r *Redis) lastError() error {
-	r.state.Lock()
-	defer r.state.Unlock()
-	return r.state.lastErr
+// failFast returns why a command on key is not worth trying: the
+// subscriber connection to the node serving key is known to be lost.
+func (r *Redis) failFast(key string) error {
+	sh := r.single
+	if r.cluster != nil {
+		sh = r.cluster.view.Load().shardFor(key)
+	}
+	if sh == nil {
+		return nil
+	}
+	if err := sh.downError(); err != nil {
+		return fmt.Errorf("connection lost: %w", err)
+	}
+	return nil
 }
 
 func (r *Redis) isClosed() bool {

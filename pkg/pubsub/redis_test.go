@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -357,6 +358,10 @@ func TestRedis_passwordNeverShown(t *testing.T) {
 			"redis://user:" + password + "@127.0.0.1:6379/0?dial_timeout=soon",
 			"ftp://user:" + password + "@127.0.0.1:6379/0",
 			"redis://user:" + password + "@127.0.0.1:6379/0\x7f",
+			"redis+cluster://user:" + password + "@127.0.0.1:7000/3",
+			"redis+cluster://user:" + password + "@127.0.0.1:7000,127.0.0.1:7001?dial_timeout=soon",
+			"rediss+cluster://user:" + password + "@[::1]:7000,[::1]:7001?x=%zz",
+			"redis://user:" + password + "@127.0.0.1:7000?addr=127.0.0.1:7001&dial_timeout=soon",
 		} {
 			_, err := pubsub.NewRedis(ctx, pubsub.RedisOptions{URL: u})
 			if assert.Error(t, err, u) {
@@ -494,4 +499,40 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestRedis_tls: the broker works over TLS (rediss://), its subscriber
+// connection included, and survives a restart there too.
+func TestRedis_tls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.StartTLS(t, "--requirepass", "pw")
+	url := strings.Replace(srv.TLSURL(), "rediss://", "rediss://:pw@", 1)
+	b, err := pubsub.NewRedis(ctx, pubsub.RedisOptions{URL: url, KeyPrefix: redistest.Prefix(t),
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	rec := newRecorder()
+	subscribe(t, b, "t", rec.handle)
+	require.NoError(t, b.Publish(ctx, "t", []byte("over TLS")))
+	assert.Equal(t, "over TLS", rec.next(t).payload)
+
+	srv.Restart()
+	publishUntilDelivered(t, b, "t", rec, time.Now())
+}
+
+// TestRedis_unixSocket: a server reached through a Unix socket, unix://.
+func TestRedis_unixSocket(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sock := filepath.Join(t.TempDir(), "redis.sock")
+	redistest.Start(t, "--unixsocket", sock, "--unixsocketperm", "700")
+	b, err := pubsub.NewRedis(ctx, pubsub.RedisOptions{URL: "unix://" + sock + "?db=2", KeyPrefix: redistest.Prefix(t),
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	rec := newRecorder()
+	subscribe(t, b, "t", rec.handle)
+	require.NoError(t, b.Publish(ctx, "t", []byte("through the socket")))
+	assert.Equal(t, "through the socket", rec.next(t).payload)
 }
