@@ -98,6 +98,12 @@
 // reached it, and asks for it again (the registry's snapshots, for
 // instance). Memory never loses its connection and never calls fn.
 //
+// With a Redis Cluster the loss may be partial: while one shard is down,
+// the topics of the others are still delivered. Between false and true, a
+// message received on one topic does not mean that the answer to it, on
+// another, will arrive: requests sent meanwhile may need sending again once
+// Watch reports true.
+//
 //	resync := make(chan struct{}, 1)
 //	stop := b.Watch(func(up bool) {
 //		if up { // fn must not block: a resync already pending covers this one
