@@ -560,6 +560,8 @@ func TestToolRequest_Log(t *testing.T) {
 	require.Len(t, got, 1, "only the error passes the info level")
 	var p mcp.LoggingMessageParams
 	require.NoError(t, json.Unmarshal(got[0].params, &p))
+	assert.Contains(t, p.Meta, mcp.MetaRelatedRequest, "the line names its call")
+	p.Meta = nil
 	assert.Equal(t, mcp.LoggingMessageParams{Level: mcp.LevelError, Logger: "tool", Data: "it broke"}, p)
 }
 
