@@ -370,21 +370,31 @@ func (h *Hub) call(ctx context.Context, t *target, c caller, method string) (jso
 // flight is the life of one forwarded call: it ends once, by its answer, its
 // cancellation or its timeout, whichever comes first.
 type flight struct {
-	mu    sync.Mutex
-	ended bool
-	abort func(error) // ends the call at the replica, which then answers done
-	timer *time.Timer
+	mu      sync.Mutex
+	ended   bool
+	abort   func(error) // ends the call at the replica, which then answers done
+	pending error       // a cancellation that came before the call was sent
+	timer   *time.Timer
 }
 
-// started arms the call's timeout, unless it already ended.
+// started arms the call's timeout, unless it already ended; a cancellation
+// that came while the call was being sent takes effect now. (Another
+// instance's cancel can find the call between its registration and here:
+// it was lost, once in a few runs under -race.)
 func (f *flight) started(abort func(error), timeout time.Duration) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.ended {
+		f.mu.Unlock()
 		return
 	}
 	f.abort = abort
+	if cause := f.pending; cause != nil {
+		f.mu.Unlock()
+		abort(cause)
+		return
+	}
 	f.timer = time.AfterFunc(timeout, func() { f.cancel(context.DeadlineExceeded) })
+	f.mu.Unlock()
 }
 
 // end marks the call ended; it reports false if it had ended already.
@@ -405,12 +415,20 @@ func (f *flight) end() bool {
 // call's done runs with cause.
 func (f *flight) cancel(cause error) {
 	f.mu.Lock()
-	abort := f.abort
-	ended := f.ended
-	f.mu.Unlock()
-	if !ended && abort != nil {
-		abort(cause)
+	if f.ended {
+		f.mu.Unlock()
+		return
 	}
+	abort := f.abort
+	if abort == nil {
+		if f.pending == nil {
+			f.pending = cause
+		}
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	abort(cause)
 }
 
 // upstreamCall is a call this instance forwarded to one of its replicas.

@@ -341,7 +341,8 @@ func (s *subscriptions) dropInstance(instance string) {
 
 // viewChanged follows servers that moved: coordinations at replicas that
 // left are forgotten, and every subscription whose coordinator changed is
-// asked again, of the new one.
+// asked again, of the new one, as is every one whose last ask failed (the
+// broker was out of reach, say).
 func (s *subscriptions) viewChanged(v *view) {
 	h := s.hub
 	s.mu.Lock()
@@ -364,8 +365,8 @@ func (s *subscriptions) viewChanged(v *view) {
 			// The server is gone (or out of reach): whoever kept the
 			// subscription for us forgets it, so ask again when it is back.
 			up.replica, up.instance = "", ""
-		case ri.ID != up.replica:
-			moved = append(moved, uri)
+		case ri.ID != up.replica || up.err != nil:
+			moved = append(moved, uri) // moved, or a re-ask that failed: ask again
 		}
 	}
 	s.mu.Unlock()
