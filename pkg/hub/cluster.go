@@ -65,7 +65,8 @@ type cluster struct {
 	mu       sync.Mutex
 	remotes  map[string]*remoteInstance
 	calls    map[uint64]*outCall    // calls, subs and sreqs we sent, by number
-	served   map[string]func(error) // calls, subs and sreqs we serve for others, by "from/number": how to end them
+	served   map[string]func(error) // calls, subs, sreqs and relayed requests we serve for others, by "from/number": how to end them
+	relays   map[uint64]*relay      // HTTP requests we relayed to their session's owner, by number
 	brokerUp bool
 	epoch    uint64 // counts our broker (re)connections
 	subs     []pubsub.Subscription
@@ -90,6 +91,7 @@ func newCluster(h *Hub) *cluster {
 		remotes: map[string]*remoteInstance{},
 		calls:   map[uint64]*outCall{},
 		served:  map[string]func(error){},
+		relays:  map[uint64]*relay{},
 		dirty:   make(chan struct{}, 1),
 		state:   make(chan bool, 2),
 	}
@@ -274,6 +276,12 @@ func (c *cluster) endExchanges(instance string, err error, all bool) {
 	for key, cancel := range c.served {
 		if instance == "" || servedBy(key, instance) {
 			cancels = append(cancels, cancel)
+		}
+	}
+	for n, rl := range c.relays {
+		if instance == "" || rl.instance == instance {
+			delete(c.relays, n)
+			close(rl.lost)
 		}
 	}
 	c.mu.Unlock()
@@ -579,6 +587,12 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 		}
 	case kindCall:
 		c.serveCall(env)
+	case kindHTTP:
+		if env.HTTP != nil {
+			c.serveRelayed(env)
+		}
+	case kindHTTPRes:
+		c.onRelayPart(env)
 	case kindSub, kindSReq:
 		// Served on a goroutine of its own: the inbox must keep flowing
 		// (the answer to a sampling request this call makes comes through

@@ -26,6 +26,8 @@ const (
 	kindSReq      = "sreq" // inbox: a server's request for the client of a call
 	kindSRes      = "sres" // inbox: the answer to a sreq
 	kindSCancel   = "scxl" // inbox: the server gave up on a sreq
+	kindHTTP      = "http" // inbox: serve this HTTP request of a session of yours (http_relay.go)
+	kindHTTPRes   = "hres" // inbox: a part of the response to an http
 )
 
 // envelope is every message between instances.
@@ -50,6 +52,7 @@ type envelope struct {
 	URI     string          `json:"u,omitempty"`
 	Unsub   bool            `json:"x,omitempty"`
 	Body    string          `json:"b,omitempty"` // on the wire: which of Params and Result follows the header
+	HTTP    *httpPart       `json:"h,omitempty"`
 }
 
 // On the wire an envelope is its JSON header, and when it carries params or

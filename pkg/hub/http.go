@@ -11,12 +11,17 @@ import (
 	"github.com/switchboard-mcp/switchboard/web"
 )
 
-// Handler returns the hub's HTTP handler: /mcp, /mcp/server, /healthz,
-// /readyz, /metrics, the dashboard's /login and /logout, and the dashboard
-// at /.
-func (h *Hub) Handler() http.Handler {
+// Handler returns the hub's HTTP handler: /mcp and /servers/<name>/mcp
+// (WebSocket and Streamable HTTP), /mcp/server, /healthz, /readyz,
+// /metrics, the dashboard's /login and /logout, and the dashboard at /.
+func (h *Hub) Handler() http.Handler { return h.mux }
+
+func (h *Hub) newMux() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /mcp", h.serveClient)
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		mux.HandleFunc(method+" /mcp", h.serveMCP)
+		mux.HandleFunc(method+" /servers/{name}/mcp", h.serveMCP)
+	}
 	mux.HandleFunc("GET /mcp/server", h.serveServer)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -83,6 +85,15 @@ type Config struct {
 	// lets it overflow is closed with 1008 "slow consumer". Default 1024.
 	SendQueue int
 
+	// SessionIdleTimeout ends a Streamable HTTP session with no request in
+	// progress and no stream open for this long, releasing its
+	// subscriptions. Default 10 minutes.
+	SessionIdleTimeout time.Duration
+	// ReplayEvents and ReplayBytes bound the SSE events one HTTP session
+	// keeps for a client that reconnects with Last-Event-ID. Defaults 256
+	// and 1 MiB.
+	ReplayEvents, ReplayBytes int
+
 	// WebSocket tunes every connection (keepalive, write timeout).
 	WebSocket peer.WebSocketOptions
 	// Logger receives the hub's logs; nil means slog.Default().
@@ -133,6 +144,9 @@ func (cfg *Config) setDefaults() {
 	def(&cfg.RateBurst, DefaultRateBurst)
 	defDur(&cfg.InitializeTimeout, DefaultInitializeTimeout)
 	defDur(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
+	defDur(&cfg.SessionIdleTimeout, mcp.DefaultStreamableIdle)
+	def(&cfg.ReplayEvents, mcp.DefaultReplayEvents)
+	def(&cfg.ReplayBytes, mcp.DefaultReplayBytes)
 	def(&cfg.SendQueue, DefaultSendQueue)
 	if cfg.InstanceID == "" {
 		cfg.InstanceID = uuid.NewString()
@@ -155,9 +169,11 @@ type Hub struct {
 	ownsBroker bool
 	start      time.Time
 
-	reg     *registry
-	subs    *subscriptions
-	cluster *cluster
+	reg        *registry
+	subs       *subscriptions
+	cluster    *cluster
+	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
+	mux        http.Handler
 
 	changedMu sync.Mutex
 	changed   chan struct{} // closed and replaced after every registry change
@@ -207,6 +223,8 @@ func New(cfg Config) (*Hub, error) {
 	h.reg = newRegistry(h.viewChanged)
 	h.subs = newSubscriptions(h)
 	h.cluster = newCluster(h)
+	h.streamable = h.newStreamable()
+	h.mux = h.newMux()
 	if err := h.subs.start(h.ctx); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("hub: subscribing to the broker: %w", err)
@@ -289,6 +307,7 @@ func (h *Hub) Close() error {
 		peers = append(peers, r.peer)
 	}
 	h.mu.Unlock()
+	h.streamable.Close()
 	for _, p := range peers {
 		p.CloseWith(peer.CloseGoingAway, "hub shutting down")
 	}
@@ -363,20 +382,12 @@ func (h *Hub) viewChanged(old, cur *view) {
 	h.changed = make(chan struct{})
 	h.changedMu.Unlock()
 
-	tools, resources, prompts := cur.changed(old)
-	var methods []string
-	if tools {
-		methods = append(methods, mcp.NotificationToolsListChanged)
-	}
-	if resources {
-		methods = append(methods, mcp.NotificationResourcesListChanged)
-	}
-	if prompts {
-		methods = append(methods, mcp.NotificationPromptsListChanged)
-	}
-	for _, m := range methods {
-		n := h.broadcast(encodeNotification(m, nil))
-		h.metrics.fannedOut.WithLabelValues(m).Add(float64(n))
+	h.listsChanged(old, cur)
+	for _, c := range cur.conflicts {
+		if !slices.Contains(old.conflicts, c) {
+			h.log.Warn("a server lists what an earlier server serves; its copy is not served",
+				"kind", c.Kind, "key", c.Key, "kept", c.Kept, "refused", c.Refused)
+		}
 	}
 	h.builtinsChanged()
 	h.subs.viewChanged(cur)
@@ -402,17 +413,27 @@ func (h *Hub) waitView(ctx context.Context, ok func(*view) bool) error {
 	}
 }
 
-// broadcast sends an encoded notification to every initialized client and
-// returns how many got it.
-func (h *Hub) broadcast(frame []byte) int {
-	n := 0
+// listsChanged tells every initialized session which of its lists
+// changed: the whole hub's, or its server's.
+func (h *Hub) listsChanged(old, cur *view) {
+	whole := cur.changed(old, "")
+	frames := map[string][]byte{}
 	for _, s := range h.sessionList() {
-		if s.isInitialized() {
-			_ = s.peer.SendEncoded(frame)
-			n++
+		if !s.isInitialized() {
+			continue
+		}
+		methods := whole
+		if s.scope != "" {
+			methods = cur.changed(old, s.scope)
+		}
+		for _, m := range methods {
+			if frames[m] == nil {
+				frames[m] = encodeNotification(m, nil)
+			}
+			_ = s.peer.SendEncoded(frames[m])
+			h.metrics.fannedOut.WithLabelValues(m).Inc()
 		}
 	}
-	return n
 }
 
 // sessionList returns the client sessions (not those ending).

@@ -141,7 +141,7 @@ type conflict struct {
 // endpoint.
 type serverLists struct {
 	lists [numKinds][]*aggItem // sorted by the server's own keys
-	hash  uint64               // changes when any of them does
+	hash  [numKinds]uint64
 }
 
 // view is one immutable state of the registry: every server on every
@@ -181,12 +181,32 @@ func (v *view) replicasForURI(server, uri string) []*replicaInfo {
 	return v.servers[server]
 }
 
-// changed reports which lists differ between two views. Resources and
-// templates are one list to clients: both change resources/list_changed.
-func (v *view) changed(old *view) (tools, resources, prompts bool) {
-	return v.hash[kindTools] != old.hash[kindTools],
-		v.hash[kindResources] != old.hash[kindResources] || v.hash[kindTemplates] != old.hash[kindTemplates],
-		v.hash[kindPrompts] != old.hash[kindPrompts]
+// changed returns the list_changed notifications that tell a client of
+// the whole hub (scope "") or of one server how its lists differ between
+// two views. Resources and templates are one list to clients: both change
+// resources/list_changed.
+func (v *view) changed(old *view, scope string) []string {
+	cur, prev := v.hash, old.hash
+	if scope != "" {
+		cur, prev = [numKinds]uint64{}, [numKinds]uint64{}
+		if sl := v.own[scope]; sl != nil {
+			cur = sl.hash
+		}
+		if sl := old.own[scope]; sl != nil {
+			prev = sl.hash
+		}
+	}
+	var methods []string
+	if cur[kindTools] != prev[kindTools] {
+		methods = append(methods, mcp.NotificationToolsListChanged)
+	}
+	if cur[kindResources] != prev[kindResources] || cur[kindTemplates] != prev[kindTemplates] {
+		methods = append(methods, mcp.NotificationResourcesListChanged)
+	}
+	if cur[kindPrompts] != prev[kindPrompts] {
+		methods = append(methods, mcp.NotificationPromptsListChanged)
+	}
+	return methods
 }
 
 // templateIndex finds the template that serves a URI without trying every
@@ -425,15 +445,10 @@ func buildView(replicas []*replicaInfo) *view {
 		v.hash[k] = hashItems(v.lists[k], func(a *aggItem) []byte { return a.raw })
 	}
 	for _, sl := range v.own {
-		h := fnv.New64a()
 		for k := range numKinds {
 			sort.Slice(sl.lists[k], func(i, j int) bool { return sl.lists[k][i].orig < sl.lists[k][j].orig })
-			for _, a := range sl.lists[k] {
-				h.Write(a.own)
-				h.Write([]byte{byte(k)})
-			}
+			sl.hash[k] = hashItems(sl.lists[k], func(a *aggItem) []byte { return a.own })
 		}
-		sl.hash = h.Sum64()
 	}
 	sort.Slice(v.conflicts, func(i, j int) bool {
 		a, b := v.conflicts[i], v.conflicts[j]

@@ -378,7 +378,7 @@ func init() {
 				rp.peer.Cancel(p.RequestID)
 			}
 		}),
-		mcp.NotificationResourceUpdated: notification((*replica).resourceUpdated),
+		mcp.NotificationResourceUpdated:      notification((*replica).resourceUpdated),
 		mcp.NotificationMessage:              notification((*replica).forwardLog),
 		mcp.NotificationToolsListChanged:     refresh(kindTools),
 		mcp.NotificationResourcesListChanged: refresh(kindResources, kindTemplates),

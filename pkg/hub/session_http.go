@@ -1,0 +1,166 @@
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// The Streamable HTTP face of /mcp and /servers/<name>/mcp. A session there
+// is a session like one on a WebSocket: pkg/mcp's StreamableHandler gives
+// it a peer.Conn, and everything else (routing, subscriptions, limits,
+// metrics) is the same code. Its id names the instance that owns it; a
+// request that reaches another instance is served by the owner through the
+// broker (http_relay.go), so that a load balancer needs no affinity.
+
+// requestKey keys what serveHTTP found out about a request, for the
+// StreamableHandler's hooks.
+type requestKey struct{}
+
+type requestInfo struct {
+	who   *principal
+	scope string
+}
+
+// serveMCP serves /mcp and /servers/<name>/mcp: a WebSocket upgrade opens a
+// WebSocket session, anything else is Streamable HTTP.
+func (h *Hub) serveMCP(w http.ResponseWriter, r *http.Request) {
+	scope := r.PathValue("name")
+	if isUpgrade(r) {
+		h.serveClient(w, r, scope)
+		return
+	}
+	h.serveHTTP(w, r, scope)
+}
+
+// isUpgrade reports whether r asks for a WebSocket.
+func isUpgrade(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// endpoint names the path a request came to, for messages.
+func endpoint(scope string) string {
+	if scope == "" {
+		return "/mcp"
+	}
+	return "/servers/" + scope + "/mcp"
+}
+
+// scopeAllowed reports whether a session of who may be scoped to server:
+// the server must be connected and visible to the token. Otherwise it
+// answers 404: the endpoint does not exist for this client.
+func (h *Hub) scopeAllowed(w http.ResponseWriter, who *principal, scope string) bool {
+	if scope == "" {
+		return true
+	}
+	if len(h.reg.view().servers[scope]) == 0 || !who.roles[RoleAdmin] && !who.mayUseServer(scope, h.cfg.Separator) {
+		http.Error(w, "404 not found: no server "+scope+" here", http.StatusNotFound)
+		return false
+	}
+	return true
+}
+
+func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request, scope string) {
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		if owner := h.sessionOwner(id); owner != h.id {
+			if owner == "" {
+				http.Error(w, "404 not found: unknown or expired session", http.StatusNotFound)
+				return
+			}
+			h.relayHTTP(w, r, owner)
+			return
+		}
+	}
+	who := h.check(w, r, endpoint(scope), RoleClient, RoleDashboard)
+	if who == nil {
+		return
+	}
+	if r.Header.Get("Mcp-Session-Id") == "" && !h.scopeAllowed(w, who, scope) {
+		return
+	}
+	ctx := context.WithValue(r.Context(), requestKey{}, &requestInfo{who: who, scope: scope})
+	h.streamable.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// newStreamable returns the handler of every Streamable HTTP session of
+// this instance.
+func (h *Hub) newStreamable() *mcp.StreamableHandler {
+	return mcp.NewStreamableHandler(&mcp.StreamableOptions{
+		Open:         h.openHTTPSession,
+		Check:        h.checkHTTPSession,
+		NewSessionID: h.newSessionID,
+		MaxBodyBytes: int64(h.cfg.MaxMessageBytes),
+		Limits:       h.cfg.limits(),
+		IdleTimeout:  h.cfg.SessionIdleTimeout,
+		ReplayEvents: h.cfg.ReplayEvents,
+		ReplayBytes:  h.cfg.ReplayBytes,
+		Logger:       h.log,
+	})
+}
+
+// newSessionID names a new HTTP session: this instance's id, a colon, and
+// 128 random bits.
+func (h *Hub) newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return h.id + ":" + hex.EncodeToString(b[:])
+}
+
+// sessionOwner returns the instance that owns an HTTP session: this one,
+// another one of the cluster, or "" for none known.
+func (h *Hub) sessionOwner(id string) string {
+	owner, _, ok := strings.Cut(id, ":")
+	if !ok {
+		return h.id // not one of ours: the handler says it is unknown
+	}
+	if owner == h.id {
+		return owner
+	}
+	h.cluster.mu.Lock()
+	_, known := h.cluster.remotes[owner]
+	h.cluster.mu.Unlock()
+	if known {
+		return owner
+	}
+	return ""
+}
+
+// openHTTPSession starts the session of an initialize POST.
+func (h *Hub) openHTTPSession(r *http.Request, ss *mcp.StreamSession) error {
+	info, _ := r.Context().Value(requestKey{}).(*requestInfo)
+	if info == nil {
+		return &mcp.HTTPError{Status: http.StatusInternalServerError, Message: "internal error"}
+	}
+	if h.draining.Load() {
+		h.metrics.authFailures.WithLabelValues("draining").Inc()
+		return &mcp.HTTPError{Status: http.StatusServiceUnavailable, Message: "draining: this hub instance is shutting down; connect to another",
+			Header: http.Header{"Retry-After": {"1"}}}
+	}
+	release, err := h.takeSlot(info.who)
+	if err != nil {
+		return &mcp.HTTPError{Status: http.StatusTooManyRequests, Message: err.Error(), Header: http.Header{"Retry-After": {"5"}}}
+	}
+	s := h.newSession(ss.Conn(), info.who, release, "http", info.scope)
+	ss.SetData(s)
+	h.log.Info("client connected", "client", s.id, "transport", s.transport, "endpoint", endpoint(info.scope),
+		"token", info.who.name, "remote", r.RemoteAddr)
+	if !s.start(ss.Conn()) {
+		return &mcp.HTTPError{Status: http.StatusServiceUnavailable, Message: "hub shutting down"}
+	}
+	return nil
+}
+
+// checkHTTPSession lets a later request of a session through only with the
+// session's own token, on the session's own endpoint.
+func (h *Hub) checkHTTPSession(r *http.Request, ss *mcp.StreamSession) error {
+	info, _ := r.Context().Value(requestKey{}).(*requestInfo)
+	s, _ := ss.Data().(*session)
+	if info == nil || s == nil || info.who.name != s.who.name || info.scope != s.scope {
+		return &mcp.HTTPError{Status: http.StatusNotFound, Message: "unknown or expired session"}
+	}
+	return nil
+}
