@@ -61,6 +61,7 @@ func (h *Hub) relayHTTP(w http.ResponseWriter, r *http.Request, instance string)
 		http.Error(w, "400 bad request: the body could not be read", http.StatusBadRequest)
 		return
 	}
+	h.metrics.relayed.WithLabelValues("sent").Inc()
 	n := c.nextCall.Add(1)
 	rl := &relay{instance: instance, parts: make(chan *httpPart, relayQueue), lost: make(chan struct{})}
 	c.mu.Lock()
@@ -154,6 +155,7 @@ func (c *cluster) loseRelay(n uint64) {
 // instance's own handler, and streams its response back.
 func (c *cluster) serveRelayed(env *envelope) {
 	h := c.hub
+	h.metrics.relayed.WithLabelValues("served").Inc()
 	key := servedKey(env.From, env.Call)
 	ctx, cancel := context.WithCancel(h.ctx)
 	c.mu.Lock()

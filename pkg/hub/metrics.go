@@ -27,6 +27,7 @@ type metrics struct {
 	fannedOut     *prometheus.CounterVec
 	slowConsumers prometheus.Counter
 	refused       *prometheus.CounterVec
+	relayed       *prometheus.CounterVec
 	rateLimited   prometheus.Counter
 	authFailures  *prometheus.CounterVec
 	brokerOps     *prometheus.CounterVec
@@ -56,6 +57,9 @@ func newMetrics(h *Hub) *metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_refused_total", Help: "What peers sent that the hub refused or dropped, by reason.",
 		}, []string{"reason"}),
+		relayed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_http_relayed_total", Help: "Streamable HTTP requests for a session of another instance: sent to its owner, or served for another instance.",
+		}, []string{"side"}),
 		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_rate_limited_total", Help: "Requests refused with -32004 by the per-token rate limit.",
 		}),
@@ -72,7 +76,7 @@ func newMetrics(h *Hub) *metrics {
 			Name: "switchboard_draining", Help: "1 while the instance drains before shutting down.",
 		}),
 	}
-	m.reg.MustRegister(m.connections, m.requests, m.routed, m.fannedOut, m.slowConsumers, m.refused, m.rateLimited,
+	m.reg.MustRegister(m.connections, m.requests, m.routed, m.fannedOut, m.slowConsumers, m.refused, m.relayed, m.rateLimited,
 		m.authFailures, m.brokerOps, m.brokerUp, m.draining,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
