@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchboard-mcp/switchboard/internal/conformance"
+	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
@@ -75,7 +77,9 @@ var summaryLine = regexp.MustCompile(`(?m)^([✓✗]) (\S+): (\d+) passed, (\d+)
 
 // TestConformance runs the official suite, every server scenario, against
 // the fixture served directly over the Streamable HTTP handler, once with
-// JSON answers where they suffice and once with SSE always.
+// JSON answers where they suffice and once with SSE always; then against
+// the hub's /servers/conformance/mcp, with the fixture dialed out to the hub
+// over a WebSocket: the hub must be as conformant as the server behind it.
 func TestConformance(t *testing.T) {
 	node, cli := suite(t)
 	for _, mode := range []struct {
@@ -87,41 +91,81 @@ func TestConformance(t *testing.T) {
 			srv := httptest.NewServer(h)
 			defer srv.Close()
 			defer sh.Close()
-
-			out := t.TempDir()
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, cli, "server", "--url", srv.URL+"/mcp", "--suite", "all", "-o", out)
-			var stdout bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stdout
-			err := cmd.Run()
-			t.Logf("suite output (summary):\n%s", summary(stdout.String()))
-			require.NoError(t, err, "the suite failed:\n%s", stdout.String())
-
-			got := map[string]string{}
-			for _, m := range summaryLine.FindAllStringSubmatch(stdout.String(), -1) {
-				got[m[2]] = m[1]
-				assert.Equal(t, "0", m[4], "scenario %s failed checks", m[2])
-			}
-			for _, sc := range scenarios {
-				assert.Equal(t, "✓", got[sc], "scenario %s", sc)
-			}
-			assert.Len(t, got, len(scenarios), "the suite ran other scenarios than the 32 expected")
-
-			// Every check of every scenario: successes and information only.
-			files, err := filepath.Glob(filepath.Join(out, "*", "checks.json"))
-			require.NoError(t, err)
-			require.Len(t, files, len(scenarios), "one checks.json per scenario")
-			for _, f := range files {
-				raw, err := os.ReadFile(f)
-				require.NoError(t, err)
-				var checks []check
-				require.NoError(t, json.Unmarshal(raw, &checks), f)
-				for _, c := range checks {
-					assert.Contains(t, []string{"SUCCESS", "INFO"}, c.Status, "%s: check %s: %s", filepath.Base(filepath.Dir(f)), c.ID, c.ErrorMessage)
-				}
-			}
+			runSuite(t, node, cli, srv.URL+"/mcp")
 		})
+	}
+	t.Run("through the hub", func(t *testing.T) {
+		url, stop := throughHub(t)
+		defer stop()
+		runSuite(t, node, cli, url)
+	})
+}
+
+// throughHub starts a hub with the fixture dialed out to it and returns
+// the fixture's endpoint on the hub.
+func throughHub(t *testing.T) (string, func()) {
+	h, err := hub.New(hub.Config{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = h.NewHTTPServer()
+	srv.Start()
+	ctx, cancel := context.WithCancel(t.Context())
+	dialed := make(chan error, 1)
+	go func() {
+		dialed <- conformance.NewServer().Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/mcp/server?name=conformance", nil)
+	}()
+	url := srv.URL + "/servers/conformance/mcp"
+	require.Eventually(t, func() bool {
+		c, err := mcp.Connect(ctx, url, nil)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	}, 20*time.Second, 20*time.Millisecond, "the fixture registers on the hub")
+	return url, func() {
+		cancel()
+		assert.ErrorIs(t, <-dialed, context.Canceled)
+		srv.Close()
+		assert.NoError(t, h.Close())
+	}
+}
+
+// runSuite runs every server scenario against url and checks that each
+// passed, with successes and information only.
+func runSuite(t *testing.T, node, cli, url string) {
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, cli, "server", "--url", url, "--suite", "all", "-o", out)
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	err := cmd.Run()
+	t.Logf("suite output (summary):\n%s", summary(stdout.String()))
+	require.NoError(t, err, "the suite failed:\n%s", stdout.String())
+
+	got := map[string]string{}
+	for _, m := range summaryLine.FindAllStringSubmatch(stdout.String(), -1) {
+		got[m[2]] = m[1]
+		assert.Equal(t, "0", m[4], "scenario %s failed checks", m[2])
+	}
+	for _, sc := range scenarios {
+		assert.Equal(t, "✓", got[sc], "scenario %s", sc)
+	}
+	assert.Len(t, got, len(scenarios), "the suite ran other scenarios than the 32 expected")
+
+	// Every check of every scenario: successes and information only.
+	files, err := filepath.Glob(filepath.Join(out, "*", "checks.json"))
+	require.NoError(t, err)
+	require.Len(t, files, len(scenarios), "one checks.json per scenario")
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var checks []check
+		require.NoError(t, json.Unmarshal(raw, &checks), f)
+		for _, c := range checks {
+			assert.Contains(t, []string{"SUCCESS", "INFO"}, c.Status, "%s: check %s: %s", filepath.Base(filepath.Dir(f)), c.ID, c.ErrorMessage)
+		}
 	}
 }
 
