@@ -1,14 +1,17 @@
 package gosdk_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,8 +22,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -62,6 +67,10 @@ type recorder struct {
 
 func (rec *recorder) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" {
+			h.ServeHTTP(w, r) // a server dialing out to the hub: not the SDK's
+			return
+		}
 		ex := exchange{httpMethod: r.Method}
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(r.Body)
@@ -95,11 +104,23 @@ func (w *statusWriter) WriteHeader(code int) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// serverURL serves s and returns the URL an MCP client connects to. This is
-// the one place that decides where the Go SDK's client goes: today a pkg/mcp
-// Server behind pkg/mcp's Streamable HTTP handler; pointed at a hub, the
-// hub's /servers/<name>/mcp with s dialed out to it.
-func serverURL(t *testing.T, s *mcp.Server, rec *recorder) (string, *http.Client) {
+// urlFunc serves s and returns the URL an MCP client connects to, and the
+// HTTP client to use; rec, when set, records every request the endpoint
+// gets.
+type urlFunc func(t *testing.T, s *mcp.Server, rec *recorder) (string, *http.Client)
+
+// everywhere runs a test against each endpoint: the fixture served by
+// pkg/mcp's Streamable HTTP handler directly, and the hub's own endpoint
+// of the fixture (/servers/switchboard-fixture/mcp), with the fixture
+// dialed out to the hub over a WebSocket. What the SDK sees must not
+// differ.
+func everywhere(t *testing.T, test func(t *testing.T, serverURL urlFunc)) {
+	t.Run("direct", func(t *testing.T) { test(t, directURL) })
+	t.Run("hub", func(t *testing.T) { test(t, hubURL) })
+}
+
+// directURL serves s with pkg/mcp's Streamable HTTP handler.
+func directURL(t *testing.T, s *mcp.Server, rec *recorder) (string, *http.Client) {
 	t.Helper()
 	var mu sync.Mutex
 	var sessions []*mcp.ServerSession
@@ -127,6 +148,68 @@ func serverURL(t *testing.T, s *mcp.Server, rec *recorder) (string, *http.Client
 		srv.Close()
 	})
 	return srv.URL, srv.Client()
+}
+
+// hubURL starts a hub, dials s out to it and returns its own endpoint on
+// the hub.
+func hubURL(t *testing.T, s *mcp.Server, rec *recorder) (string, *http.Client) {
+	t.Helper()
+	srv := startHub(t, nil, rec)
+	dialOut(t, s, srv, "")
+	return srv.URL + "/servers/switchboard-fixture/mcp", srv.Client()
+}
+
+// startHub starts a hub instance on broker (nil: its own).
+func startHub(t *testing.T, broker pubsub.Broker, rec *recorder) *httptest.Server {
+	t.Helper()
+	h, err := hub.New(hub.Config{Broker: broker, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	handler := h.Handler()
+	if rec != nil {
+		// Only the SDK's requests, to a server's own endpoint.
+		all, recorded := handler, rec.wrap(handler)
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/servers/") {
+				recorded.ServeHTTP(w, r)
+				return
+			}
+			all.ServeHTTP(w, r)
+		})
+	}
+	srv := httptest.NewUnstartedServer(handler)
+	srv.Config.ReadHeaderTimeout = 10 * time.Second
+	srv.Start()
+	t.Cleanup(func() {
+		srv.Close()
+		assert.NoError(t, h.Close())
+	})
+	return srv
+}
+
+// dialOut dials s out to the hub at srv (as name, when set) until the test
+// ends, and waits until the hub lists it.
+func dialOut(t *testing.T, s *mcp.Server, srv *httptest.Server, name string) {
+	t.Helper()
+	ws := "ws" + strings.TrimPrefix(srv.URL, "http") + "/mcp/server"
+	if name != "" {
+		ws += "?name=" + name
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Dial(ctx, ws, &mcp.DialOptions{MinBackoff: 10 * time.Millisecond}) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	require.Eventually(t, func() bool {
+		c, err := mcp.Connect(ctx, srv.URL+"/mcp", nil)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		res, err := c.ReadResource(ctx, "switchboard://servers")
+		return err == nil && strings.Contains(res.Contents[0].Text, `"name":"`+cmp.Or(name, "switchboard-fixture")+`"`)
+	}, wait, 10*time.Millisecond, "the server registers on the hub")
 }
 
 // connect connects the Go SDK's client over its StreamableClientTransport.
@@ -209,7 +292,9 @@ func newFixture() *fixture {
 // tries the 2026-07-28 revision's server/discover, which the handler
 // refuses (400, -32022 listing the versions it speaks), then falls back to
 // initialize with 2025-11-25.
-func TestGoSDK_connect(t *testing.T) {
+func TestGoSDK_connect(t *testing.T) { everywhere(t, testGoSDK_connect) }
+
+func testGoSDK_connect(t *testing.T, serverURL urlFunc) {
 	f := newFixture()
 	rec := &recorder{}
 	url, hc := serverURL(t, f.Server, rec)
@@ -231,7 +316,9 @@ func TestGoSDK_connect(t *testing.T) {
 	t.Logf("requests: %v", ex)
 }
 
-func TestGoSDK_lists(t *testing.T) {
+func TestGoSDK_lists(t *testing.T) { everywhere(t, testGoSDK_lists) }
+
+func testGoSDK_lists(t *testing.T, serverURL urlFunc) {
 	f := newFixture()
 	url, hc := serverURL(t, f.Server, nil)
 	cs := connect(t, url, hc, nil)
@@ -242,14 +329,15 @@ func TestGoSDK_lists(t *testing.T) {
 		require.NoError(t, err)
 		tools = append(tools, tool.Name)
 	}
-	assert.Equal(t, []string{"add", "slow", "ask", "form"}, tools, "every page, through cursors")
+	// Every page, through cursors (the server's order; the hub's is by name).
+	assert.ElementsMatch(t, []string{"add", "slow", "ask", "form"}, tools)
 
 	var resources []string
 	for r, err := range cs.Resources(ctx, nil) {
 		require.NoError(t, err)
 		resources = append(resources, r.URI)
 	}
-	assert.Equal(t, []string{"test://one", "test://two", "test://three"}, resources)
+	assert.ElementsMatch(t, []string{"test://one", "test://two", "test://three"}, resources)
 
 	var templates []string
 	for r, err := range cs.ResourceTemplates(ctx, nil) {
@@ -279,7 +367,9 @@ func TestGoSDK_lists(t *testing.T) {
 	assert.Equal(t, []string{"a-1", "a-2"}, comp.Completion.Values)
 }
 
-func TestGoSDK_calls(t *testing.T) {
+func TestGoSDK_calls(t *testing.T) { everywhere(t, testGoSDK_calls) }
+
+func testGoSDK_calls(t *testing.T, serverURL urlFunc) {
 	f := newFixture()
 	url, hc := serverURL(t, f.Server, nil)
 	progress := make(chan float64, 16)
@@ -323,9 +413,10 @@ func TestGoSDK_calls(t *testing.T) {
 // TestGoSDK_cancel checks that cancelling a call's context reaches the
 // tool (the SDK sends notifications/cancelled in a POST of its own) and
 // that the session goes on.
-func TestGoSDK_cancel(t *testing.T) {
+func TestGoSDK_cancel(t *testing.T) { everywhere(t, testGoSDK_cancel) }
+
+func testGoSDK_cancel(t *testing.T, serverURL urlFunc) {
 	f := newFixture()
-	url, hc := serverURL(t, f.Server, nil)
 	started := make(chan struct{})
 	f.AddTool(&mcp.Tool{Name: "wait", Description: "waits"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
 		close(started)
@@ -333,6 +424,7 @@ func TestGoSDK_cancel(t *testing.T) {
 		f.cancelled <- struct{}{}
 		return nil, ctx.Err()
 	})
+	url, hc := serverURL(t, f.Server, nil)
 	cs := connect(t, url, hc, nil)
 	callCtx, cancel := context.WithCancel(testCtx(t))
 	errc := make(chan error, 1)
@@ -347,7 +439,9 @@ func TestGoSDK_cancel(t *testing.T) {
 	require.NoError(t, cs.Ping(testCtx(t), nil))
 }
 
-func TestGoSDK_serverRequests(t *testing.T) {
+func TestGoSDK_serverRequests(t *testing.T) { everywhere(t, testGoSDK_serverRequests) }
+
+func testGoSDK_serverRequests(t *testing.T, serverURL urlFunc) {
 	f := newFixture()
 	url, hc := serverURL(t, f.Server, nil)
 	cs := connect(t, url, hc, &sdk.ClientOptions{
@@ -374,7 +468,9 @@ func TestGoSDK_serverRequests(t *testing.T) {
 	assert.Equal(t, "accept Ada", res.Content[0].(*sdk.TextContent).Text)
 }
 
-func TestGoSDK_subscribe(t *testing.T) {
+func TestGoSDK_subscribe(t *testing.T) { everywhere(t, testGoSDK_subscribe) }
+
+func testGoSDK_subscribe(t *testing.T, serverURL urlFunc) {
 	f := newFixture()
 	url, hc := serverURL(t, f.Server, nil)
 	updated := make(chan string, 16)
@@ -397,7 +493,9 @@ func TestGoSDK_subscribe(t *testing.T) {
 	assert.Equal(t, "test://three", recv(t, updated), "nothing about test://one after unsubscribing")
 }
 
-func TestGoSDK_listChanged(t *testing.T) {
+func TestGoSDK_listChanged(t *testing.T) { everywhere(t, testGoSDK_listChanged) }
+
+func testGoSDK_listChanged(t *testing.T, serverURL urlFunc) {
 	f := newFixture()
 	url, hc := serverURL(t, f.Server, nil)
 	changed := make(chan struct{}, 16)
@@ -415,7 +513,9 @@ func TestGoSDK_listChanged(t *testing.T) {
 
 // TestGoSDK_close checks that closing the SDK's session DELETEs it: the
 // server's session ends.
-func TestGoSDK_close(t *testing.T) {
+func TestGoSDK_close(t *testing.T) { everywhere(t, testGoSDK_close) }
+
+func testGoSDK_close(t *testing.T, serverURL urlFunc) {
 	f := newFixture()
 	rec := &recorder{}
 	url, hc := serverURL(t, f.Server, rec)
