@@ -53,6 +53,12 @@ func errOverloaded(maxInFlight int) *jsonrpc.Error {
 		WithData(map[string]any{"retryAfterMs": 100, "maxInFlight": maxInFlight})
 }
 
+// errTooManySubscriptions answers a subscription beyond a limit.
+func errTooManySubscriptions(who string, limit int) error {
+	return (&jsonrpc.Error{Code: mcp.CodeRateLimited, Message: fmt.Sprintf("too many subscriptions: %s holds %d", who, limit)}).
+		WithData(map[string]any{"maxSubscriptions": limit})
+}
+
 // errRateLimited answers a request over the token's rate limit.
 func errRateLimited(retry time.Duration) error {
 	ms := max(retry.Milliseconds(), 1)

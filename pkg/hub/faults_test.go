@@ -268,10 +268,20 @@ type rawServer struct {
 // request's result (JSON); nil answers {} (and, for list methods, an empty
 // list).
 func startRawServer(th *testHub, name, caps string, answer func(method string, params json.RawMessage) string) *rawServer {
+	th.t.Helper()
+	return startRawServerWith(th, name, "", caps, answer)
+}
+
+// startRawServerWith is startRawServer with a token.
+func startRawServerWith(th *testHub, name, token, caps string, answer func(method string, params json.RawMessage) string) *rawServer {
 	t := th.t
 	t.Helper()
 	before := len(th.reg.view().servers[name])
-	conn, err := peerDial(t, th.wsURL("/mcp/server?name="+name))
+	var opts *peer.DialOptions
+	if token != "" {
+		opts = &peer.DialOptions{Header: bearer(token)}
+	}
+	conn, err := peer.Dial(ctxFor(t), th.wsURL("/mcp/server?name="+name), opts)
 	require.NoError(t, err)
 	rs := &rawServer{t: t, conn: conn, seen: make(chan string, 64), calls: make(chan jsonrpc.ID, 64), cancels: make(chan jsonrpc.ID, 64)}
 	var wg sync.WaitGroup

@@ -1,9 +1,13 @@
 package hub
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,5 +137,163 @@ func TestHostile_duplicateMeta(t *testing.T) {
 		assert.Equal(t, jsonrpc.CodeInvalidParams, resp.Error.Code)
 		assert.Contains(t, resp.Error.Message, "_meta")
 	}
+	good.stillWorks()
+}
+
+// tokenClient connects an MCP client with a token.
+func (th *testHub) tokenClient(token string, opts *mcp.ClientOptions) *mcp.Client {
+	th.t.Helper()
+	if opts == nil {
+		opts = &mcp.ClientOptions{}
+	}
+	opts.Token = token
+	return th.client(opts)
+}
+
+// A server's log naming one client's call used to reach every client, and
+// a Go server's per-call logs went out unnamed, so to everyone. A log that
+// names a call now goes to that call's client only; one that names none
+// goes to operators and to the clients calling that server.
+func TestHostile_logsStayWithTheirClient(t *testing.T) {
+	t.Parallel()
+	th := authedHub(t, Config{})
+	good := &bystander{t: t, c: th.tokenClient("alice-secret", nil)}
+	release := make(chan struct{})
+	defer close(release)
+	srv := startRawServerWith(th, "weather", "weather-secret", `{"tools":{},"logging":{}}`, func(method string, _ json.RawMessage) string {
+		switch method {
+		case mcp.MethodToolsList:
+			return `{"tools":[{"name":"work","inputSchema":{"type":"object"}}]}`
+		case mcp.MethodToolsCall:
+			<-release
+		}
+		return ""
+	})
+	na, nb, nc, nd := newNotes(), newNotes(), newNotes(), newNotes()
+	a := th.tokenClient("alice-secret", &mcp.ClientOptions{OnNotification: na.add})
+	b := th.tokenClient("alice-secret", &mcp.ClientOptions{OnNotification: nb.add})
+	th.tokenClient("alice-secret", &mcp.ClientOptions{OnNotification: nc.add}) // calls nothing
+	th.tokenClient("ops-secret", &mcp.ClientOptions{OnNotification: nd.add})   // a dashboard
+	for _, c := range []*mcp.Client{a, b} {
+		go c.CallTool(context.Background(), "weather__work", nil, nil)
+	}
+	<-srv.calls
+	idB := <-srv.calls // the second call in flight is B's or A's: find out by naming it
+	srv.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"for one call","_meta":{"switchboard/relatedRequest":%s}}}`, idB))
+	srv.write(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"about the server"}}`)
+
+	isServerLog := func(p json.RawMessage) bool { return strings.Contains(string(p), "about the server") }
+	for _, n := range []*notes{na, nb, nd} {
+		n.wait(t, mcp.NotificationMessage, 1, isServerLog)
+	}
+	named := 0
+	for _, n := range []*notes{na, nb} {
+		if n.count(mcp.NotificationMessage) == 2 {
+			named++
+		}
+	}
+	assert.Equal(t, 1, named, "the named log reached exactly one of the two callers")
+	assert.Equal(t, 1, nd.count(mcp.NotificationMessage), "the dashboard got the server's log only")
+	require.Eventually(t, func() bool {
+		return scrape(t, th, `switchboard_notifications_fanned_out_total{method="notifications/message"}`) == 3
+	}, wait, time.Millisecond, "fanned out: %v", scrape(t, th, `switchboard_notifications_fanned_out_total{method="notifications/message"}`))
+	assert.Zero(t, nc.count(mcp.NotificationMessage), "a client that calls nothing got neither")
+	good.stillWorks()
+}
+
+// A client could knock a server offline with a flood of
+// notifications/roots/list_changed: each was forwarded, the server's queue
+// overflowed, and the hub dropped the server. They are now rate-limited
+// and coalesced per server.
+func TestHostile_rootsFlood(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{SendQueue: 64, RateLimit: 100, RateBurst: 50})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	good := newBystander(th)
+	release := make(chan struct{})
+	var roots atomic.Int64
+	s := mcp.NewServer(mcp.Implementation{Name: "victim", Version: "1"}, &mcp.ServerOptions{
+		OnRootsChanged: func(*mcp.ServerSession) { roots.Add(1) },
+	})
+	s.AddTool(&mcp.Tool{Name: "wait"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		<-release
+		return &mcp.CallToolResult{}, nil
+	})
+	th.runServer(s, "victim")
+	rc := th.rawClient(true)
+	rc.send(`{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"victim__wait"}}`)
+	require.Eventually(t, func() bool { return th.reg.view().servers["victim"][0].inflight.Load() == 1 }, wait, time.Millisecond)
+	start := time.Now()
+	frame := `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`
+	for range 20_000 {
+		rc.send(frame)
+	}
+	close(release)
+	resp := rc.recvResponse()
+	assert.Nil(t, resp.Error, "the flooder's own call finished: %v", resp.Error)
+	took := time.Since(start)
+	assert.LessOrEqual(t, roots.Load(), int64(2+took/DefaultListChangedInterval), "the server heard of it once per interval at most")
+	assert.Len(t, th.reg.view().servers["victim"], 1, "the server is still connected")
+	good.stillWorks()
+	assert.Positive(t, scrape(t, th, `switchboard_refused_total{reason="notification_rate"}`))
+}
+
+// One connection could subscribe to 100,000 URIs; now each connection and
+// each token have a limit (-32004 beyond), and leaving releases them.
+func TestHostile_subscriptionLimits(t *testing.T) {
+	t.Parallel()
+	th := authedHub(t, Config{MaxSubscriptions: 3, MaxSubscriptionsPerToken: 4})
+	good := &bystander{t: t, c: th.tokenClient("admin-secret", nil)}
+	a := th.tokenClient("alice-secret", nil)
+	ctx := ctxFor(t)
+	for i := range 3 {
+		require.NoError(t, a.Subscribe(ctx, fmt.Sprintf("demo://greeting/%d", i)))
+	}
+	err := a.Subscribe(ctx, "demo://greeting/x")
+	assert.Equal(t, mcp.CodeRateLimited, rpcCode(err), "a connection's fourth: %v", err)
+	b := th.tokenClient("alice-secret", nil)
+	require.NoError(t, b.Subscribe(ctx, "demo://greeting/y"))
+	err = b.Subscribe(ctx, "demo://greeting/z")
+	assert.Equal(t, mcp.CodeRateLimited, rpcCode(err), "the token's fifth: %v", err)
+	require.NoError(t, good.c.Subscribe(ctx, "demo://counter"), "another token is not limited by alice's")
+	require.NoError(t, a.Close())
+	require.Eventually(t, func() bool { return b.Subscribe(ctx, "demo://greeting/z") == nil }, wait, time.Millisecond,
+		"leaving released the connection's subscriptions")
+	good.stillWorks()
+}
+
+// A server whose list really changes could make the hub send every client
+// hundreds of list_changed a second; each client now hears at most one per
+// interval, and always the last.
+func TestHostile_listChangedStorm(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{ListChangedInterval: 50 * time.Millisecond})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	good := newBystander(th)
+	notes := newNotes()
+	c := th.client(&mcp.ClientOptions{OnNotification: notes.add})
+	var version atomic.Int64
+	srv := startRawServer(th, "storm", `{"tools":{"listChanged":true}}`, func(method string, _ json.RawMessage) string {
+		if method == mcp.MethodToolsList {
+			return fmt.Sprintf(`{"tools":[{"name":"v%d","inputSchema":{"type":"object"}}]}`, version.Load())
+		}
+		return ""
+	})
+	notes.wait(t, mcp.NotificationToolsListChanged, 1, nil) // storm joined
+	start := time.Now()
+	for i := 1; i <= 300; i++ {
+		version.Store(int64(i))
+		srv.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	}
+	th.waitFor("the last version", func(v *view) bool { return v.lookup(kindTools, "storm__v300") != nil })
+	took := time.Since(start)
+	// The last change is always told: after it, the client lists v300.
+	require.Eventually(t, func() bool {
+		tools, err := c.AllTools(ctxFor(t))
+		return err == nil && slices.ContainsFunc(tools, func(tl *mcp.Tool) bool { return tl.Name == "storm__v300" })
+	}, wait, time.Millisecond)
+	told := notes.count(mcp.NotificationToolsListChanged) - 1
+	t.Logf("300 changes in %v: the client was told %d times", took, told)
+	assert.LessOrEqual(t, told, 3+int(took/(50*time.Millisecond)), "at most one per interval")
 	good.stillWorks()
 }

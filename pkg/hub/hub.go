@@ -85,6 +85,14 @@ type Config struct {
 	// lets it overflow is closed with 1008 "slow consumer". Default 1024.
 	SendQueue int
 
+	// MaxSubscriptions bounds the resources one session subscribes to, and
+	// MaxSubscriptionsPerToken those of all the sessions of one token;
+	// beyond, subscribe gets -32004. Defaults 1000 and 10000.
+	MaxSubscriptions, MaxSubscriptionsPerToken int
+	// ListChangedInterval is the least time between two list_changed of one
+	// kind to one client (the last change is always told). Default 100 ms.
+	ListChangedInterval time.Duration
+
 	// SessionIdleTimeout ends a Streamable HTTP session with no request in
 	// progress and no stream open for this long, releasing its
 	// subscriptions. Default 10 minutes.
@@ -102,18 +110,21 @@ type Config struct {
 
 // Defaults for Config.
 const (
-	DefaultSeparator              = "__"
-	DefaultCallTimeout            = 60 * time.Second
-	DefaultPageSize               = 100
-	DefaultHeartbeatInterval      = time.Second
-	DefaultMaxMessageBytes        = 4 << 20
-	DefaultMaxInFlight            = 256
-	DefaultMaxConnectionsPerToken = 1000
-	DefaultRateLimit              = 1000
-	DefaultRateBurst              = 2000
-	DefaultInitializeTimeout      = 10 * time.Second
-	DefaultHandshakeTimeout       = 10 * time.Second
-	DefaultSendQueue              = 1024
+	DefaultSeparator                = "__"
+	DefaultCallTimeout              = 60 * time.Second
+	DefaultPageSize                 = 100
+	DefaultHeartbeatInterval        = time.Second
+	DefaultMaxMessageBytes          = 4 << 20
+	DefaultMaxInFlight              = 256
+	DefaultMaxConnectionsPerToken   = 1000
+	DefaultRateLimit                = 1000
+	DefaultRateBurst                = 2000
+	DefaultInitializeTimeout        = 10 * time.Second
+	DefaultHandshakeTimeout         = 10 * time.Second
+	DefaultSendQueue                = 1024
+	DefaultMaxSubscriptions         = 1000
+	DefaultMaxSubscriptionsPerToken = 10000
+	DefaultListChangedInterval      = 100 * time.Millisecond
 )
 
 func (cfg *Config) setDefaults() {
@@ -145,6 +156,9 @@ func (cfg *Config) setDefaults() {
 	defDur(&cfg.InitializeTimeout, DefaultInitializeTimeout)
 	defDur(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	defDur(&cfg.SessionIdleTimeout, mcp.DefaultStreamableIdle)
+	def(&cfg.MaxSubscriptions, DefaultMaxSubscriptions)
+	def(&cfg.MaxSubscriptionsPerToken, DefaultMaxSubscriptionsPerToken)
+	defDur(&cfg.ListChangedInterval, DefaultListChangedInterval)
 	def(&cfg.ReplayEvents, mcp.DefaultReplayEvents)
 	def(&cfg.ReplayBytes, mcp.DefaultReplayBytes)
 	def(&cfg.SendQueue, DefaultSendQueue)
@@ -414,10 +428,10 @@ func (h *Hub) waitView(ctx context.Context, ok func(*view) bool) error {
 }
 
 // listsChanged tells every initialized session which of its lists
-// changed: the whole hub's, or its server's.
+// changed: the whole hub's, or its server's; at most one of each kind per
+// ListChangedInterval, the last change always told.
 func (h *Hub) listsChanged(old, cur *view) {
 	whole := cur.changed(old, "")
-	frames := map[string][]byte{}
 	for _, s := range h.sessionList() {
 		if !s.isInitialized() {
 			continue
@@ -427,11 +441,7 @@ func (h *Hub) listsChanged(old, cur *view) {
 			methods = cur.changed(old, s.scope)
 		}
 		for _, m := range methods {
-			if frames[m] == nil {
-				frames[m] = encodeNotification(m, nil)
-			}
-			_ = s.peer.SendEncoded(frames[m])
-			h.metrics.fannedOut.WithLabelValues(m).Inc()
+			s.listChanges.fire(m)
 		}
 	}
 }

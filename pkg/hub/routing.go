@@ -608,22 +608,24 @@ func (rp *replica) routeToClient(ctx context.Context, req *jsonrpc.Request) (any
 }
 
 // rootsChanged tells the servers serving a client's calls that its roots
-// changed.
+// changed: once per replica and ListChangedInterval, however often the
+// client says so (a flood of them would make the hub drop the server as a
+// slow consumer).
 func (h *Hub) rootsChanged(s *session) {
 	h.mu.Lock()
-	var targets []*replica
+	var targets []string
 	for rp := range h.replicas {
 		rp.mu.Lock()
 		for _, uc := range rp.calls {
 			if uc.caller.client() == s.key() {
-				targets = append(targets, rp)
+				targets = append(targets, rp.id)
 				break
 			}
 		}
 		rp.mu.Unlock()
 	}
 	h.mu.Unlock()
-	for _, rp := range targets {
-		_ = rp.peer.Notify(context.Background(), mcp.NotificationRootsListChanged, nil)
+	for _, id := range targets {
+		s.rootChanges.fire(id)
 	}
 }

@@ -543,7 +543,10 @@ var scrapeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: tr
 // scrape reads one sample from /metrics (0 when absent).
 func scrape(t *testing.T, th *testHub, series string) float64 {
 	t.Helper()
-	resp, err := scrapeClient.Get(th.srv.URL + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, th.srv.URL+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer admin-secret") // the test tokens' admin, when tokens are on
+	resp, err := scrapeClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)

@@ -32,12 +32,16 @@ type session struct {
 	release   func()  // frees the token's connection slot
 	initTimer *time.Timer
 
+	listChanges *coalescer // list_changed to this client
+	rootChanges *coalescer // roots/list_changed from this client, by replica
+
 	closed      atomic.Bool // the session is ending: no longer a client
 	mu          sync.Mutex
 	initialized bool
 	name        string           // its clientInfo.name, for logs
 	declared    clientCaps       // what it can do for servers
 	level       mcp.LoggingLevel // "" until the client sets one: then everything is sent
+	calling     map[string]int   // calls in flight, by server
 }
 
 // sessionMaxConcurrent bounds the handlers of one session running at once.
@@ -51,6 +55,15 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 	if !who.has(RoleClient) {
 		s.role = "dashboard"
 	}
+	s.listChanges = newCoalescer(h.cfg.ListChangedInterval, func(method string) {
+		_ = s.peer.SendEncoded(encodeNotification(method, nil))
+		h.metrics.fannedOut.WithLabelValues(method).Inc()
+	})
+	s.rootChanges = newCoalescer(h.cfg.ListChangedInterval, func(replica string) {
+		if rp := h.localReplica(replica); rp != nil {
+			_ = rp.peer.Notify(context.Background(), mcp.NotificationRootsListChanged, nil)
+		}
+	})
 	s.peer = peer.New(conn, &peer.Options{
 		Handler:       s, // a peer.Handler and a peer.AsyncHandler
 		MaxConcurrent: min(sessionMaxConcurrent, h.cfg.MaxInFlight),
@@ -102,6 +115,8 @@ func (s *session) onClose(err error) {
 	h := s.hub
 	s.closed.Store(true)
 	s.initTimer.Stop()
+	s.listChanges.stop()
+	s.rootChanges.stop()
 	if errors.Is(err, peer.ErrSlowConsumer) {
 		h.metrics.slowConsumers.Inc()
 	}
@@ -219,6 +234,14 @@ var (
 // notification on the read loop).
 func (s *session) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	if req.IsNotification() {
+		// Notifications draw on the rate limit too (a flood of them costs
+		// the servers that hear of them), but for cancellations, which
+		// only end work. Over it, they are dropped: there is no one to
+		// answer.
+		if req.Method != mcp.NotificationCancelled && s.takeToken(req.Method) != nil {
+			s.hub.metrics.refused.WithLabelValues("notification_rate").Inc()
+			return nil, nil
+		}
 		return s.dispatch(ctx, req)
 	}
 	h := s.hub
@@ -234,6 +257,40 @@ func (s *session) Handle(ctx context.Context, req *jsonrpc.Request) (any, error)
 		h.log.Debug("request failed", "client", s.id, "req", req.ID.String(), "method", req.Method, "err", err)
 	}
 	return res, err
+}
+
+// callStarted and callEnded count the session's calls in flight to a
+// server: its untagged logs reach the clients calling it.
+func (s *session) callStarted(server string) {
+	s.mu.Lock()
+	if s.calling == nil {
+		s.calling = map[string]int{}
+	}
+	s.calling[server]++
+	s.mu.Unlock()
+}
+
+func (s *session) callEnded(server string) {
+	s.mu.Lock()
+	if s.calling[server]--; s.calling[server] <= 0 {
+		delete(s.calling, server)
+	}
+	s.mu.Unlock()
+}
+
+// hears reports whether the session gets a server's logs that name no
+// call: operators (admin, dashboard) do, and so do clients of that server
+// (its own endpoint's, or with a call in flight to it), at their level.
+func (s *session) hears(server string, level mcp.LoggingLevel) bool {
+	if !s.admits(level) {
+		return false
+	}
+	if s.who.has(RoleDashboard) || s.scope == server {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calling[server] > 0
 }
 
 // takeToken spends one request of the rate limit (pings are free).
@@ -286,7 +343,9 @@ func (s *session) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 		return true
 	}
 	h.inflight.Add(1)
+	s.callStarted(t.server)
 	cancel := h.forward(t, sessionCall{s: s, id: req.ID}, req.Method, func(raw json.RawMessage, err error) {
+		s.callEnded(t.server)
 		h.metrics.observeRequest(req.Method, err)
 		h.inflight.Add(-1)
 		reply.Send(raw, err)
@@ -307,7 +366,15 @@ func (s *session) route(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		uri, _ := jsonrpc.StringMember(req.Params, "uri")
 		return h.readBuiltin(s, uri)
 	}
-	return h.call(ctx, t, sessionCall{s: s, id: req.ID}, req.Method)
+	return s.call(ctx, t, req)
+}
+
+// call routes a request to t on a worker, counting it as a call to its
+// server.
+func (s *session) call(ctx context.Context, t *target, req *jsonrpc.Request) (json.RawMessage, error) {
+	s.callStarted(t.server)
+	defer s.callEnded(t.server)
+	return s.hub.call(ctx, t, sessionCall{s: s, id: req.ID}, req.Method)
 }
 
 // complete routes completion/complete.
@@ -316,7 +383,7 @@ func (s *session) complete(ctx context.Context, req *jsonrpc.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return s.hub.call(ctx, t, sessionCall{s: s, id: req.ID}, req.Method)
+	return s.call(ctx, t, req)
 }
 
 func (s *session) subscribe(ctx context.Context, req *jsonrpc.Request) (any, error) {

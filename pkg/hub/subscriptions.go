@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -38,6 +39,7 @@ type subscriptions struct {
 	mu        sync.Mutex
 	local     map[string]map[*session]struct{} // uri -> this instance's subscribers
 	bySession map[*session]map[string]struct{}
+	perToken  map[string]int          // subscriptions by token name (not counted without tokens)
 	upstream  map[string]*upstreamSub // uri -> what this instance asked of the coordinator
 	coord     map[coordKey]*coordSub  // what this instance keeps subscribed at its replicas, for the instances that asked
 	broker    []pubsub.Subscription
@@ -70,6 +72,7 @@ func newSubscriptions(h *Hub) *subscriptions {
 		hub:       h,
 		local:     map[string]map[*session]struct{}{},
 		bySession: map[*session]map[string]struct{}{},
+		perToken:  map[string]int{},
 		upstream:  map[string]*upstreamSub{},
 		coord:     map[coordKey]*coordSub{},
 	}
@@ -108,6 +111,14 @@ func (s *subscriptions) subscribe(ctx context.Context, ss *session, uri string) 
 	if _, ok := s.bySession[ss][uri]; ok {
 		s.mu.Unlock()
 		return nil
+	}
+	if err := s.checkLimitsLocked(ss); err != nil {
+		s.mu.Unlock()
+		s.hub.metrics.refused.WithLabelValues("subscriptions").Inc()
+		return err
+	}
+	if ss.who != anonymous {
+		s.perToken[ss.who.name]++
 	}
 	if s.local[uri] == nil {
 		s.local[uri] = map[*session]struct{}{}
@@ -149,6 +160,19 @@ func (s *subscriptions) subscribe(ctx context.Context, ss *session, uri string) 
 	if up.err != nil {
 		s.unsubscribe(ss, uri)
 		return up.err
+	}
+	return nil
+}
+
+// checkLimitsLocked refuses a subscription beyond the session's or its
+// token's limit.
+func (s *subscriptions) checkLimitsLocked(ss *session) error {
+	cfg := &s.hub.cfg
+	if len(s.bySession[ss]) >= cfg.MaxSubscriptions {
+		return errTooManySubscriptions("this connection", cfg.MaxSubscriptions)
+	}
+	if ss.who != anonymous && s.perToken[ss.who.name] >= cfg.MaxSubscriptionsPerToken {
+		return errTooManySubscriptions("token "+strconv.Quote(ss.who.name), cfg.MaxSubscriptionsPerToken)
 	}
 	return nil
 }
@@ -207,6 +231,11 @@ func (s *subscriptions) removeLocked(ss *session, uri string) *upstreamSub {
 	delete(s.bySession[ss], uri)
 	if len(s.bySession[ss]) == 0 {
 		delete(s.bySession, ss)
+	}
+	if ss.who != anonymous {
+		if s.perToken[ss.who.name]--; s.perToken[ss.who.name] <= 0 {
+			delete(s.perToken, ss.who.name)
+		}
 	}
 	delete(s.local[uri], ss)
 	if len(s.local[uri]) > 0 {
@@ -458,9 +487,13 @@ func (s *subscriptions) onLog(ctx context.Context, topic string, frame []byte) {
 		return
 	}
 	level := logLevel(params)
+	var server string
+	if meta, ok := jsonrpc.Member(params, "_meta"); ok {
+		server, _ = jsonrpc.StringMember(meta, mcp.MetaServer)
+	}
 	n := 0
 	for _, ss := range s.hub.sessionList() {
-		if ss.admits(level) {
+		if ss.hears(server, level) {
 			_ = ss.peer.SendEncoded(frame)
 			n++
 		}
