@@ -195,7 +195,8 @@ func TestHostile_logsStayWithTheirClient(t *testing.T) {
 	assert.Equal(t, 1, named, "the named log reached exactly one of the two callers")
 	assert.Equal(t, 1, nd.count(mcp.NotificationMessage), "the dashboard got the server's log only")
 	require.Eventually(t, func() bool {
-		return scrape(t, th, `switchboard_notifications_fanned_out_total{method="notifications/message"}`) == 3
+		// The named line to its caller, the server's line to A, B and the dashboard.
+		return scrape(t, th, `switchboard_notifications_fanned_out_total{method="notifications/message"}`) == 4
 	}, wait, time.Millisecond, "fanned out: %v", scrape(t, th, `switchboard_notifications_fanned_out_total{method="notifications/message"}`))
 	assert.Zero(t, nc.count(mcp.NotificationMessage), "a client that calls nothing got neither")
 	good.stillWorks()
@@ -295,5 +296,42 @@ func TestHostile_listChangedStorm(t *testing.T) {
 	told := notes.count(mcp.NotificationToolsListChanged) - 1
 	t.Logf("300 changes in %v: the client was told %d times", took, told)
 	assert.LessOrEqual(t, told, 3+int(took/(50*time.Millisecond)), "at most one per interval")
+	good.stillWorks()
+}
+
+// A server's flood of notifications used to close every reading client as
+// a slow consumer, the bystander too, and the server went on unthrottled.
+// Now each server's notifications are rate-limited, and a client that
+// keeps reading loses notifications (counted), not its connection.
+func TestHostile_serverNotificationFlood(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{SendQueue: 256})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	good := newBystander(th)
+	flood := startRawServer(th, "flood", `{"resources":{"subscribe":true},"logging":{}}`, listing("flood://r"))
+	var readers []*mcp.Client
+	for range 2 {
+		c := th.client(&mcp.ClientOptions{OnNotification: func(string, json.RawMessage) {}})
+		require.NoError(t, c.SetLoggingLevel(ctxFor(t), mcp.LevelDebug))
+		require.NoError(t, c.Subscribe(ctxFor(t), "flood://r"))
+		readers = append(readers, c)
+	}
+	var batch []string
+	for i := range 50 {
+		batch = append(batch, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%d %s"}}`, i, strings.Repeat("x", 200)),
+			`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"flood://r"}}`)
+	}
+	frame := "[" + strings.Join(batch, ",") + "]"
+	for range 1000 {
+		flood.write(frame) // 100,000 notifications
+	}
+	require.Eventually(t, func() bool {
+		return scrape(t, th, `switchboard_refused_total{reason="server_notification_rate"}`) > 50_000
+	}, wait, 10*time.Millisecond, "the server was throttled")
+	for i, c := range readers {
+		_, err := c.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "x"}, nil)
+		require.NoError(t, err, "reader %d was not dropped", i)
+	}
+	assert.Zero(t, scrape(t, th, "switchboard_slow_consumers_dropped_total"), "no one was dropped")
 	good.stillWorks()
 }

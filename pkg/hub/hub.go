@@ -85,6 +85,13 @@ type Config struct {
 	// lets it overflow is closed with 1008 "slow consumer". Default 1024.
 	SendQueue int
 
+	// ServerNotificationRate is the sustained notifications per second one
+	// server connection may send (progress, logs, updates, list_changed),
+	// with bursts of ServerNotificationBurst; beyond, they are dropped and
+	// counted. Defaults 1000 and 2000; negative disables.
+	ServerNotificationRate  float64
+	ServerNotificationBurst int
+
 	// MaxSubscriptions bounds the resources one session subscribes to, and
 	// MaxSubscriptionsPerToken those of all the sessions of one token;
 	// beyond, subscribe gets -32004. Defaults 1000 and 10000.
@@ -122,6 +129,8 @@ const (
 	DefaultInitializeTimeout        = 10 * time.Second
 	DefaultHandshakeTimeout         = 10 * time.Second
 	DefaultSendQueue                = 1024
+	DefaultServerNotificationRate   = 1000
+	DefaultServerNotificationBurst  = 2000
 	DefaultMaxSubscriptions         = 1000
 	DefaultMaxSubscriptionsPerToken = 10000
 	DefaultListChangedInterval      = 100 * time.Millisecond
@@ -156,6 +165,10 @@ func (cfg *Config) setDefaults() {
 	defDur(&cfg.InitializeTimeout, DefaultInitializeTimeout)
 	defDur(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	defDur(&cfg.SessionIdleTimeout, mcp.DefaultStreamableIdle)
+	if cfg.ServerNotificationRate == 0 {
+		cfg.ServerNotificationRate = DefaultServerNotificationRate
+	}
+	def(&cfg.ServerNotificationBurst, DefaultServerNotificationBurst)
 	def(&cfg.MaxSubscriptions, DefaultMaxSubscriptions)
 	def(&cfg.MaxSubscriptionsPerToken, DefaultMaxSubscriptionsPerToken)
 	defDur(&cfg.ListChangedInterval, DefaultListChangedInterval)

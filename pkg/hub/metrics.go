@@ -25,6 +25,7 @@ type metrics struct {
 	requests      *prometheus.CounterVec
 	routed        *prometheus.HistogramVec
 	fannedOut     *prometheus.CounterVec
+	dropped       *prometheus.CounterVec
 	slowConsumers prometheus.Counter
 	refused       *prometheus.CounterVec
 	relayed       *prometheus.CounterVec
@@ -51,6 +52,9 @@ func newMetrics(h *Hub) *metrics {
 		fannedOut: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_notifications_fanned_out_total", Help: "Notifications delivered to clients, by method.",
 		}, []string{"method"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_notifications_dropped_total", Help: "Notifications not delivered to a client that read too slowly to get everything, by method.",
+		}, []string{"method"}),
 		slowConsumers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_slow_consumers_dropped_total", Help: "Connections closed because they did not read what they were sent.",
 		}),
@@ -76,7 +80,7 @@ func newMetrics(h *Hub) *metrics {
 			Name: "switchboard_draining", Help: "1 while the instance drains before shutting down.",
 		}),
 	}
-	m.reg.MustRegister(m.connections, m.requests, m.routed, m.fannedOut, m.slowConsumers, m.refused, m.relayed, m.rateLimited,
+	m.reg.MustRegister(m.connections, m.requests, m.routed, m.fannedOut, m.dropped, m.slowConsumers, m.refused, m.relayed, m.rateLimited,
 		m.authFailures, m.brokerOps, m.brokerUp, m.draining,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

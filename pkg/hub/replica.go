@@ -31,7 +31,8 @@ type replica struct {
 	peer    *peer.Peer
 	log     *slog.Logger
 	who     *principal
-	release func() // frees the token's connection slot
+	release func()  // frees the token's connection slot
+	notes   *bucket // its notifications' rate limit; nil for none
 
 	mu         sync.Mutex
 	info       *replicaInfo // published; nil until registered
@@ -58,6 +59,9 @@ func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
 		release: release,
 		calls:   map[jsonrpc.ID]*upstreamCall{},
 		tokens:  map[string]*upstreamCall{},
+	}
+	if h.cfg.ServerNotificationRate > 0 {
+		rp.notes = newBucket(h.cfg.ServerNotificationRate, h.cfg.ServerNotificationBurst)
 	}
 	rp.log = h.log.With("replica", rp.id[len(h.id)+1:])
 	rp.peer = peer.New(conn, &peer.Options{
@@ -389,6 +393,14 @@ func init() {
 // handle answers the server's requests and notifications by the method
 // table.
 func (rp *replica) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	if req.IsNotification() && req.Method != mcp.NotificationCancelled && rp.notes != nil {
+		if ok, _ := rp.notes.take(time.Now()); !ok {
+			// A flood from one server must not drown its clients: beyond
+			// its rate, its notifications are dropped.
+			rp.hub.metrics.refused.WithLabelValues("server_notification_rate").Inc()
+			return nil, nil
+		}
+	}
 	if fn, ok := replicaMethods[req.Method]; ok {
 		return fn(rp, ctx, req)
 	}

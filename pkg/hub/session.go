@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -35,7 +36,8 @@ type session struct {
 	listChanges *coalescer // list_changed to this client
 	rootChanges *coalescer // roots/list_changed from this client, by replica
 
-	closed      atomic.Bool // the session is ending: no longer a client
+	closed      atomic.Bool  // the session is ending: no longer a client
+	logsDropped atomic.Int64 // log lines dropped since one got through
 	mu          sync.Mutex
 	initialized bool
 	name        string           // its clientInfo.name, for logs
@@ -56,8 +58,7 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 		s.role = "dashboard"
 	}
 	s.listChanges = newCoalescer(h.cfg.ListChangedInterval, func(method string) {
-		_ = s.peer.SendEncoded(encodeNotification(method, nil))
-		h.metrics.fannedOut.WithLabelValues(method).Inc()
+		s.notice(method, encodeNotification(method, nil), method)
 	})
 	s.rootChanges = newCoalescer(h.cfg.ListChangedInterval, func(replica string) {
 		if rp := h.localReplica(replica); rp != nil {
@@ -156,9 +157,45 @@ func (s *session) admits(level mcp.LoggingLevel) bool {
 	return s.initialized && (s.level == "" || level.Severity() >= s.level.Severity())
 }
 
-// notify sends the client a notification; it never blocks.
+// notify sends the client a notification about one of its calls: a
+// progress report or a log line.
 func (s *session) notify(method string, params json.RawMessage) {
-	_ = s.peer.SendEncoded((&jsonrpc.Request{Method: method, Params: params}).Encode())
+	frame := (&jsonrpc.Request{Method: method, Params: params}).Encode()
+	if method == mcp.NotificationMessage {
+		s.sendLog(frame)
+		return
+	}
+	s.notice(method, frame, "")
+}
+
+// notice sends the client a notification it may do without when it reads
+// too slowly to get everything (peer.SendNotice): never blocking, never
+// closing it for that alone; a keyed one replaces a queued one of the same
+// key. It reports whether it was queued.
+func (s *session) notice(method string, frame []byte, key string) bool {
+	if s.peer.SendNotice(frame, key) {
+		s.hub.metrics.fannedOut.WithLabelValues(method).Inc()
+		return true
+	}
+	s.hub.metrics.dropped.WithLabelValues(method).Inc()
+	return false
+}
+
+// sendLog sends a log line, after a line that says how many were dropped
+// since the last that got through, if any were.
+func (s *session) sendLog(frame []byte) {
+	if n := s.logsDropped.Load(); n > 0 {
+		gap := encodeNotification(mcp.NotificationMessage, &mcp.LoggingMessageParams{Level: mcp.LevelWarning, Logger: "switchboard",
+			Data: fmt.Sprintf("%d log messages were dropped: this client reads more slowly than they come", n)})
+		if !s.notice(mcp.NotificationMessage, gap, "") {
+			s.logsDropped.Add(1)
+			return
+		}
+		s.logsDropped.Add(-n)
+	}
+	if !s.notice(mcp.NotificationMessage, frame, "") {
+		s.logsDropped.Add(1)
+	}
 }
 
 // onCancel tells the client that the hub gave up on a request it routed to

@@ -467,9 +467,8 @@ func (s *subscriptions) deliverLocal(uri string, frame []byte) {
 	}
 	s.mu.Unlock()
 	for _, ss := range subs {
-		_ = ss.peer.SendEncoded(frame)
+		ss.notice(mcp.NotificationResourceUpdated, frame, "updated:"+uri) // the latest update of a URI says it all
 	}
-	s.hub.metrics.fannedOut.WithLabelValues(mcp.NotificationResourceUpdated).Add(float64(len(subs)))
 }
 
 // publishLog fans a server's log message (already tagged with its server)
@@ -491,14 +490,11 @@ func (s *subscriptions) onLog(ctx context.Context, topic string, frame []byte) {
 	if meta, ok := jsonrpc.Member(params, "_meta"); ok {
 		server, _ = jsonrpc.StringMember(meta, mcp.MetaServer)
 	}
-	n := 0
 	for _, ss := range s.hub.sessionList() {
 		if ss.hears(server, level) {
-			_ = ss.peer.SendEncoded(frame)
-			n++
+			ss.sendLog(frame)
 		}
 	}
-	s.hub.metrics.fannedOut.WithLabelValues(mcp.NotificationMessage).Add(float64(n))
 }
 
 // close stops the broker subscriptions.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // Conn carries whole frames, one JSON-RPC message or batch each.
@@ -56,6 +57,13 @@ func (e *CloseError) Error() string {
 		s += ": " + e.Reason
 	}
 	return s
+}
+
+// Is makes a close for a slow consumer (1008 "slow consumer...", whichever
+// side closed: a queue that overflowed, a write that timed out) match
+// ErrSlowConsumer.
+func (e *CloseError) Is(target error) bool {
+	return target == ErrSlowConsumer && e.Code == ClosePolicyViolation && strings.HasPrefix(e.Reason, "slow consumer")
 }
 
 // CloseStatus returns the close code in err's chain, or -1 when there is none.

@@ -23,7 +23,8 @@ type Peer struct {
 	conn   Conn
 	opts   Options
 	log    *slog.Logger
-	nextID atomic.Int64
+	nextID  atomic.Int64
+	dropped atomic.Uint64 // notices dropped for lack of room (SendNotice)
 	dec    jsonrpc.Decoder // used by the one goroutine reading at a time
 
 	ctx    context.Context // handlers' parent; cancelled when the peer ends
@@ -45,6 +46,7 @@ type Peer struct {
 	workers    int             // worker goroutines, busy or idle
 	idlers     []chan struct{} // the wake channels of workers waiting for work
 	sendq      [][]byte
+	notices    map[string]int // key -> index in sendq of a queued notice (SendNotice)
 	sendBytes  int
 	spare      [][]byte
 	writing    bool          // a goroutine is writing: the writer, or a caller writing inline

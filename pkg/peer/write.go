@@ -99,6 +99,7 @@ func (p *Peer) writeInline(frame []byte) {
 // reported as a write error.
 func (p *Peer) writeFailedLocked(err error) {
 	p.sendq, p.sendBytes = nil, 0
+	clear(p.notices)
 	if errors.Is(err, net.ErrClosed) {
 		return
 	}
@@ -121,6 +122,7 @@ func (p *Peer) writeLoop() {
 	for {
 		p.mu.Lock()
 		frames := p.sendq
+		clear(p.notices) // taken by the writer: no longer to replace
 		if len(frames) == 0 {
 			p.stopWritingLocked()
 			p.mu.Unlock()
@@ -154,3 +156,56 @@ func (p *Peer) writeLoop() {
 		p.mu.Unlock()
 	}
 }
+
+// stuckNotices is how long a write must have been under way, with notices
+// piling up behind it, for the other side to count as one that stopped
+// reading: longer than stuckWrite, since a client that reads slowly under a
+// flood of notices writes large batches.
+const stuckNotices = 2 * time.Second
+
+// SendNotice queues a notification that the other side may do without when
+// it reads too slowly to get everything: a resource update, a log line, a
+// progress report. A notice with a key replaces a queued one with the same
+// key that the writer has not taken yet (the latest update of a resource,
+// the latest progress of a call). Once the queue is half full, by frames or
+// bytes, a notice is dropped instead of queued, and counted (Dropped): so a
+// peer that keeps reading is never closed as a slow consumer for
+// notifications alone, and answers and calls always find room; one whose
+// writer has been stuck for stuckNotices, though, has stopped reading, and
+// is closed with 1008 "slow consumer". It reports whether the frame was
+// queued. The frame is shared, not copied.
+func (p *Peer) SendNotice(frame []byte, key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return false
+	}
+	if key != "" {
+		if i, ok := p.notices[key]; ok {
+			p.sendBytes += len(frame) - len(p.sendq[i])
+			p.sendq[i] = frame
+			return true
+		}
+	}
+	if len(p.sendq) >= p.opts.SendQueue/2 || p.sendBytes+len(frame) > p.opts.SendQueueBytes/2 {
+		if !p.writeStart.IsZero() && time.Since(p.writeStart) > stuckNotices {
+			// Not a slow reader but one that stopped reading: close it
+			// rather than drop its notices for ever.
+			p.shutdownLocked(ErrSlowConsumer, ClosePolicyViolation, "slow consumer", false)
+			return false
+		}
+		p.dropped.Add(1)
+		return false
+	}
+	if key != "" {
+		if p.notices == nil {
+			p.notices = map[string]int{}
+		}
+		p.notices[key] = len(p.sendq)
+	}
+	_, err := p.sendLocked(frame, false)
+	return err == nil
+}
+
+// Dropped returns how many notices SendNotice dropped for lack of room.
+func (p *Peer) Dropped() uint64 { return p.dropped.Load() }
