@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,7 @@ type cluster struct {
 	calls    map[uint64]*outCall    // calls, subs and sreqs we sent, by number
 	served   map[string]func(error) // calls, subs, sreqs and relayed requests we serve for others, by "from/number": how to end them
 	relays   map[uint64]*relay      // HTTP requests we relayed to their session's owner, by number
+	partial  map[string]*snapParts  // snapshots in parts still coming, by instance
 	brokerUp bool
 	epoch    uint64 // counts our broker (re)connections
 	subs     []pubsub.Subscription
@@ -92,6 +94,7 @@ func newCluster(h *Hub) *cluster {
 		calls:   map[uint64]*outCall{},
 		served:  map[string]func(error){},
 		relays:  map[uint64]*relay{},
+		partial: map[string]*snapParts{},
 		dirty:   make(chan struct{}, 1),
 		state:   make(chan bool, 2),
 	}
@@ -200,6 +203,11 @@ func (c *cluster) brokerState(up bool) {
 	switch {
 	case up && !wasUp:
 		h.log.Info("broker reachable again; rejoining the cluster")
+		// What was sent while this instance believed the broker down may
+		// have gone out after all, to an instance not yet listening, and
+		// answers to it may have come while this one was not: those
+		// exchanges end now, clearly, rather than at their timeout.
+		c.interrupt("")
 		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
 		defer cancel()
 		c.publish(ctx, topicRegistry, &envelope{Kind: kindHello})
@@ -244,6 +252,7 @@ func (c *cluster) drop(id string) {
 	c.mu.Lock()
 	_, known := c.remotes[id]
 	delete(c.remotes, id)
+	delete(c.partial, id)
 	c.mu.Unlock()
 	c.endExchanges(id, errInstanceGone, true)
 	if known {
@@ -300,6 +309,10 @@ func servedBy(key, instance string) bool {
 	return len(key) > len(instance) && key[:len(instance)] == instance && key[len(instance)] == '/'
 }
 
+// publishSnapshot publishes this instance's replicas: in one message, or,
+// when that would be larger than SnapshotChunkBytes, in parts, so that no
+// message comes near the broker's limits (Redis drops a subscriber whose
+// output buffer passes 32 MiB, and every instance with it).
 func (c *cluster) publishSnapshot(ctx context.Context) {
 	h := c.hub
 	snap := &snapshot{Addr: h.cfg.Addr, StartedAt: h.start.UTC()}
@@ -313,8 +326,69 @@ func (c *cluster) publishSnapshot(ctx context.Context) {
 		}
 		snap.Replicas = append(snap.Replicas, rs)
 	}
-	c.publish(ctx, topicRegistry, &envelope{Kind: kindSnapshot, Version: c.version.Load(), Snapshot: snap})
+	version := c.version.Load()
+	raw, err := json.Marshal(snap)
+	if err != nil {
+		h.log.Error("encoding the snapshot failed", "err", err)
+		return
+	}
+	if len(raw) <= h.cfg.SnapshotChunkBytes {
+		c.publish(ctx, topicRegistry, &envelope{Kind: kindSnapshot, Version: version, Snapshot: snap})
+		return
+	}
+	var chunks [][]byte
+	for len(raw) > 0 {
+		n := min(len(raw), h.cfg.SnapshotChunkBytes)
+		chunks, raw = append(chunks, raw[:n]), raw[n:]
+	}
+	for i, chunk := range chunks {
+		if c.publish(ctx, topicRegistry, &envelope{Kind: kindSnapPart, Version: version, Part: i, Parts: len(chunks), Chunk: chunk}) != nil {
+			return // the others ask again: their heartbeat shows a version they do not hold
+		}
+	}
 }
+
+// snapParts gathers the parts of a snapshot another instance published.
+type snapParts struct {
+	version uint64
+	parts   [][]byte
+	got     int
+}
+
+// onSnapPart keeps a part of another instance's snapshot; the last one
+// makes it whole.
+func (c *cluster) onSnapPart(env *envelope, now time.Time) {
+	if env.Parts <= 0 || env.Parts > maxSnapParts || env.Part < 0 || env.Part >= env.Parts {
+		return
+	}
+	c.mu.Lock()
+	p := c.partial[env.From]
+	if p == nil || p.version != env.Version || len(p.parts) != env.Parts {
+		p = &snapParts{version: env.Version, parts: make([][]byte, env.Parts)}
+		c.partial[env.From] = p
+	}
+	if p.parts[env.Part] == nil && len(env.Chunk) > 0 {
+		p.parts[env.Part] = env.Chunk
+		p.got++
+	}
+	complete := p.got == env.Parts
+	if complete {
+		delete(c.partial, env.From)
+	}
+	c.mu.Unlock()
+	if !complete {
+		return
+	}
+	var snap snapshot
+	if err := json.Unmarshal(bytes.Join(p.parts, nil), &snap); err != nil {
+		c.hub.log.Warn("a snapshot in parts did not decode", "peer", shortID(env.From), "err", err)
+		return
+	}
+	c.applySnapshot(env.From, env.Version, &snap, now)
+}
+
+// maxSnapParts bounds the parts of one snapshot a receiver keeps.
+const maxSnapParts = 4096
 
 // publish sends an envelope; it reports whether the broker took it.
 func (c *cluster) publish(ctx context.Context, topic string, env *envelope) error {
@@ -391,17 +465,24 @@ func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) 
 			c.publish(ctx, topicInboxPrefix+env.From, &envelope{Kind: kindSync})
 		}
 	case kindSnapshot:
-		if env.Snapshot == nil {
-			return
+		if env.Snapshot != nil {
+			c.applySnapshot(env.From, env.Version, env.Snapshot, now)
 		}
-		r := c.heard(env.From, now)
-		c.mu.Lock()
-		same := r.snap != nil && r.version == env.Version
-		r.version, r.snap = env.Version, env.Snapshot
-		c.mu.Unlock()
-		if !same {
-			c.hub.reg.setRemote(env.From, c.replicasOf(env.From, env.Snapshot))
-		}
+	case kindSnapPart:
+		c.heard(env.From, now)
+		c.onSnapPart(env, now)
+	}
+}
+
+// applySnapshot takes another instance's snapshot into the registry.
+func (c *cluster) applySnapshot(from string, version uint64, snap *snapshot, now time.Time) {
+	r := c.heard(from, now)
+	c.mu.Lock()
+	same := r.snap != nil && r.version == version
+	r.version, r.snap = version, snap
+	c.mu.Unlock()
+	if !same {
+		c.hub.reg.setRemote(from, c.replicasOf(from, snap))
 	}
 }
 

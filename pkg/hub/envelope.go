@@ -15,6 +15,7 @@ import (
 const (
 	kindHeartbeat = "hb"   // registry: I am alive at this version
 	kindSnapshot  = "snap" // registry: my replicas
+	kindSnapPart  = "snpt" // registry: a part of a snapshot too large for one message
 	kindBye       = "bye"  // registry: I am leaving
 	kindHello     = "hi"   // registry: I (re)joined; everyone please send a snapshot
 	kindSync      = "sync" // inbox: please publish your snapshot
@@ -38,6 +39,9 @@ type envelope struct {
 	Version  uint64    `json:"v,omitempty"`
 	Clients  int       `json:"n,omitempty"`
 	Snapshot *snapshot `json:"s,omitempty"`
+	Part     int       `json:"pt,omitempty"` // of a snapshot in parts: this one's index, and how many
+	Parts    int       `json:"pts,omitempty"`
+	Chunk    []byte    `json:"ch,omitempty"` // this part of the snapshot's JSON
 
 	Call    uint64          `json:"c,omitempty"` // the sender's number for a call, sub or sreq
 	Of      uint64          `json:"o,omitempty"` // for a sreq: the call it serves

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/demo"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
 // Hostile peers: each case attacks the hub with a well-behaved client
@@ -333,5 +334,174 @@ func TestHostile_serverNotificationFlood(t *testing.T) {
 		require.NoError(t, err, "reader %d was not dropped", i)
 	}
 	assert.Zero(t, scrape(t, th, "switchboard_slow_consumers_dropped_total"), "no one was dropped")
+	good.stillWorks()
+}
+
+// dialRawServer dials a server named name whose answers come from answer,
+// and returns how the hub closed it (nil if it registered).
+func dialRawServer(th *testHub, name, caps string, answer func(method string, params json.RawMessage) string) error {
+	t := th.t
+	conn, err := peerDial(t, th.wsURL("/mcp/server?name="+name))
+	require.NoError(t, err)
+	ended := make(chan error, 1)
+	go func() {
+		for {
+			b, err := conn.Read(context.Background())
+			if err != nil {
+				ended <- err
+				return
+			}
+			m, err := jsonrpc.DecodeMessage(b)
+			if err != nil {
+				ended <- err
+				return
+			}
+			req, ok := m.(*jsonrpc.Request)
+			if !ok || req.IsNotification() {
+				continue
+			}
+			res := ""
+			if req.Method == mcp.MethodInitialize {
+				res = `{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"serverInfo":{"name":"` + name + `","version":"1"}}`
+			} else {
+				res = answer(req.Method, req.Params)
+			}
+			if res == "" {
+				res = "{}"
+			}
+			conn.Write(context.Background(), []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, res)))
+		}
+	}()
+	registered := make(chan error, 1)
+	go func() { registered <- th.waitView(ctxFor(t), func(v *view) bool { return v.servers[name] != nil }) }()
+	select {
+	case err := <-ended:
+		return err
+	case err := <-registered:
+		require.NoError(t, err, "the server neither registered nor was closed")
+		return nil
+	}
+}
+
+// pagedTools answers tools/list one tool per page, each with a description
+// of size bytes.
+func pagedTools(n, size int) func(string, json.RawMessage) string {
+	return func(method string, params json.RawMessage) string {
+		if method != mcp.MethodToolsList {
+			return ""
+		}
+		i := 0
+		if c, ok := jsonrpc.StringMember(params, "cursor"); ok {
+			fmt.Sscan(c, &i)
+		}
+		next := ""
+		if i+1 < n {
+			next = fmt.Sprintf(`,"nextCursor":"%d"`, i+1)
+		}
+		return fmt.Sprintf(`{"tools":[{"name":"t%03d","description":"%s","inputSchema":{"type":"object"}}]%s}`, i, strings.Repeat("d", size), next)
+	}
+}
+
+// Twelve tools of 3 MiB each made every tools/list page a 36 MiB frame, too
+// large for any client to read. Items, lists and pages are bounded now: a
+// server beyond is refused with the reason, and pages are cut by bytes.
+func TestHostile_oversizedLists(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{PageBytes: 256 << 10})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	good := newBystander(th)
+
+	err := dialRawServer(th, "huge", `{"tools":{}}`, pagedTools(12, 3<<20))
+	assert.Equal(t, peer.ClosePolicyViolation, peer.CloseStatus(err), "%v", err)
+	assert.ErrorContains(t, err, "over the hub's limit")
+	assert.Empty(t, th.reg.view().servers["huge"])
+
+	err = dialRawServer(th, "many", `{"tools":{}}`, pagedTools(20, 100<<10)) // 2 MiB: allowed
+	require.NoError(t, err)
+	rc := th.rawClient(true)
+	cursor, pages, tools := "", 0, 0
+	for {
+		params := `{}`
+		if cursor != "" {
+			params = fmt.Sprintf(`{"cursor":%q}`, cursor)
+		}
+		rc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, pages, params))
+		resp := rc.recvResponse()
+		require.Nil(t, resp.Error)
+		assert.LessOrEqual(t, len(resp.Result), 256<<10+200<<10, "a page is bounded by bytes (one item may pass the bound)")
+		var page mcp.ListToolsResult
+		require.NoError(t, json.Unmarshal(resp.Result, &page))
+		tools += len(page.Tools)
+		pages++
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	assert.Equal(t, 20+5, tools, "every tool, the demo's too")
+	assert.GreaterOrEqual(t, pages, 8, "cut by bytes")
+	good.stillWorks()
+}
+
+// The same 36 MiB lists went to other instances as one snapshot, above
+// Redis's limit for a subscriber, which dropped every hub's connection.
+// Snapshots now go in parts of bounded size.
+func TestHostile_largeSnapshotsGoInParts(t *testing.T) {
+	t.Parallel()
+	a, b, _, hb := startPair(t, Config{SnapshotChunkBytes: 64 << 10})
+	var largest atomic.Int64
+	hook := func(ctx context.Context, topic string, payload []byte) error {
+		if topic == topicRegistry {
+			for {
+				cur := largest.Load()
+				if int64(len(payload)) <= cur || largest.CompareAndSwap(cur, int64(len(payload))) {
+					break
+				}
+			}
+		}
+		return nil
+	}
+	hb.beforePublish.Store(&hook)
+	require.NoError(t, dialRawServer(b, "big", `{"tools":{}}`, pagedTools(40, 20<<10))) // 800 KiB of lists
+	a.waitFor("all 40 tools of big on A", func(v *view) bool { sl := v.own["big"]; return sl != nil && len(sl.lists[kindTools]) == 40 })
+	assert.LessOrEqual(t, largest.Load(), int64(64<<10*4/3+4<<10), "no message much larger than a part")
+	assert.Positive(t, largest.Load())
+}
+
+// A server with 50,000 templates made every other server's registration
+// take seconds (each template compiled again at every registry change) and
+// a read of an unlisted URI tens of milliseconds (templates tried one by
+// one). Templates are capped per server, compiled once, and found through
+// an index by scheme.
+func TestHostile_templateAmplification(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{MaxTemplates: 100})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	good := newBystander(th)
+	templates := func(n int) func(string, json.RawMessage) string {
+		return func(method string, _ json.RawMessage) string {
+			if method != mcp.MethodResourcesTemplatesList {
+				return ""
+			}
+			var items []string
+			for i := range n {
+				items = append(items, fmt.Sprintf(`{"uriTemplate":"x://t%d/{+rest}","name":"t%d"}`, i, i))
+			}
+			return `{"resourceTemplates":[` + strings.Join(items, ",") + `]}`
+		}
+	}
+	err := dialRawServer(th, "amplifier", `{"resources":{}}`, templates(101))
+	assert.Equal(t, peer.ClosePolicyViolation, peer.CloseStatus(err), "%v", err)
+	assert.ErrorContains(t, err, "more than 100 items")
+
+	require.NoError(t, dialRawServer(th, "many", `{"resources":{}}`, templates(100)))
+	before := th.reg.view()
+	th.runServer(mcp.NewServer(mcp.Implementation{Name: "late", Version: "1"}, nil), "late")
+	after := th.reg.view()
+	assert.Same(t, before.lookup(kindTemplates, "x://t7/{+rest}").tmpl, after.lookup(kindTemplates, "x://t7/{+rest}").tmpl,
+		"a template is compiled once, when listed, not at every registry change")
+	assert.Len(t, after.templates.byScheme["x"], 100)
+	assert.Len(t, after.templates.byScheme["demo"], 1, "a demo:// URI is tried against the demo template only")
+	_, err = good.c.ReadResource(ctxFor(t), "demo://greeting/ann")
+	require.NoError(t, err)
 	good.stillWorks()
 }

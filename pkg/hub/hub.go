@@ -92,6 +92,20 @@ type Config struct {
 	ServerNotificationRate  float64
 	ServerNotificationBurst int
 
+	// MaxListItems bounds the items of each list of one server (tools,
+	// resources, prompts), MaxTemplates its resource templates (each is
+	// matched against URIs), MaxItemBytes one item and MaxListBytes all of
+	// a server's lists together; a server beyond is closed with 1008 and
+	// the reason. Defaults 10000, 1000, 256 KiB and 16 MiB.
+	MaxListItems, MaxTemplates, MaxItemBytes, MaxListBytes int
+	// SnapshotChunkBytes bounds one message of the snapshot an instance
+	// publishes of its servers; a larger snapshot goes in parts. Default
+	// 256 KiB.
+	SnapshotChunkBytes int
+	// PageBytes bounds a page of a list a client asks for (at least one
+	// item goes on each), as PageSize bounds its items. Default 1 MiB.
+	PageBytes int
+
 	// MaxSubscriptions bounds the resources one session subscribes to, and
 	// MaxSubscriptionsPerToken those of all the sessions of one token;
 	// beyond, subscribe gets -32004. Defaults 1000 and 10000.
@@ -131,6 +145,12 @@ const (
 	DefaultSendQueue                = 1024
 	DefaultServerNotificationRate   = 1000
 	DefaultServerNotificationBurst  = 2000
+	DefaultMaxListItems             = 10000
+	DefaultMaxTemplates             = 1000
+	DefaultMaxItemBytes             = 256 << 10
+	DefaultMaxListBytes             = 16 << 20
+	DefaultPageBytes                = 1 << 20
+	DefaultSnapshotChunkBytes       = 256 << 10
 	DefaultMaxSubscriptions         = 1000
 	DefaultMaxSubscriptionsPerToken = 10000
 	DefaultListChangedInterval      = 100 * time.Millisecond
@@ -169,6 +189,12 @@ func (cfg *Config) setDefaults() {
 		cfg.ServerNotificationRate = DefaultServerNotificationRate
 	}
 	def(&cfg.ServerNotificationBurst, DefaultServerNotificationBurst)
+	def(&cfg.MaxListItems, DefaultMaxListItems)
+	def(&cfg.MaxTemplates, DefaultMaxTemplates)
+	def(&cfg.MaxItemBytes, DefaultMaxItemBytes)
+	def(&cfg.MaxListBytes, DefaultMaxListBytes)
+	def(&cfg.PageBytes, DefaultPageBytes)
+	def(&cfg.SnapshotChunkBytes, DefaultSnapshotChunkBytes)
 	def(&cfg.MaxSubscriptions, DefaultMaxSubscriptions)
 	def(&cfg.MaxSubscriptionsPerToken, DefaultMaxSubscriptionsPerToken)
 	defDur(&cfg.ListChangedInterval, DefaultListChangedInterval)

@@ -190,6 +190,9 @@ func (rp *replica) handshake(nameHint string) error {
 		}
 		info.lists[k] = items
 	}
+	if err := h.checkListBytes(info); err != nil {
+		return err
+	}
 	rp.mu.Lock()
 	rp.info = info
 	rp.mu.Unlock()
@@ -200,6 +203,22 @@ func (rp *replica) handshake(nameHint string) error {
 	rp.log.Info("server registered", "serverInfo", init.ServerInfo.Name, "version", init.ProtocolVersion,
 		"tools", len(info.lists[kindTools]), "resources", len(info.lists[kindResources]),
 		"templates", len(info.lists[kindTemplates]), "prompts", len(info.lists[kindPrompts]))
+	return nil
+}
+
+// checkListBytes refuses a server whose lists, all together, are larger
+// than the hub's limit: every instance holds them, and they travel in
+// snapshots.
+func (h *Hub) checkListBytes(ri *replicaInfo) error {
+	n := 0
+	for k := range numKinds {
+		for _, it := range ri.lists[k] {
+			n += len(it.raw)
+		}
+	}
+	if n > h.cfg.MaxListBytes {
+		return fmt.Errorf("its lists hold %d bytes, over the hub's limit of %d", n, h.cfg.MaxListBytes)
+	}
 	return nil
 }
 
@@ -237,12 +256,34 @@ func (rp *replica) fetchList(ctx context.Context, k listKind, server string) ([]
 		if f, ok := res[k.field()]; ok && json.Unmarshal(f, &page) != nil {
 			return nil, fmt.Errorf("%s: %q is not an array", k.method(), k.field())
 		}
+		cfg := &rp.hub.cfg
+		limit := cfg.MaxListItems
+		if k == kindTemplates {
+			limit = cfg.MaxTemplates
+		}
 		for _, r := range page {
-			it, ok := newListItem(k, server, rp.hub.cfg.Separator, r)
+			if len(r) > cfg.MaxItemBytes {
+				return nil, fmt.Errorf("%s: an item of %d bytes is over the hub's limit of %d", k.method(), len(r), cfg.MaxItemBytes)
+			}
+			it, ok := newListItem(k, server, cfg.Separator, r)
 			if !ok {
 				return nil, fmt.Errorf("%s: an item has no %q", k.method(), k.key())
 			}
+			if k == kindResources || k == kindTemplates {
+				uri := it.key
+				if it.tmpl != nil {
+					uri = it.tmpl.Literal()
+				}
+				if !rp.who.mayUseURI(uri) {
+					rp.log.Warn("not serving an item outside the token's resources", "kind", k.conflictKind(), "key", it.key)
+					rp.hub.metrics.refused.WithLabelValues("resource_outside_token").Inc()
+					continue
+				}
+			}
 			items = append(items, it)
+			if len(items) > limit {
+				return nil, fmt.Errorf("%s: more than %d items, the hub's limit", k.method(), limit)
+			}
 		}
 		next, _ := res.String("nextCursor")
 		if next == "" {
@@ -290,6 +331,9 @@ func (rp *replica) refresh(kinds ...listKind) {
 						break
 					}
 				}
+			}
+			if err == nil {
+				err = rp.hub.checkListBytes(&next)
 			}
 			cancel()
 			if err != nil {

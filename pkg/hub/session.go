@@ -577,6 +577,10 @@ func (s *session) listPage(k listKind, raw json.RawMessage) (any, error) {
 	b = jsonrpc.AppendString(b, k.field())
 	b = append(b, ':', '[')
 	for i, it := range items[start:end] {
+		if i > 0 && len(b)+len(item(it)) > h.cfg.PageBytes {
+			end = start + i // the page is full by bytes: the rest on the next
+			break
+		}
 		if i > 0 {
 			b = append(b, ',')
 		}
