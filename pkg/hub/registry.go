@@ -96,7 +96,7 @@ type replicaInfo struct {
 	ServerInfo      mcp.Implementation `json:"serverInfo"`
 	ProtocolVersion string             `json:"protocolVersion"`
 	ConnectedAt     time.Time          `json:"connectedAt"`
-	Owner           string             `json:"owner"` // the token it authenticated with
+	Owner           string             `json:"owner,omitempty"` // the token it authenticated with
 	// Capabilities and Instructions are what the server answered to
 	// initialize, for its own endpoint (/servers/<name>/mcp).
 	Capabilities json.RawMessage `json:"capabilities,omitempty"`
