@@ -42,6 +42,9 @@ type serversDoc struct {
 	// Conflicts are the resources and templates that servers listed and
 	// the hub does not serve: an earlier server serves them.
 	Conflicts []conflict `json:"conflicts,omitempty"`
+	// Departed are servers that left lately and have not come back, with
+	// why (a connector's child that exits, say).
+	Departed []departure `json:"departed,omitempty"`
 }
 
 type serverDoc struct {
@@ -136,6 +139,11 @@ func (h *Hub) readBuiltin(s *session, uri string) (any, error) {
 		}
 		if operator {
 			d.Conflicts = v.conflicts
+		}
+		for _, dep := range h.recentDepartures(v) {
+			if operator || s.who.mayUseServer(dep.Name, h.cfg.Separator) {
+				d.Departed = append(d.Departed, dep)
+			}
 		}
 		clients := 0
 		for _, in := range d.Instances {

@@ -315,7 +315,7 @@ func servedBy(key, instance string) bool {
 // output buffer passes 32 MiB, and every instance with it).
 func (c *cluster) publishSnapshot(ctx context.Context) {
 	h := c.hub
-	snap := &snapshot{Addr: h.cfg.Addr, StartedAt: h.start.UTC()}
+	snap := &snapshot{Addr: h.cfg.Addr, StartedAt: h.start.UTC(), Departed: h.gone.list()}
 	for _, ri := range h.reg.localReplicas() {
 		rs := replicaSnap{ID: ri.ID, Name: ri.Name, ServerInfo: ri.ServerInfo, ProtocolVersion: ri.ProtocolVersion,
 			ConnectedAt: ri.ConnectedAt, Owner: ri.Owner, Capabilities: ri.Capabilities, Instructions: ri.Instructions}

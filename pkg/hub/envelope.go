@@ -133,6 +133,7 @@ type snapshot struct {
 	Addr      string        `json:"addr,omitempty"`
 	StartedAt time.Time     `json:"startedAt"`
 	Replicas  []replicaSnap `json:"replicas"`
+	Departed  []departure   `json:"departed,omitempty"`
 }
 
 type replicaSnap struct {

@@ -127,6 +127,15 @@ func errCannotRoute(method, why string) error {
 	return jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "cannot route %s: %s", method, why)
 }
 
+// errNoClient answers a server's sampling or elicitation request made
+// outside any client's call: there is no one to ask, as there would be
+// none if the client had not declared the capability.
+func errNoClient(method string) error {
+	return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound,
+		"%s outside a client's call: no client can answer it (make it while serving a call, naming it in _meta[%q])",
+		method, mcp.MetaRelatedRequest)
+}
+
 // errMissingCapability answers a server's request whose client did not
 // declare the capability it needs.
 func errMissingCapability(capability, method string) error {

@@ -226,6 +226,7 @@ type Hub struct {
 	subs       *subscriptions
 	cluster    *cluster
 	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
+	gone       departures             // servers that left lately
 	mux        http.Handler
 
 	changedMu sync.Mutex

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/demo"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
 func TestHub_subscriptionsAreReferenceCounted(t *testing.T) {
@@ -337,4 +339,77 @@ func TestHub_serverRequestNamesTheClientsCall(t *testing.T) {
 	resp := rc.recvResponse()
 	assert.Equal(t, `"my call"`, resp.ID.String())
 	assert.Contains(t, string(resp.Result), "42")
+}
+
+// A server's requests outside any client's call: roots/list gets the roots
+// given on its URL (published servers ask as they start), sampling gets a
+// clear -32601, a ping the hub's answer.
+func TestHub_serverRequestsOutsideACall(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	for _, tc := range []struct {
+		query string
+		want  string
+	}{
+		{"", `{"roots":[]}`},
+		{"&root=file:///srv/a&root=file:///srv/b", `{"roots":[{"uri":"file:///srv/a"},{"uri":"file:///srv/b"}]}`},
+	} {
+		conn, err := peerDial(t, th.wsURL("/mcp/server?name=alone"+tc.query))
+		require.NoError(t, err)
+		p := peer.New(conn, &peer.Options{Handler: peer.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			if req.Method == mcp.MethodInitialize {
+				return &mcp.InitializeResult{ProtocolVersion: mcp.LatestVersion, ServerInfo: mcp.Implementation{Name: "alone", Version: "1"}}, nil
+			}
+			return nil, nil
+		})})
+		p.Start(context.Background())
+		th.waitFor("alone registered", func(v *view) bool { return len(v.servers["alone"]) == 1 })
+		var roots json.RawMessage
+		require.NoError(t, p.Call(ctxFor(t), mcp.MethodRootsList, nil, &roots))
+		assert.JSONEq(t, tc.want, string(roots))
+		require.NoError(t, p.Call(ctxFor(t), mcp.MethodPing, nil, nil))
+		err = p.Call(ctxFor(t), mcp.MethodSamplingCreateMessage, &mcp.CreateMessageParams{MaxTokens: 1}, nil)
+		assert.Equal(t, jsonrpc.CodeMethodNotFound, rpcCode(err))
+		assert.ErrorContains(t, err, "outside a client's call")
+		require.NoError(t, p.Close())
+		th.waitFor("alone gone", func(v *view) bool { return len(v.servers["alone"]) == 0 })
+	}
+}
+
+// A server that leaves, or never gets through its handshake, shows in
+// switchboard://servers with the close code and reason, until it is back:
+// how an operator sees hub connect's child fail.
+func TestHub_departuresAreVisible(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	c := th.client(nil)
+	departed := func() string {
+		res, err := c.ReadResource(ctxFor(t), "switchboard://servers")
+		require.NoError(t, err)
+		var doc struct {
+			Departed []departure `json:"departed"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(res.Contents[0].Text), &doc))
+		for _, d := range doc.Departed {
+			if d.Name == "kid" {
+				return fmt.Sprintf("%d %s", d.Code, d.Reason)
+			}
+		}
+		return ""
+	}
+	stop := th.runServer(mcp.NewServer(mcp.Implementation{Name: "kid", Version: "1"}, nil), "kid")
+	assert.Empty(t, departed())
+	stop()
+	th.waitFor("kid gone", func(v *view) bool { return len(v.servers["kid"]) == 0 })
+	assert.Equal(t, "1001 going away", departed(), "the server stopped dialing")
+
+	// A connector whose child died dials in and says so.
+	conn, err := peerDial(t, th.wsURL("/mcp/server?name=kid"))
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(4000, "child exited with status 1; restarting in 2s"))
+	require.Eventually(t, func() bool { return departed() == "4000 child exited with status 1; restarting in 2s" },
+		wait, time.Millisecond)
+
+	th.runServer(mcp.NewServer(mcp.Implementation{Name: "kid", Version: "1"}, nil), "kid")
+	assert.Empty(t, departed(), "back: no longer departed")
 }

@@ -32,7 +32,8 @@ type replica struct {
 	log     *slog.Logger
 	who     *principal
 	release func()  // frees the token's connection slot
-	notes   *bucket // its notifications' rate limit; nil for none
+	notes   *bucket  // its notifications' rate limit; nil for none
+	roots   []string // the roots given on its URL (?root=), for roots/list outside any call
 
 	mu         sync.Mutex
 	info       *replicaInfo // published; nil until registered
@@ -85,6 +86,7 @@ func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
 	h.metrics.connections.WithLabelValues("server").Inc()
 	rp.peer.Start(h.ctx)
 	nameHint := r.URL.Query().Get("name")
+	rp.roots = r.URL.Query()["root"]
 	if !h.goOwned(func() { rp.run(nameHint) }) {
 		rp.peer.CloseWith(peer.CloseGoingAway, "hub shutting down")
 	}
@@ -110,6 +112,9 @@ func (rp *replica) run(nameHint string) {
 		rp.log.Warn("server dropped during its handshake", "reason", reason)
 		rp.peer.CloseWith(code, reason)
 		rp.peer.Wait()
+		if name := rp.intendedName(nameHint); name != "" {
+			h.departed(name, rp.peer.Err())
+		}
 		return
 	}
 	<-rp.peer.Done()
@@ -117,8 +122,21 @@ func (rp *replica) run(nameHint string) {
 	if errors.Is(err, peer.ErrSlowConsumer) {
 		h.metrics.slowConsumers.Inc()
 	}
+	name := rp.name()
 	h.removeLocal(rp.id)
+	if len(h.reg.view().servers[name]) == 0 {
+		h.departed(name, err)
+	}
 	rp.log.Info("server disconnected", "reason", err)
+}
+
+// intendedName is the name a server that never registered would have had,
+// as far as its credentials or URL say.
+func (rp *replica) intendedName(hint string) string {
+	if n := rp.who.fixedServerName(); n != "" {
+		return n
+	}
+	return normalizeName(hint)
 }
 
 // handshake initializes the server, lists what it offers and registers it.

@@ -589,7 +589,7 @@ func (rp *replica) routeToClient(ctx context.Context, req *jsonrpc.Request) (any
 		rp.mu.Unlock()
 		switch {
 		case n == 0:
-			return nil, errCannotRoute(req.Method, "no client has a call in flight to this server")
+			return rp.answerAlone(req.Method)
 		case n > 1:
 			return nil, errCannotRoute(req.Method, "several clients have calls in flight; set _meta[\""+
 				mcp.MetaRelatedRequest+"\"] to the id of the call it serves")
@@ -605,6 +605,25 @@ func (rp *replica) routeToClient(ctx context.Context, req *jsonrpc.Request) (any
 		return nil, rp.hub.downstreamError(err)
 	}
 	return res, nil
+}
+
+// answerAlone answers a server's request that names no call while no client
+// has one in flight: roots/list with the roots given on the server's URL
+// (an empty list without: published servers ask for roots as they start),
+// ping as the hub; sampling and elicitation cannot be, since only a person
+// or a model behind a client can answer them.
+func (rp *replica) answerAlone(method string) (any, error) {
+	switch method {
+	case mcp.MethodRootsList:
+		roots := make([]mcp.Root, 0, len(rp.roots))
+		for _, uri := range rp.roots {
+			roots = append(roots, mcp.Root{URI: uri})
+		}
+		return &mcp.ListRootsResult{Roots: roots}, nil
+	case mcp.MethodPing:
+		return struct{}{}, nil
+	}
+	return nil, errNoClient(method)
 }
 
 // rootsChanged tells the servers serving a client's calls that its roots
