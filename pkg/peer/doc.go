@@ -10,7 +10,9 @@
 // [WebSocket] conn on github.com/coder/websocket (subprotocol "mcp", a read
 // limit, keepalive pings, and close codes 1003, 1007, 1009 and 1008 with a
 // reason); [Pipe] gives an in-memory pair for tests, which carries close codes
-// the same way.
+// the same way; [NewStdio] gives a conn over a byte stream in the stdio framing
+// of MCP (one message per line), for a program launched by a client or a
+// server launched as a child process.
 //
 // # Calls
 //
