@@ -1,0 +1,105 @@
+package connect
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// configFile is the shape desktop clients use for their servers (Claude
+// Desktop's claude_desktop_config.json, Cursor's mcp.json: "mcpServers";
+// VS Code's: "servers"), in YAML or JSON.
+type configFile struct {
+	MCPServers map[string]configServer `yaml:"mcpServers"`
+	Servers    map[string]configServer `yaml:"servers"`
+}
+
+type configServer struct {
+	Command  string            `yaml:"command"`
+	Args     []string          `yaml:"args"`
+	Env      map[string]string `yaml:"env"`
+	Cwd      string            `yaml:"cwd"`
+	URL      string            `yaml:"url"`
+	Headers  map[string]string `yaml:"headers"`
+	Roots    []string          `yaml:"roots"`
+	Disabled bool              `yaml:"disabled"`
+}
+
+// LoadConfig reads a file of servers in the shape desktop clients use, YAML
+// or JSON:
+//
+//	mcpServers:
+//	  memory:
+//	    command: npx
+//	    args: ["-y", "@modelcontextprotocol/server-memory"]
+//	    env: {MEMORY_FILE_PATH: /var/lib/memory.json}
+//	  files:
+//	    command: npx
+//	    args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv/files"]
+//	    roots: ["file:///srv/files"]
+//	  remote:
+//	    url: http://10.0.0.5:3001/mcp
+//	    headers: {Authorization: "Bearer ..."}
+//
+// Each key is the server's name on the hub. "servers" (VS Code's key) is
+// read like "mcpServers"; "cwd" sets the working directory; an entry with
+// "disabled: true" is skipped; other members are ignored. Servers come back
+// sorted by name.
+func LoadConfig(path string) ([]Server, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfig(b)
+}
+
+// ParseConfig parses the contents of a file of servers (see LoadConfig).
+func ParseConfig(b []byte) ([]Server, error) {
+	var f configFile
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("servers file: %w", err)
+	}
+	entries := f.MCPServers
+	if entries == nil {
+		entries = f.Servers
+	} else if f.Servers != nil {
+		return nil, errors.New(`servers file: "mcpServers" or "servers", not both`)
+	}
+	if len(entries) == 0 {
+		return nil, errors.New(`servers file: no server under "mcpServers"`)
+	}
+	var out []Server
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
+		e := entries[name]
+		if e.Disabled {
+			continue
+		}
+		if strings.TrimSpace(name) == "" {
+			return nil, errors.New("servers file: a server has an empty name")
+		}
+		s := Server{Name: name, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, Roots: e.Roots, Upstream: e.URL}
+		if len(e.Headers) > 0 {
+			s.Header = http.Header{}
+			for k, v := range e.Headers {
+				s.Header.Set(k, v)
+			}
+		}
+		switch {
+		case s.Command == "" && s.Upstream == "":
+			return nil, fmt.Errorf("servers file: server %q has neither a command nor a url", name)
+		case s.Command != "" && s.Upstream != "":
+			return nil, fmt.Errorf("servers file: server %q has both a command and a url", name)
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("servers file: every server is disabled")
+	}
+	return out, nil
+}

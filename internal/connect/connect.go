@@ -1,0 +1,282 @@
+package connect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/link"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// Server is one MCP server to put on the hub: a command to run (a stdio
+// server), or the URL of a Streamable HTTP server.
+type Server struct {
+	// Name is the server's name on the hub, sent as ?name= (the hub
+	// normalises it to [a-z0-9-]). Empty: the hub names the server after its
+	// serverInfo.name, and the connector keeps that name for its later
+	// connections, so that failures before the first start have no name.
+	Name string
+
+	// Command and Args start a stdio server; Env adds to (or replaces in)
+	// the connector's environment, less SWITCHBOARD_TOKEN, which the child
+	// never sees; Dir is its working directory (empty: the connector's).
+	Command string
+	Args    []string
+	Env     map[string]string
+	Dir     string
+
+	// Roots are the URIs the hub answers roots/list with when the server
+	// asks outside any client's call, sent as repeated ?root=.
+	Roots []string
+
+	// Upstream is the URL of a Streamable HTTP server to put on the hub
+	// instead of a command, and Header what to send with each request to it.
+	Upstream string
+	Header   http.Header
+}
+
+// label names the server in logs before the hub has named it.
+func (s *Server) label() string {
+	switch {
+	case s.Name != "":
+		return s.Name
+	case s.Command != "":
+		return filepath.Base(s.Command)
+	}
+	return s.Upstream
+}
+
+// Defaults of Options.
+const (
+	DefaultInitTimeout = 30 * time.Second
+	DefaultMinBackoff  = time.Second
+	DefaultMaxBackoff  = 30 * time.Second
+	DefaultResetAfter  = 30 * time.Second
+	DefaultStopGrace   = 5 * time.Second
+)
+
+// Options configure Run. Zero fields take their defaults.
+type Options struct {
+	// URL is the hub's endpoint for servers, ws://host:port/mcp/server (or
+	// wss://). Each server's ?name= and ?root= are added to it.
+	URL string
+	// Header is sent with every handshake to the hub (Authorization).
+	Header http.Header
+	// Logger receives the connector's log and each server's standard error,
+	// line by line, with the attribute server=<name>.
+	Logger *slog.Logger
+	// InitTimeout is how long a server may take to answer the hub's
+	// initialize before it is restarted. Default 30 s.
+	InitTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait before a restart or a
+	// reconnection (it doubles after each failure, with jitter). Defaults
+	// 1 s and 30 s.
+	MinBackoff, MaxBackoff time.Duration
+	// ResetAfter: a server that ran this long since it was initialized is
+	// restarted after MinBackoff again. Default 30 s.
+	ResetAfter time.Duration
+	// StopGrace is how long a child has to exit after SIGTERM before its
+	// process group is killed. Default 5 s.
+	StopGrace time.Duration
+	// ReadLimit is the longest message accepted from a server, in bytes.
+	// Default 4 MiB.
+	ReadLimit int
+	// WebSocket tunes the connections to the hub.
+	WebSocket peer.WebSocketOptions
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.Logger == nil {
+		v.Logger = slog.New(slog.DiscardHandler)
+	}
+	if v.InitTimeout <= 0 {
+		v.InitTimeout = DefaultInitTimeout
+	}
+	if v.MinBackoff <= 0 {
+		v.MinBackoff = DefaultMinBackoff
+	}
+	if v.MaxBackoff <= 0 {
+		v.MaxBackoff = DefaultMaxBackoff
+	}
+	v.MaxBackoff = max(v.MaxBackoff, v.MinBackoff)
+	if v.ResetAfter <= 0 {
+		v.ResetAfter = DefaultResetAfter
+	}
+	if v.StopGrace <= 0 {
+		v.StopGrace = DefaultStopGrace
+	}
+	if v.ReadLimit <= 0 {
+		v.ReadLimit = peer.DefaultReadLimit
+	}
+	return v
+}
+
+// ErrRefused matches the error Run returns when the hub refuses the
+// connector's credentials (HTTP 401 or 403): retrying would not help.
+var ErrRefused = errors.New("the hub refused the credentials")
+
+// Run puts every server on the hub and keeps them there until ctx ends:
+// it restarts a server that fails and reconnects when the hub goes away,
+// both with backoff. When ctx ends it closes every connection with 1001 and
+// stops every child (SIGTERM, then SIGKILL after StopGrace), and returns
+// nil once all are gone. It returns early, with an error matching
+// ErrRefused, only when the hub refuses the credentials for every server.
+func Run(ctx context.Context, servers []Server, opts *Options) error {
+	o := opts.withDefaults()
+	if err := check(o.URL, servers); err != nil {
+		return err
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for i := range servers {
+		c := &connector{srv: servers[i], opts: &o, back: link.Backoff{Min: o.MinBackoff, Max: o.MaxBackoff}}
+		wg.Go(func() {
+			if err := c.run(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// check refuses what could never work, before anything starts.
+func check(hub string, servers []Server) error {
+	u, err := url.Parse(hub)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+		return fmt.Errorf("the hub's URL must be ws://HOST:PORT/mcp/server or wss://..., not %q", link.Redact(hub))
+	}
+	if len(servers) == 0 {
+		return errors.New("no server to connect")
+	}
+	seen := map[string]bool{}
+	for i, s := range servers {
+		switch {
+		case s.Command == "" && s.Upstream == "":
+			return fmt.Errorf("server %d (%q): a command or an upstream URL is needed", i+1, s.Name)
+		case s.Command != "" && s.Upstream != "":
+			return fmt.Errorf("server %q: a command or an upstream URL, not both", s.Name)
+		case s.Upstream != "":
+			return fmt.Errorf("server %q: Streamable HTTP upstreams are not supported yet", s.Name)
+		}
+		if s.Name != "" {
+			if seen[s.Name] {
+				return fmt.Errorf("server name %q is given twice", s.Name)
+			}
+			seen[s.Name] = true
+		}
+	}
+	return nil
+}
+
+// connector keeps one server on the hub.
+type connector struct {
+	srv  Server
+	opts *Options
+	back link.Backoff
+	name string // the hub's name for the server, once known
+}
+
+// dialURL is the hub URL with the server's name and roots.
+func (c *connector) dialURL() string {
+	u, _ := url.Parse(c.opts.URL) // checked by Run
+	q := u.Query()
+	if c.name != "" {
+		q.Set("name", c.name)
+	}
+	for _, r := range c.srv.Roots {
+		q.Add("root", r)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func (c *connector) logger() *slog.Logger {
+	label := c.name
+	if label == "" {
+		label = c.srv.label()
+	}
+	return c.opts.Logger.With("server", label)
+}
+
+// run runs sessions until ctx ends, waiting between them as told.
+func (c *connector) run(ctx context.Context) error {
+	c.name = c.srv.Name
+	for {
+		wait, err := c.session(ctx)
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+		if !link.Sleep(ctx, wait) {
+			return nil
+		}
+	}
+}
+
+// session dials the hub, starts the server and relays between them until
+// one side ends. It returns how long to wait before the next session, or an
+// error when there should be none.
+func (c *connector) session(ctx context.Context) (time.Duration, error) {
+	log := c.logger()
+	hub, err := link.Dial(ctx, c.dialURL(), c.opts.Header, c.opts.WebSocket)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		if link.Refused(err) {
+			log.Error("giving up on this server: "+err.Error(), "url", link.Redact(c.opts.URL))
+			return 0, fmt.Errorf("server %s: %w: %w", c.srv.label(), ErrRefused, err)
+		}
+		wait := c.back.Next()
+		log.Error(err.Error()+"; retrying", "retry_in", link.Round(wait))
+		return wait, nil
+	}
+
+	ch, err := startChild(&c.srv, c.opts.ReadLimit, log)
+	if err != nil {
+		wait := c.back.Next()
+		log.Error("cannot start the server's command; retrying", "err", err, "retry_in", link.Round(wait))
+		hub.Close(peer.CloseInternalError, fmt.Sprintf("cannot start the server's command; retrying in %v", link.Round(wait)))
+		return wait, nil
+	}
+	log.Info("server started", "pid", ch.pid())
+	r := &relay{hub: hub, server: ch.conn, log: log, initTimeout: c.opts.InitTimeout}
+	end := r.run(ctx, ch, c.opts.StopGrace)
+	if !r.initAt.IsZero() && time.Since(r.initAt) >= c.opts.ResetAfter {
+		c.back.Reset() // it ran well for a while: start over
+	}
+	if c.name == "" && r.serverName != "" {
+		c.name = r.serverName
+	}
+	if end.kind == endStopped {
+		r.wait()
+		log.Info("server stopped", "pid", ch.pid())
+		return 0, nil
+	}
+	wait := c.back.Next()
+	what, reason := end.describe(link.Round(wait))
+	if end.kind == endHubLost {
+		log.Warn(what, "err", end.err, "pid", ch.pid(), "retry_in", link.Round(wait))
+	} else {
+		log.Error(what, "pid", ch.pid(), "retry_in", link.Round(wait))
+	}
+	hub.Close(peer.CloseInternalError, reason) // nothing is sent to a hub that is gone
+	r.wait()
+	return wait, nil
+}

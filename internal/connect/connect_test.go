@@ -1,0 +1,339 @@
+package connect_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/internal/connect"
+	"github.com/switchboard-mcp/switchboard/pkg/hub"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// running is a connector started by a test.
+type running struct {
+	log    *logBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// runConnector runs connect.Run until the test ends (or stop is called).
+func runConnector(t *testing.T, servers []connect.Server, opts connect.Options) *running {
+	t.Helper()
+	r := &running{log: &logBuffer{}, done: make(chan error, 1)}
+	opts.Logger = r.log.logger()
+	if opts.MinBackoff == 0 {
+		opts.MinBackoff, opts.MaxBackoff = 50*time.Millisecond, 200*time.Millisecond
+	}
+	if opts.StopGrace == 0 {
+		opts.StopGrace = 2 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- connect.Run(ctx, servers, &opts) }()
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+// stop cancels the connector and waits for Run to return.
+func (r *running) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case err, ok := <-r.done:
+		if ok {
+			close(r.done)
+		}
+		return err
+	case <-time.After(wait):
+		t.Fatal("the connector did not stop")
+		return nil
+	}
+}
+
+var pidRe = regexp.MustCompile(`server started.* pid=(\d+)`)
+
+// pids returns the pids of the children started so far, in order.
+func (r *running) pids() []int {
+	var out []int
+	for _, m := range pidRe.FindAllStringSubmatch(r.log.String(), -1) {
+		n, _ := strconv.Atoi(m[1])
+		out = append(out, n)
+	}
+	return out
+}
+
+func text(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	require.NotEmpty(t, res.Content)
+	return res.Content[0].Text
+}
+
+// TestRun_relaysEverything: a stdio server behind the connector is on the
+// hub like any other: lists, calls, progress, a resource, a prompt, sampling
+// answered by the calling client, and its stderr in the log.
+func TestRun_relaysEverything(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	r := runConnector(t, []connect.Server{selfServer("fake", "server")}, connect.Options{URL: th.url("/mcp/server")})
+	c := th.client(t, &mcp.ClientOptions{
+		Sampling: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: mcp.TextContent("sampled: " + p.Messages[0].Content.Text)}, nil
+		},
+	})
+	waitTool(t, c, "fake__echo", true)
+	ctx := ctxFor(t)
+
+	res, err := c.CallTool(ctx, "fake__echo", map[string]string{"text": "hello"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", text(t, res))
+
+	var mu sync.Mutex
+	var progress []float64
+	res, err = c.CallTool(ctx, "fake__slow", map[string]int{"steps": 3, "delayMs": 10}, &mcp.CallOptions{
+		Progress: func(p *mcp.ProgressParams) { mu.Lock(); progress = append(progress, p.Progress); mu.Unlock() },
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "done after 3 steps", text(t, res))
+	mu.Lock()
+	assert.Equal(t, []float64{1, 2, 3}, progress, "progress passes through")
+	mu.Unlock()
+
+	res, err = c.CallTool(ctx, "fake__ask", map[string]string{"question": "why?"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "sampled: why?", text(t, res), "the server's sampling request reached the calling client and back")
+
+	read, err := c.ReadResource(ctx, "demo://greeting/ada")
+	require.NoError(t, err)
+	require.Len(t, read.Contents, 1)
+	assert.Equal(t, "Hello, ada!", read.Contents[0].Text)
+
+	prompt, err := c.GetPrompt(ctx, "fake__greet", map[string]string{"name": "ada"})
+	require.NoError(t, err)
+	assert.NotEmpty(t, prompt.Messages)
+
+	r.log.waitLog(t, 1, "server stderr", "server=fake", "fake server ready")
+	r.log.waitLog(t, 1, "answered the hub's initialize", "server_info=fake")
+}
+
+// TestRun_restartsAChildThatDies: a child killed from outside and a child
+// that exits are both restarted, with the hub's view following.
+func TestRun_restartsAChildThatDies(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	r := runConnector(t, []connect.Server{selfServer("fake", "server")}, connect.Options{URL: th.url("/mcp/server")})
+	c := th.client(t, nil)
+	waitTool(t, c, "fake__pid", true)
+	ctx := ctxFor(t)
+
+	pidOf := func() int {
+		t.Helper()
+		var pid int
+		require.Eventually(t, func() bool {
+			res, err := c.CallTool(ctx, "fake__pid", nil, nil)
+			if err != nil || res.IsError {
+				return false
+			}
+			pid, err = strconv.Atoi(res.Content[0].Text)
+			return err == nil
+		}, wait, 20*time.Millisecond)
+		return pid
+	}
+	first := pidOf()
+	require.Equal(t, []int{first}, r.pids())
+	require.NoError(t, syscall.Kill(first, syscall.SIGKILL))
+	r.log.waitLog(t, 1, "was killed by signal 9", "restarting", "server=fake")
+	r.log.waitLog(t, 2, "server started")
+	second := pidOf()
+	assert.NotEqual(t, first, second, "a new child serves")
+
+	_, err := c.CallTool(ctx, "fake__exit", nil, nil)
+	require.Error(t, err, "the call in flight fails when the child exits")
+	r.log.waitLog(t, 1, "the server exited with status 1; restarting")
+	r.log.waitLog(t, 3, "server started")
+	assert.NotEqual(t, second, pidOf())
+}
+
+// TestRun_garbageOnStdout: lines that are not JSON-RPC are dropped and
+// logged, the hub gets an error log message, and the server keeps working.
+func TestRun_garbageOnStdout(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	r := runConnector(t, []connect.Server{selfServer("fake", "garbage")}, connect.Options{URL: th.url("/mcp/server")})
+	logs := make(chan json.RawMessage, 10)
+	c := th.client(t, &mcp.ClientOptions{OnNotification: func(method string, params json.RawMessage) {
+		if method == mcp.NotificationMessage {
+			logs <- params
+		}
+	}})
+	waitTool(t, c, "fake__garble", true)
+	r.log.waitLog(t, 1, "not JSON-RPC", "Starting server...")
+	ctx := ctxFor(t)
+	require.NoError(t, c.SetLoggingLevel(ctx, mcp.LevelError))
+
+	res, err := c.CallTool(ctx, "fake__garble", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "garbled", text(t, res))
+	r.log.waitLog(t, 1, "not JSON-RPC", "oops, not JSON")
+	select {
+	case p := <-logs:
+		var m mcp.LoggingMessageParams
+		require.NoError(t, json.Unmarshal(p, &m))
+		assert.Equal(t, mcp.LevelError, m.Level)
+		assert.Equal(t, "switchboard-connect", m.Logger)
+		assert.Contains(t, m.Data, "not JSON-RPC")
+	case <-ctx.Done():
+		t.Fatal("the client never heard of the garbage")
+	}
+	res, err = c.CallTool(ctx, "fake__echo", map[string]string{"text": "still here"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "still here", text(t, res))
+	assert.Equal(t, 1, len(r.pids()), "the child was not restarted")
+}
+
+// TestRun_initializeTimeout: a child that never answers initialize is
+// restarted after InitTimeout.
+func TestRun_initializeTimeout(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	r := runConnector(t, []connect.Server{selfServer("mute", "mute")}, connect.Options{
+		URL: th.url("/mcp/server"), InitTimeout: 200 * time.Millisecond})
+	r.log.waitLog(t, 1, "did not answer initialize within 200ms; restarting", "server=mute")
+	r.log.waitLog(t, 2, "server started", "server=mute")
+	pids := r.pids()
+	require.Eventually(t, func() bool { return processGone(pids[0]) }, wait, 10*time.Millisecond, "the first child was stopped")
+}
+
+// TestRun_exitingChildBacksOff: a child that exits at once is restarted
+// with growing waits, its stderr logged each time.
+func TestRun_exitingChildBacksOff(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	r := runConnector(t, []connect.Server{selfServer("quitter", "exit")}, connect.Options{
+		URL: th.url("/mcp/server"), MinBackoff: 20 * time.Millisecond, MaxBackoff: 80 * time.Millisecond})
+	r.log.waitLog(t, 3, "the server exited with status 3; restarting", "server=quitter")
+	assert.GreaterOrEqual(t, r.log.count("server stderr", "giving up at once"), 2)
+}
+
+// TestRun_hubRefusesConnections: no hub at the URL; the connector says so
+// clearly, retries with backoff, starts no child, and stops on cancel.
+func TestRun_hubRefusesConnections(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close() // nobody listens there now
+	r := runConnector(t, []connect.Server{selfServer("fake", "server")}, connect.Options{URL: "ws://" + addr + "/mcp/server"})
+	r.log.waitLog(t, 3, "cannot reach the hub at ws://"+addr+"/mcp/server: connection refused (is the hub running?); retrying", "retry_in=")
+	assert.Empty(t, r.pids(), "no child runs without a hub")
+	assert.NoError(t, r.stop(t))
+}
+
+// TestRun_refusedCredentials: a hub that refuses the token ends Run with
+// ErrRefused instead of retrying forever.
+func TestRun_refusedCredentials(t *testing.T) {
+	file := t.TempDir() + "/tokens.yaml"
+	require.NoError(t, os.WriteFile(file, []byte("tokens: [{name: a, token: good-token, roles: [server], servers: [fake]}]"), 0o600))
+	tokens, err := hub.LoadTokens(file)
+	require.NoError(t, err)
+	th := startHub(t, hub.Config{Tokens: tokens})
+	r := runConnector(t, []connect.Server{selfServer("fake", "server")}, connect.Options{
+		URL: th.url("/mcp/server"), Header: map[string][]string{"Authorization": {"Bearer bad-token"}}})
+	select {
+	case err := <-r.done:
+		close(r.done)
+		assert.ErrorIs(t, err, connect.ErrRefused)
+		assert.NotContains(t, err.Error(), "bad-token")
+	case <-time.After(wait):
+		t.Fatal("Run kept retrying refused credentials")
+	}
+}
+
+// TestRun_stopKillsTheWholeGroup: on stop, the child and what it started
+// (a grandchild that ignores SIGTERM) are gone.
+func TestRun_stopKillsTheWholeGroup(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	r := runConnector(t, []connect.Server{selfServer("fake", "parent")}, connect.Options{
+		URL: th.url("/mcp/server"), StopGrace: 300 * time.Millisecond})
+	c := th.client(t, nil)
+	waitTool(t, c, "fake__echo", true)
+	m := regexp.MustCompile(`grandchild pid=(\d+)`).FindStringSubmatch(r.log.String())
+	require.NotNil(t, m, r.log.String())
+	grandchild, _ := strconv.Atoi(m[1])
+	child := r.pids()[0]
+	require.False(t, processGone(grandchild))
+
+	require.NoError(t, r.stop(t))
+	assert.True(t, processGone(child), "the child is gone")
+	require.Eventually(t, func() bool { return processGone(grandchild) }, wait, 10*time.Millisecond,
+		"the grandchild, which ignores SIGTERM, was killed with the group")
+	waitTool(t, c, "fake__echo", false)
+	assert.Equal(t, 1, r.log.count("server stopped"))
+}
+
+// TestRun_rejectsBadInput: what cannot work is refused before anything
+// starts.
+func TestRun_rejectsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		url     string
+		servers []connect.Server
+		want    string
+	}{
+		{"http URL", "http://127.0.0.1:1/mcp/server", []connect.Server{{Command: "x"}}, "ws://"},
+		{"no server", "ws://127.0.0.1:1/mcp/server", nil, "no server"},
+		{"no command", "ws://127.0.0.1:1/mcp/server", []connect.Server{{Name: "a"}}, "a command or an upstream URL is needed"},
+		{"both", "ws://127.0.0.1:1/mcp/server", []connect.Server{{Name: "a", Command: "x", Upstream: "http://h/mcp"}}, "not both"},
+		{"same name", "ws://127.0.0.1:1/mcp/server", []connect.Server{{Name: "a", Command: "x"}, {Name: "a", Command: "y"}}, "twice"},
+		{"token in URL is not echoed", "http://u:secret@h/?token=secret", []connect.Server{{Command: "x"}}, "ws://"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := connect.Run(context.Background(), tc.servers, &connect.Options{URL: tc.url})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "secret")
+		})
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	servers, err := connect.ParseConfig([]byte(`{
+  "mcpServers": {
+    "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"MEMORY_FILE_PATH": "/tmp/m.json"}},
+    "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "cwd": "/tmp", "roots": ["file:///tmp"]},
+    "off": {"command": "nothing", "disabled": true},
+    "remote": {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer x"}}
+  }
+}`))
+	require.NoError(t, err)
+	require.Len(t, servers, 3)
+	assert.Equal(t, "files", servers[0].Name, "sorted by name")
+	assert.Equal(t, "/tmp", servers[0].Dir)
+	assert.Equal(t, []string{"file:///tmp"}, servers[0].Roots)
+	assert.Equal(t, "memory", servers[1].Name)
+	assert.Equal(t, "npx", servers[1].Command)
+	assert.Equal(t, []string{"-y", "@modelcontextprotocol/server-memory"}, servers[1].Args)
+	assert.Equal(t, map[string]string{"MEMORY_FILE_PATH": "/tmp/m.json"}, servers[1].Env)
+	assert.Equal(t, "http://127.0.0.1:3001/mcp", servers[2].Upstream)
+	assert.Equal(t, "Bearer x", servers[2].Header.Get("Authorization"))
+
+	yaml, err := connect.ParseConfig([]byte("servers:\n  everything:\n    command: node\n    args: [index.js]\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []connect.Server{{Name: "everything", Command: "node", Args: []string{"index.js"}}}, yaml)
+
+	for in, want := range map[string]string{
+		"mcpServers: {}":                                            "no server",
+		"mcpServers: {a: {args: [x]}}":                              "neither a command nor a url",
+		"mcpServers: {a: {command: x, url: http://h}}":              "both",
+		"mcpServers: {a: {command: x, disabled: true}}":             "every server is disabled",
+		"mcpServers: {a: {command: x}}\nservers: {b: {command: y}}": "not both",
+		"mcpServers: [":                                             "servers file",
+	} {
+		_, err := connect.ParseConfig([]byte(in))
+		assert.ErrorContains(t, err, want, in)
+	}
+}

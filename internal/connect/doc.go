@@ -1,0 +1,60 @@
+// Package connect puts MCP servers that cannot dial a hub on one: a stdio
+// server run as a child process, or a Streamable HTTP server. It is the
+// logic of `hub connect`.
+//
+// # Use
+//
+//	err := connect.Run(ctx, []connect.Server{{
+//		Name:    "memory",
+//		Command: "npx",
+//		Args:    []string{"-y", "@modelcontextprotocol/server-memory"},
+//	}}, &connect.Options{URL: "ws://127.0.0.1:8080/mcp/server", Logger: log})
+//
+// Run keeps every server on the hub until ctx ends. LoadConfig reads many
+// servers from a file in the shape desktop clients use (`mcpServers: {name:
+// {command, args, env}}`), so that one process runs them all.
+//
+// # One session
+//
+// For each server, the connector dials the hub's /mcp/server (with ?name=
+// and one ?root= per root), then starts the command in a process group of
+// its own, with pipes for its standard streams. From then on it relays:
+// every line the server writes on its standard output goes to the hub as one
+// WebSocket frame, and every frame from the hub goes to the server's standard
+// input as one line, unchanged (a line break inside a frame, which can only
+// be JSON whitespace, becomes a space). Ids are not rewritten: the hub's
+// connection and the server's pipes are one conversation, so requests,
+// answers, notifications, progress, cancellation and the server's own
+// requests to clients (sampling, elicitation, roots) all pass as they are.
+// The hub sends initialize first, as it does to every server; the connector
+// only watches for it and for the server's answer.
+//
+// The server's standard error goes to the log line by line, with
+// server=<name>. A line on its standard output that is not JSON-RPC (a
+// banner printed by mistake) is dropped and logged, and the hub gets an
+// error log message (notifications/message from logger
+// "switchboard-connect", which the hub passes to clients that asked for
+// errors); the server keeps running.
+//
+// # Failures
+//
+// A session is one child and one hub connection, and ends with either, so
+// that both sides always start afresh: a new child gets the hub's new
+// initialize. When the child exits, closes its output, writes a line over
+// the read limit or does not answer initialize within InitTimeout, the
+// connector stops it and closes the hub connection with 1011 and a short
+// reason the hub shows ("server exited with status 1; restarting in 4s").
+// When the hub goes away, the connector stops the child and dials again.
+// Every next session waits a backoff that doubles from MinBackoff to
+// MaxBackoff, with jitter, and starts over once a server has run for
+// ResetAfter. A hub that refuses the credentials (HTTP 401 or 403) ends that
+// server's loop with ErrRefused; nothing else does.
+//
+// # Stopping
+//
+// When ctx ends, each connection is closed with 1001 and each child's
+// process group gets SIGTERM, then SIGKILL after StopGrace: whatever the
+// server started (npx starts a shell that starts node) goes with it. On
+// Linux each child also has Pdeathsig set, so that it dies with a connector
+// that crashes or is killed.
+package connect

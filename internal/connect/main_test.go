@@ -1,0 +1,221 @@
+package connect_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/switchboard-mcp/switchboard/internal/connect"
+	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/pkg/hub"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// roleEnv makes the test binary a stdio MCP server (or a broken one), the
+// child the connector starts in these tests: a real process, with real pipes.
+const roleEnv = "SWITCHBOARD_CONNECT_TEST_ROLE"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		os.Exit(runRole(role))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// runRole is the child's main.
+//
+//	server   the demo server on stdin/stdout, plus tools pid, garble and exit
+//	garbage  a line that is not JSON on stdout first, then the server
+//	mute     reads stdin and never answers
+//	exit     a line on stderr, then exit status 3
+//	parent   starts a grandchild (role sleep) in its group, then the server
+//	sleep    sleeps until killed, ignoring SIGTERM
+func runRole(role string) int {
+	switch role {
+	case "mute":
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
+	case "exit":
+		fmt.Fprintln(os.Stderr, "giving up at once")
+		return 3
+	case "sleep":
+		signal.Ignore(syscall.SIGTERM)
+		select {}
+	case "garbage":
+		fmt.Println("Starting server... (this line is not JSON)")
+	case "parent":
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), roleEnv+"=sleep")
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "grandchild pid=%d\n", cmd.Process.Pid)
+	}
+	fmt.Fprintf(os.Stderr, "fake server ready pid=%d\n", os.Getpid())
+	d := demo.New(&demo.Options{Name: "fake"})
+	d.AddTool(&mcp.Tool{Name: "pid", Description: "The server's process id."},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(strconv.Itoa(os.Getpid()))}}, nil
+		})
+	d.AddTool(&mcp.Tool{Name: "garble", Description: "Write a line that is not JSON on stdout."},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			os.Stdout.Write([]byte("oops, not JSON\n"))
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("garbled")}}, nil
+		})
+	d.AddTool(&mcp.Tool{Name: "exit", Description: "Exit with status 1."},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			os.Exit(1)
+			return nil, nil
+		})
+	ss := d.Serve(context.Background(), peer.NewStdio(os.Stdin, os.Stdout, nil))
+	_ = ss.Peer().Wait()
+	return 0
+}
+
+const wait = 15 * time.Second
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// logBuffer collects the connector's log for the test to read.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if os.Getenv("SWITCHBOARD_TEST_LOG") != "" {
+		os.Stderr.Write(p)
+	}
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// count counts the log lines holding every one of parts.
+func (l *logBuffer) count(parts ...string) int {
+	n := 0
+	for _, line := range strings.Split(l.String(), "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// waitLog waits until n lines hold every one of parts.
+func (l *logBuffer) waitLog(t *testing.T, n int, parts ...string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return l.count(parts...) >= n }, wait, 10*time.Millisecond,
+		"never logged %d line(s) with %q; the log:\n%s", n, parts, l)
+}
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// testHub is a hub in this process, on a loopback port.
+type testHub struct {
+	*hub.Hub
+	srv *httptest.Server
+}
+
+func startHub(t *testing.T, cfg hub.Config) *testHub {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		if os.Getenv("SWITCHBOARD_TEST_LOG") != "" {
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
+	}
+	h, err := hub.New(cfg)
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = h.NewHTTPServer()
+	srv.Start()
+	t.Cleanup(func() {
+		srv.Close()
+		require.NoError(t, h.Close())
+	})
+	return &testHub{Hub: h, srv: srv}
+}
+
+func (th *testHub) url(path string) string {
+	return "ws" + strings.TrimPrefix(th.srv.URL, "http") + path
+}
+
+// client connects an MCP client to the hub's /mcp.
+func (th *testHub) client(t *testing.T, opts *mcp.ClientOptions) *mcp.Client {
+	t.Helper()
+	c, err := mcp.Connect(ctxFor(t), th.url("/mcp"), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// waitTool waits until the hub lists tool (or, with present false, no
+// longer lists it).
+func waitTool(t *testing.T, c *mcp.Client, tool string, present bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		tools, err := c.AllTools(ctxFor(t))
+		if err != nil {
+			return false
+		}
+		for _, x := range tools {
+			if x.Name == tool {
+				return present
+			}
+		}
+		return !present
+	}, wait, 20*time.Millisecond, "tool %s present=%v never", tool, present)
+}
+
+// selfServer is a Server that runs this test binary in role.
+func selfServer(name, role string) connect.Server {
+	return connect.Server{Name: name, Command: os.Args[0], Env: map[string]string{roleEnv: role}}
+}
+
+// processGone reports whether pid has ended (a zombie counts as ended: its
+// parent is gone and nobody reaped it yet).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "Z")
+}

@@ -1,0 +1,288 @@
+package connect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// drainWait is how long the relay waits, after the child exits, for the
+// rest of its output (its last answers), and after its output ends, for it
+// to exit by itself.
+const drainWait = time.Second
+
+// maxGarbageNotices bounds the log messages a session sends the hub about
+// lines that are not JSON-RPC: the connector's own log gets every one.
+const maxGarbageNotices = 10
+
+// endKind says why a session ended.
+type endKind int
+
+const (
+	endStopped     endKind = iota // the connector is stopping
+	endHubLost                    // the hub connection ended
+	endExited                     // the child exited by itself
+	endOutput                     // the child's standard output ended or broke, or its input did
+	endInitTimeout                // the child did not answer initialize in time
+)
+
+// end is why a session ended.
+type end struct {
+	kind    endKind
+	err     error
+	state   *os.ProcessState
+	timeout time.Duration
+}
+
+// describe returns what to log and the close reason for the hub (at most
+// 120 bytes; nothing from the child, no path, no secret).
+func (e end) describe(wait time.Duration) (logMsg, reason string) {
+	switch e.kind {
+	case endHubLost:
+		return "lost the hub; stopped the server and will reconnect", "lost the hub"
+	case endExited:
+		x := exitText(e.state)
+		return "the server " + x + "; restarting", fmt.Sprintf("server %s; restarting in %v", x, wait)
+	case endInitTimeout:
+		return fmt.Sprintf("the server did not answer initialize within %v; restarting", e.timeout),
+			fmt.Sprintf("server did not answer initialize within %v; restarting in %v", e.timeout, wait)
+	}
+	if ce := (*peer.CloseError)(nil); errors.As(e.err, &ce) && ce.Code == peer.CloseMessageTooBig {
+		return "the server wrote a message too large on its standard output (" + ce.Reason + "); restarting",
+			fmt.Sprintf("server wrote a message too large (%s); restarting in %v", ce.Reason, wait)
+	}
+	return "the server closed its standard input or output; restarting",
+		fmt.Sprintf("server closed its standard input or output; restarting in %v", wait)
+}
+
+// relay passes frames both ways between the hub and one run of a server,
+// unchanged. It watches only the start: the hub's initialize and the
+// server's answer (for the init timeout and the server's name), and it
+// drops, logs and reports lines that are not JSON-RPC.
+type relay struct {
+	hub, server peer.Conn
+	log         *slog.Logger
+	initTimeout time.Duration
+
+	wg       sync.WaitGroup
+	ends     chan end
+	initDone chan struct{} // closed once the server answered initialize
+
+	mu         sync.Mutex
+	initID     jsonrpc.ID // the hub's initialize, once seen
+	initAt     time.Time
+	serverName string
+
+	garbage int // serverToHub only
+}
+
+// run relays until one side ends, then stops the child (and, when the
+// connector stops, closes the hub connection with 1001). The caller closes
+// the hub connection with a reason of its own otherwise, then calls wait.
+func (r *relay) run(ctx context.Context, ch *child, grace time.Duration) end {
+	r.ends = make(chan end, 2)
+	r.initDone = make(chan struct{})
+	r.wg.Add(2)
+	go r.hubToServer()
+	go r.serverToHub()
+
+	timer := time.NewTimer(r.initTimeout)
+	defer timer.Stop()
+	initDone := r.initDone
+	var e end
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			e = end{kind: endStopped}
+			break wait
+		case e = <-r.ends:
+			break wait
+		case <-ch.exited:
+			e = end{kind: endExited}
+			break wait
+		case <-initDone:
+			initDone = nil
+			timer.Stop()
+		case <-timer.C:
+			if !r.initialized() {
+				e = end{kind: endInitTimeout, timeout: r.initTimeout}
+				break wait
+			}
+		}
+	}
+
+	switch e.kind {
+	case endStopped:
+		r.hub.Close(peer.CloseGoingAway, "connector stopping")
+	case endExited: // let its last words through
+		t := time.NewTimer(drainWait)
+		select {
+		case <-r.ends:
+		case <-t.C:
+		}
+		t.Stop()
+	case endOutput: // it may be exiting
+		t := time.NewTimer(drainWait)
+		select {
+		case <-ch.exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	select {
+	case <-ch.exited:
+		if e.kind == endOutput {
+			e.kind = endExited
+		}
+	default:
+	}
+	ch.stop(grace)
+	e.state = ch.state
+	return e
+}
+
+// wait waits for the relay's goroutines, once both connections are closed.
+func (r *relay) wait() { r.wg.Wait() }
+
+func (r *relay) initialized() bool {
+	select {
+	case <-r.initDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// hubToServer passes the hub's frames to the server.
+func (r *relay) hubToServer() {
+	defer r.wg.Done()
+	watching := true
+	for {
+		frame, err := r.hub.Read(context.Background())
+		if err != nil {
+			r.ends <- end{kind: endHubLost, err: err}
+			return
+		}
+		if watching {
+			watching = !r.watchInitialize(frame)
+		}
+		if err := r.server.Write(context.Background(), frame); err != nil {
+			r.ends <- end{kind: endOutput, err: err}
+			return
+		}
+	}
+}
+
+// watchInitialize notes the id of the hub's initialize. It reports whether
+// it was found.
+func (r *relay) watchInitialize(frame []byte) bool {
+	for _, m := range jsonrpc.Decode(frame).Messages {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() && req.Method == mcp.MethodInitialize {
+			r.mu.Lock()
+			r.initID = req.ID
+			r.mu.Unlock()
+			return true
+		}
+	}
+	return false
+}
+
+// unlimited: the relay checks syntax only; the hub enforces its limits.
+var unlimited = jsonrpc.Limits{MaxBytes: -1, MaxBatch: -1, MaxDepth: -1}
+
+// serverToHub passes the server's frames to the hub, dropping lines that
+// are not JSON-RPC.
+func (r *relay) serverToHub() {
+	defer r.wg.Done()
+	for {
+		frame, err := r.server.Read(context.Background())
+		if err != nil {
+			r.ends <- end{kind: endOutput, err: err}
+			return
+		}
+		f := unlimited.Decode(frame)
+		if !utf8.Valid(frame) || len(f.Messages) == 0 || (!f.Batch && len(f.Replies) > 0) {
+			if err := r.dropGarbage(frame); err != nil {
+				r.ends <- end{kind: endHubLost, err: err}
+				return
+			}
+			continue
+		}
+		if !r.initialized() {
+			r.watchInitialized(f.Messages)
+		}
+		if err := r.hub.Write(context.Background(), frame); err != nil {
+			r.ends <- end{kind: endHubLost, err: err}
+			return
+		}
+	}
+}
+
+// watchInitialized notes the server's answer to initialize: the time, for
+// the backoff, and serverInfo.name, for the connector's later connections.
+func (r *relay) watchInitialized(ms []jsonrpc.Message) {
+	for _, m := range ms {
+		resp, ok := m.(*jsonrpc.Response)
+		if !ok {
+			continue
+		}
+		r.mu.Lock()
+		mine := r.initID.IsValid() && resp.ID == r.initID
+		r.mu.Unlock()
+		if !mine {
+			continue
+		}
+		if resp.Error != nil {
+			r.log.Warn("the server refused initialize", "code", resp.Error.Code, "message", resp.Error.Message)
+			continue // the hub will close the connection
+		}
+		var name string
+		if info, ok := jsonrpc.Member(resp.Result, "serverInfo"); ok {
+			name, _ = jsonrpc.StringMember(info, "name")
+		}
+		r.mu.Lock()
+		r.initAt = time.Now()
+		r.serverName = name
+		r.mu.Unlock()
+		close(r.initDone)
+		r.log.Info("the server answered the hub's initialize", "server_info", name)
+		return
+	}
+}
+
+// dropGarbage logs a line that is not JSON-RPC and tells the hub with a log
+// message (notifications/message is allowed before initialization), a few
+// times per session.
+func (r *relay) dropGarbage(line []byte) error {
+	r.garbage++
+	r.log.Warn("the server wrote a line that is not JSON-RPC on its standard output; dropped it", "line", clip(line, 200))
+	if r.garbage > maxGarbageNotices {
+		return nil
+	}
+	text := "the server wrote a line that is not JSON-RPC on its standard output; the connector dropped it"
+	if r.garbage == maxGarbageNotices {
+		text += " (further ones are only in the connector's log)"
+	}
+	params, _ := json.Marshal(&mcp.LoggingMessageParams{Level: mcp.LevelError, Logger: "switchboard-connect", Data: text})
+	frame := (&jsonrpc.Request{Method: mcp.NotificationMessage, Params: params}).Encode()
+	return r.hub.Write(context.Background(), frame)
+}
+
+// clip shortens b for a log line.
+func clip(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + " [...]"
+}
