@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,15 +43,29 @@ type Server struct {
 	Header   http.Header
 }
 
-// label names the server in logs before the hub has named it.
+// label names the server in logs before the hub has named it: its name,
+// else the package a runner such as npx or uvx runs, else the command.
 func (s *Server) label() string {
 	switch {
 	case s.Name != "":
 		return s.Name
-	case s.Command != "":
-		return filepath.Base(s.Command)
+	case s.Command == "":
+		return link.Redact(s.Upstream)
 	}
-	return s.Upstream
+	base := filepath.Base(s.Command)
+	switch base {
+	case "npx", "pnpx", "bunx", "uvx", "pipx":
+		for _, a := range s.Args {
+			if a == "" || strings.HasPrefix(a, "-") {
+				continue
+			}
+			if i := strings.LastIndexByte(a[1:], '@'); i >= 0 { // a version: pkg@1.2.3, @scope/pkg@1.2.3
+				a = a[:i+1]
+			}
+			return a[strings.LastIndexByte(a, '/')+1:]
+		}
+	}
+	return base
 }
 
 // Defaults of Options.

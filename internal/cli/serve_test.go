@@ -1,7 +1,6 @@
-package main
+package cli
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -14,19 +13,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseFlags_environmentThenCommandLine(t *testing.T) {
-	t.Setenv("SWITCHBOARD_ADDR", "127.0.0.1:9999")
-	t.Setenv("SWITCHBOARD_LOG_FORMAT", "json")
-	t.Setenv("SWITCHBOARD_DEMO", "true")
-	o, err := parseFlags([]string{"--log-format", "text"}, io.Discard)
-	require.NoError(t, err)
+// envOf is an Env reading variables from vars only, writing to stderr.
+func envOf(vars map[string]string, stderr io.Writer) *Env {
+	return &Env{Stdout: io.Discard, Stderr: stderr, LookupEnv: func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}}
+}
+
+func TestParse_environmentThenCommandLine(t *testing.T) {
+	var o serveOptions
+	c := serveCommand(&o)
+	env := envOf(map[string]string{"SWITCHBOARD_ADDR": "127.0.0.1:9999", "SWITCHBOARD_LOG_FORMAT": "json", "SWITCHBOARD_DEMO": "true"}, io.Discard)
+	require.NoError(t, c.parse([]string{"--log-format", "text"}, env))
 	assert.Equal(t, "127.0.0.1:9999", o.addr, "the environment sets what the command line does not")
 	assert.True(t, o.demo)
-	assert.Equal(t, "text", o.logFormat, "the command line wins")
+	assert.Equal(t, "text", o.log.format, "the command line wins")
 
-	t.Setenv("SWITCHBOARD_CALL_TIMEOUT", "soon")
-	_, err = parseFlags(nil, io.Discard)
+	c = serveCommand(&serveOptions{})
+	err := c.parse(nil, envOf(map[string]string{"SWITCHBOARD_CALL_TIMEOUT": "soon"}, io.Discard))
 	assert.ErrorContains(t, err, "SWITCHBOARD_CALL_TIMEOUT")
+	assert.ErrorIs(t, err, ErrUsage)
 }
 
 func TestIsLoopback(t *testing.T) {
@@ -39,39 +46,24 @@ func TestIsLoopback(t *testing.T) {
 }
 
 func TestRun_refusesToExposeWithoutTokens(t *testing.T) {
-	err := run(context.Background(), []string{"--addr", "0.0.0.0:0"}, io.Discard)
+	env := envOf(nil, io.Discard)
+	err := Run(context.Background(), []string{"--addr", "0.0.0.0:0"}, env)
 	assert.ErrorContains(t, err, "without --tokens")
-	err = run(context.Background(), []string{"--log-format", "xml"}, io.Discard)
+	err = Run(context.Background(), []string{"--log-format", "xml"}, env)
 	assert.ErrorContains(t, err, "text or json")
-	err = run(context.Background(), []string{"--tokens", "/nonexistent/tokens.yaml"}, io.Discard)
+	err = Run(context.Background(), []string{"serve", "--tokens", "/nonexistent/tokens.yaml"}, env)
 	require.Error(t, err)
-}
-
-// syncBuffer is a log destination the test reads while run writes.
-type syncBuffer struct {
-	mu chan struct{}
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
-	return s.b.String()
 }
 
 // TestRun_servesAndShutsDownCleanly runs the command with the demo server,
 // finds the dashboard and the demo server, then stops it as a signal would.
 func TestRun_servesAndShutsDownCleanly(t *testing.T) {
-	logs := &syncBuffer{mu: make(chan struct{}, 1)}
+	logs := newSyncBuffer()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--demo", "--drain-timeout", "2s"}, logs) }()
+	go func() {
+		done <- Run(ctx, []string{"--addr", "127.0.0.1:0", "--demo", "--drain-timeout", "2s"}, envOf(nil, logs))
+	}()
 
 	var addr string
 	require.Eventually(t, func() bool {
@@ -108,10 +100,12 @@ func TestRun_servesAndShutsDownCleanly(t *testing.T) {
 func TestRun_demoWithTokens(t *testing.T) {
 	file := t.TempDir() + "/tokens.yaml"
 	require.NoError(t, os.WriteFile(file, []byte("tokens: [{name: a, token: admin-secret, roles: [admin]}]"), 0o600))
-	logs := &syncBuffer{mu: make(chan struct{}, 1)}
+	logs := newSyncBuffer()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--demo", "--tokens", file}, logs) }()
+	go func() {
+		done <- Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--demo", "--tokens", file}, envOf(nil, logs))
+	}()
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "server registered") }, 10*time.Second, 10*time.Millisecond,
 		"the demo server never registered: %s", logs)
 	cancel()

@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/connect"
+)
+
+// connectOptions are the flags of `hub connect`.
+type connectOptions struct {
+	hub         string
+	token       string
+	name        string
+	roots       listFlag
+	config      string
+	upstream    string
+	headers     listFlag
+	initTimeout time.Duration
+	log         logFlags
+}
+
+func connectCommand(o *connectOptions) *command {
+	c := newCommand("connect")
+	c.summary = "hub connect: put MCP servers on a hub without changing them. A stdio server runs as a child\n" +
+		"process; a Streamable HTTP server is reached at its URL. Either way the connector dials out to the\n" +
+		"hub's /mcp/server and passes every message both ways unchanged. A child that exits is restarted with\n" +
+		"backoff (the hub shows why it left); a hub that goes away is dialed again."
+	c.usage = []string{
+		"hub connect --hub URL [--name NAME] [--root URI]... -- COMMAND [ARGS...]",
+		"hub connect --hub URL --config FILE",
+		"hub connect --hub URL --name NAME --upstream URL [--header 'NAME: VALUE']...",
+	}
+	c.examples = []string{
+		"hub connect --hub ws://127.0.0.1:8080 -- npx -y @modelcontextprotocol/server-memory",
+		"hub connect --hub ws://127.0.0.1:8080 --name files --root file:///srv/files -- \\",
+		"    npx -y @modelcontextprotocol/server-filesystem /srv/files",
+		"hub connect --hub wss://hub.example --token $TOKEN --config claude_desktop_config.json",
+	}
+	c.notes = "--config reads the shape desktop clients use, in YAML or JSON:\n" +
+		"  mcpServers:\n" +
+		"    memory: {command: npx, args: [-y, \"@modelcontextprotocol/server-memory\"], env: {MEMORY_FILE_PATH: /tmp/m.json}}\n" +
+		"and runs every server from one process, each under its key's name.\n" +
+		"The child's stderr goes to the log line by line, marked server=NAME. SIGTERM or SIGINT stops every\n" +
+		"child (its whole process group: SIGTERM, then SIGKILL after 5s) and closes the connections."
+	c.noEnv["root"], c.noEnv["header"] = true, true
+	fs := c.fs
+	fs.StringVar(&o.hub, "hub", "", "the hub: `URL` ws://HOST:PORT (or wss://, http://, https://; the path defaults to /mcp/server)")
+	fs.StringVar(&o.token, "token", "", "`token` for the hub (sent as Authorization: Bearer)")
+	fs.StringVar(&o.name, "name", "", "the server's `name` on the hub (default: its serverInfo.name)")
+	fs.Var(&o.roots, "root", "a root `URI` (file:///...) the hub answers roots/list with when the server asks outside any client's call; repeatable")
+	fs.StringVar(&o.config, "config", "", "`file` of servers to run, in the shape desktop clients use (mcpServers: {name: {command, args, env}})")
+	fs.StringVar(&o.upstream, "upstream", "", "`URL` of a Streamable HTTP MCP server to put on the hub instead of a command")
+	fs.Var(&o.headers, "header", "`header` ('Name: value') sent to the --upstream server; repeatable")
+	fs.DurationVar(&o.initTimeout, "init-timeout", connect.DefaultInitTimeout, "how long a server may take to answer the hub's initialize before it is restarted")
+	o.log.add(fs)
+	return c
+}
+
+// runConnect is `hub connect`.
+func runConnect(ctx context.Context, args []string, env *Env) error {
+	var o connectOptions
+	c := connectCommand(&o)
+	if err := c.parse(args, env); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return err
+	}
+	servers, err := o.servers(c.fs.Args())
+	if err != nil {
+		return err
+	}
+	if o.hub == "" {
+		return usagef("connect", "--hub is required (or SWITCHBOARD_HUB): the hub's URL, e.g. ws://127.0.0.1:8080")
+	}
+	hubURL, header, err := endpoint(o.hub, "/mcp/server", o.token)
+	if err != nil {
+		return usagef("connect", "--hub: %w", err)
+	}
+	log, err := o.log.logger("connect", env.Stderr)
+	if err != nil {
+		return err
+	}
+	return connect.Run(ctx, servers, &connect.Options{URL: hubURL, Header: header, Logger: log, InitTimeout: o.initTimeout})
+}
+
+// servers turns the flags and arguments into the servers to run.
+func (o *connectOptions) servers(command []string) ([]connect.Server, error) {
+	ways := 0
+	for _, set := range []bool{len(command) > 0, o.config != "", o.upstream != ""} {
+		if set {
+			ways++
+		}
+	}
+	switch {
+	case ways == 0:
+		return nil, usagef("connect", "what to connect is missing: -- COMMAND [ARGS...], --config FILE or --upstream URL")
+	case ways > 1:
+		return nil, usagef("connect", "give one of -- COMMAND [ARGS...], --config FILE and --upstream URL")
+	}
+	if o.config != "" {
+		if o.name != "" || len(o.roots) > 0 || len(o.headers) > 0 {
+			return nil, usagef("connect", "--name, --root and --header apply to one server: with --config, put them in the file")
+		}
+		servers, err := connect.LoadConfig(o.config)
+		if err != nil {
+			return nil, err
+		}
+		return servers, nil
+	}
+	s := connect.Server{Name: o.name, Roots: o.roots}
+	if len(command) > 0 {
+		if len(o.headers) > 0 {
+			return nil, usagef("connect", "--header applies to --upstream only")
+		}
+		s.Command, s.Args = command[0], command[1:]
+		return []connect.Server{s}, nil
+	}
+	if o.name == "" {
+		return nil, usagef("connect", "--upstream needs --name")
+	}
+	u, err := url.Parse(o.upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usagef("connect", "--upstream must be an http:// or https:// URL")
+	}
+	s.Upstream = o.upstream
+	for _, h := range o.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, usagef("connect", "--header must be 'Name: value', not %q", strings.TrimSpace(k)+":...")
+		}
+		if s.Header == nil {
+			s.Header = http.Header{}
+		}
+		s.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	return []connect.Server{s}, nil
+}
+
+// endpoint turns the --hub URL into the URL to dial: ws:// or wss:// (from
+// http:// or https://, or none), path defaulting to path. A ?token= in it
+// moves to the Authorization header, unless --token gave one, so that it
+// never shows in a log.
+func endpoint(raw, path, token string) (string, http.Header, error) {
+	if !strings.Contains(raw, "://") {
+		raw = "ws://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", nil, errors.New("not a URL")
+	}
+	switch u.Scheme {
+	case "ws", "wss":
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	default:
+		return "", nil, fmt.Errorf("the scheme must be ws, wss, http or https, not %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return "", nil, errors.New("the URL has no host")
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = path
+	}
+	q := u.Query()
+	if t := q.Get("token"); t != "" && token == "" {
+		token = t
+	}
+	q.Del("token")
+	u.RawQuery = q.Encode()
+	var header http.Header
+	if token != "" {
+		header = http.Header{"Authorization": {"Bearer " + token}}
+	}
+	return u.String(), header, nil
+}

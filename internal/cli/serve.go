@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/pkg/hub"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
+)
+
+// serveOptions are the flags of `hub serve`.
+type serveOptions struct {
+	addr           string
+	redis          string
+	tokens         string
+	allowedOrigins string
+	demo           bool
+	insecure       bool
+	log            logFlags
+	callTimeout    time.Duration
+	drainTimeout   time.Duration
+	maxMessage     int
+	maxBatch       int
+	maxDepth       int
+	maxInFlight    int
+	maxConnections int
+	rateLimit      float64
+	rateBurst      int
+}
+
+func serveCommand(o *serveOptions) *command {
+	c := newCommand("serve")
+	c.summary = "hub serve: run the hub. MCP servers dial out to it on /mcp/server, clients and dashboards dial in\n" +
+		"on /mcp (WebSocket or Streamable HTTP), and it routes everything between them. \"hub\" alone does this."
+	c.usage = []string{"hub [serve] [flags]"}
+	c.examples = []string{
+		"hub --demo                                   the hub and a demo server on http://127.0.0.1:8080",
+		"hub --addr 0.0.0.0:8080 --tokens tokens.yaml   on every interface, with tokens",
+		"hub --redis redis://10.0.0.2:6379/0            one of several instances sharing a Redis",
+	}
+	c.notes = "SIGTERM or SIGINT drains: new connections are refused and calls in flight get --drain-timeout to finish.\n" +
+		"SIGHUP reloads the tokens file."
+	fs := c.fs
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://host:port/db) shared by several instances; empty runs one instance on its in-memory broker")
+	fs.StringVar(&o.tokens, "tokens", "", "`file` of tokens and roles (YAML or JSON); reloaded on SIGHUP")
+	fs.StringVar(&o.allowedOrigins, "allowed-origins", "", "comma-separated `origins` (host patterns) whose pages may open WebSockets, besides the hub's own")
+	fs.BoolVar(&o.demo, "demo", false, "run a demo MCP server beside the hub")
+	fs.BoolVar(&o.insecure, "insecure", false, "allow listening beyond loopback without --tokens")
+	o.log.add(fs)
+	fs.DurationVar(&o.callTimeout, "call-timeout", hub.DefaultCallTimeout, "how long a routed request may take (-32001 beyond)")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "how long calls in flight may finish on SIGTERM")
+	fs.IntVar(&o.maxMessage, "max-message-bytes", hub.DefaultMaxMessageBytes, "largest frame accepted (close 1009 beyond)")
+	fs.IntVar(&o.maxBatch, "max-batch", 100, "longest JSON-RPC batch accepted")
+	fs.IntVar(&o.maxDepth, "max-depth", 64, "deepest JSON nesting accepted")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", hub.DefaultMaxInFlight, "requests one client connection may have in flight (-32004 beyond)")
+	fs.IntVar(&o.maxConnections, "max-connections-per-token", hub.DefaultMaxConnectionsPerToken, "connections one token may hold open (HTTP 429 beyond)")
+	fs.Float64Var(&o.rateLimit, "rate-limit", hub.DefaultRateLimit, "requests per second per token (per connection without tokens); negative disables")
+	fs.IntVar(&o.rateBurst, "rate-burst", hub.DefaultRateBurst, "burst of requests above --rate-limit")
+	return c
+}
+
+// isLoopback reports whether addr only listens on loopback.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// runServe is `hub serve`: the hub on its address until ctx ends, then a
+// drain.
+func runServe(ctx context.Context, args []string, env *Env) error {
+	var o serveOptions
+	c := serveCommand(&o)
+	if err := c.parse(args, env); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return err
+	}
+	if c.fs.NArg() > 0 {
+		return usagef("serve", "unexpected arguments: %v", c.fs.Args())
+	}
+	log, err := o.log.logger("serve", env.Stderr)
+	if err != nil {
+		return err
+	}
+	if o.tokens == "" && !o.insecure && !isLoopback(o.addr) {
+		return fmt.Errorf("refusing to listen on %s without --tokens: anyone could connect; pass --tokens FILE, or --insecure if you mean it", o.addr)
+	}
+	var tokens *hub.Tokens
+	if o.tokens != "" {
+		if tokens, err = hub.LoadTokens(o.tokens); err != nil {
+			return err
+		}
+	}
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	cfg := hub.Config{
+		Addr: ln.Addr().String(), CallTimeout: o.callTimeout, Logger: log, Tokens: tokens,
+		MaxMessageBytes: o.maxMessage, MaxBatch: o.maxBatch, MaxDepth: o.maxDepth, MaxInFlight: o.maxInFlight,
+		MaxConnectionsPerToken: o.maxConnections, RateLimit: o.rateLimit, RateBurst: o.rateBurst,
+	}
+	for _, p := range strings.Split(o.allowedOrigins, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.OriginPatterns = append(cfg.OriginPatterns, p)
+		}
+	}
+	if o.redis != "" {
+		broker, err := newRedisBroker(ctx, o.redis, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer broker.Close()
+		cfg.Broker = broker
+	}
+	h, err := hub.New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := h.NewHTTPServer()
+	if env.Handler != nil {
+		srv.Handler = env.Handler(srv.Handler)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("switchboard listening", "addr", ln.Addr().String(), "dashboard", "http://"+ln.Addr().String()+"/",
+		"tokens", tokens != nil, "redis", o.redis != "")
+
+	if tokens != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		reloaded := make(chan struct{})
+		defer func() { <-reloaded }()
+		go func() {
+			defer close(reloaded)
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-hup:
+					if err := tokens.Reload(); err != nil {
+						log.Error("reloading tokens failed; keeping the old ones", "err", err)
+					} else {
+						log.Info("tokens reloaded")
+					}
+				}
+			}
+		}()
+	}
+
+	// The demo server lives until the hub has drained, like a server
+	// elsewhere would, so that its calls in flight can finish.
+	demoCtx, stopDemo := context.WithCancel(context.Background())
+	defer stopDemo()
+	demoDone := make(chan error, 1)
+	if o.demo {
+		var dial mcp.DialOptions
+		if tokens != nil {
+			// The demo server needs credentials like any other: one that
+			// lives only in this process, for the name "demo" alone.
+			dial.Token = tokens.AddEphemeral("demo (--demo)", []hub.Role{hub.RoleServer}, []string{"demo"})
+		}
+		d := demo.New(nil)
+		go func() {
+			err := d.Run(demoCtx, "ws://"+ln.Addr().String()+"/mcp/server", &dial)
+			if err != nil && demoCtx.Err() == nil {
+				log.Error("the demo server stopped", "err", err)
+			}
+			demoDone <- err
+		}()
+	} else {
+		demoDone <- nil
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		h.Close()
+		stopDemo()
+		<-demoDone
+		return err
+	}
+	log.Info("shutting down: draining", "timeout", o.drainTimeout)
+	drainCtx, cancel := context.WithTimeout(context.Background(), o.drainTimeout)
+	defer cancel()
+	shut := make(chan struct{})
+	go func() { srv.Shutdown(drainCtx); close(shut) }() // stops accepting at once
+	h.Drain(drainCtx)
+	<-shut
+	stopDemo()
+	<-demoDone
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func newRedisBroker(ctx context.Context, url string, log *slog.Logger) (*pubsub.Redis, error) {
+	// go-redis logs dial failures through a global logger of its own; route
+	// them to ours, at debug: the broker already reports outages once.
+	redis.SetLogger(redisLogger{log})
+	return pubsub.NewRedis(ctx, pubsub.RedisOptions{URL: url, KeyPrefix: "switchboard:", Logger: log})
+}
+
+// redisLogger adapts slog to go-redis's internal logger.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.Debug("redis: " + fmt.Sprintf(format, v...))
+}
