@@ -24,9 +24,10 @@
 //     coder/websocket echo, the baseline), -role peer-server (pkg/peer
 //     answering every call with its params), -role mcp-server (an MCP server
 //     that dials out to a hub, with a tool "echo" returning its arguments)
-//     and -role hub (pkg/hub in-process as cmd/hub runs it, plus
-//     net/http/pprof: the twin that is profiled, since the hub binary has no
-//     profiling endpoint).
+//     and -role hub (`hub serve` run in-process through the command's own
+//     entry, internal/cli, with the flags bin/hub gets, plus net/http/pprof:
+//     the twin that is profiled, since the hub binary has no profiling
+//     endpoint).
 //
 // Readiness is always polled with a deadline, never slept for: a hub is
 // ready when it logs its address and answers /readyz, a role when it prints

@@ -243,15 +243,19 @@ func (s *supervisor) startHub(ctx context.Context, name, bin, redisURL string) (
 
 // startRole starts this executable in a role; it prints its address once
 // it listens (roles that dial out print nothing and are not waited for).
+// The hub twin is `hub serve`, and says so as the hub does.
 func (s *supervisor) startRole(ctx context.Context, name string, args ...string) (*child, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", err
 	}
 	var ready *regexp.Regexp
-	for _, a := range args {
-		if a == "-addr" {
+	for i, a := range args {
+		if a == "-addr" && ready == nil {
 			ready = roleReady
+		}
+		if a == "-role" && i+1 < len(args) && args[i+1] == roleHub {
+			ready = hubListening
 		}
 	}
 	return s.start(ctx, name, append([]string{self}, args...), nil, ready)

@@ -347,8 +347,8 @@ func (r *report) markdown() string {
 	}
 	if len(r.profiles) > 0 {
 		w("\n## CPU profile of the hub at 64x16\n\n")
-		w("The hub binary has no profiling endpoint, so these come from its twin (`hubbench -role hub`: pkg/hub with\n")
-		w("net/http/pprof, same configuration as cmd/hub) under the same 64x16 load, %v each. Profiles: `%s`.\n\n", r.cfg.profile, r.profileDir)
+		w("The hub binary has no profiling endpoint, so these come from its twin (`hubbench -role hub`: `hub serve` through\n")
+		w("the command's own entry, with net/http/pprof beside it) under the same 64x16 load, %v each. Profiles: `%s`.\n\n", r.cfg.profile, r.profileDir)
 		for _, p := range r.profiles {
 			allocs := "n/a"
 			if p.allocsOK {

@@ -6,20 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
 	"time"
 
 	"github.com/coder/websocket"
 
-	"github.com/switchboard-mcp/switchboard/pkg/hub"
+	"github.com/switchboard-mcp/switchboard/internal/cli"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
-	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
 
 // Roles: what a child started from this executable does.
@@ -27,7 +24,7 @@ const (
 	roleEcho = "echo-server" // raw coder/websocket echo: the baseline
 	rolePeer = "peer-server" // pkg/peer server answering every call with its params
 	roleMCP  = "mcp-server"  // MCP server dialing out to a hub, tool "echo"
-	roleHub  = "hub"         // pkg/hub in-process plus net/http/pprof: the profiled twin
+	roleHub  = "hub"         // `hub serve` in-process (internal/cli) plus net/http/pprof: the profiled twin
 )
 
 // roleFlags are the flags of the hidden roles.
@@ -127,35 +124,21 @@ func mcpEchoServer() *mcp.Server {
 	return s
 }
 
-// runTwin runs the hub in this process as cmd/hub does (same Config, same
-// HTTP server settings, Redis broker with the same key prefix), with
-// net/http/pprof mounted beside it: the hub binary has no profiling
-// endpoint, and this twin exists only to be profiled.
+// runTwin runs `hub serve` in this process, through the command's own
+// entry (internal/cli), with the flags bin/hub gets from startHub, and
+// net/http/pprof mounted beside the hub: the hub binary has no profiling
+// endpoint, and this twin exists only to be profiled. It announces its
+// address with the hub's own "switchboard listening" line.
 func runTwin(ctx context.Context, f roleFlags) error {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return err
-	}
-	// As bin/hub runs in hubbench: defaults, but no rate limit (policy,
-	// not cost; see startHub).
-	cfg := hub.Config{Addr: ln.Addr().String(), CallTimeout: hub.DefaultCallTimeout, Logger: log, RateLimit: -1}
+	args := []string{"serve", "--addr", f.addr, "--log-level", "info", "--rate-limit=-1"}
 	if f.redis != "" {
-		broker, err := pubsub.NewRedis(ctx, pubsub.RedisOptions{URL: f.redis, KeyPrefix: "switchboard:", Logger: log})
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		defer broker.Close()
-		cfg.Broker = broker
+		args = append(args, "--redis", f.redis)
 	}
-	h, err := hub.New(cfg)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	defer h.Close()
-	return serve(ctx, ln, withPprof(h.Handler()))
+	return cli.Run(ctx, args, &cli.Env{
+		// As for bin/hub: none of the user's SWITCHBOARD_* settings.
+		LookupEnv: func(string) (string, bool) { return "", false },
+		Handler:   withPprof,
+	})
 }
 
 // withPprof serves net/http/pprof under /debug/pprof/ and h elsewhere, so
