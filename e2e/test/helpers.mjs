@@ -166,6 +166,57 @@ export async function startHub({ demo = true, args = [], timeoutMs = 15_000 } = 
     return hub;
 }
 
+/** The published MCP servers installed by npm ci (package.json pins them). */
+export const NODE_MODULES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules');
+
+/** publishedServer returns the path of a published server's entry point. */
+export function publishedServer(pkg) {
+    const entry = path.join(NODE_MODULES, '@modelcontextprotocol', pkg, 'dist', 'index.js');
+    if (!existsSync(entry)) {
+        throw new Error(`${entry} is missing: run \`npm ci\` in e2e/ (or \`make deps\`)`);
+    }
+    return entry;
+}
+
+/**
+ * startConnector runs `bin/hub connect --hub <hub> --name <name> -- <command...>`
+ * and resolves once it logged that the server answered the hub's initialize.
+ * stop() sends SIGTERM and waits for it to exit.
+ */
+export async function startConnector(hub, name, command, { timeoutMs = 20_000 } = {}) {
+    const proc = spawn(HUB_BIN, ['connect', '--hub', hub.url, '--name', name, '--', ...command], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+    let stderr = '';
+    const ready = deferred();
+    proc.stderr.setEncoding('utf8');
+    proc.stderr.on('data', (chunk) => {
+        stderr += chunk;
+        if (stderr.includes("answered the hub's initialize")) {
+            ready.resolve();
+        }
+    });
+    exited.then(({ code, signal }) => ready.reject(new Error(`hub connect exited (code ${code}, signal ${signal}):\n${stderr}`)));
+    try {
+        await withTimeout(ready.promise, timeoutMs, `the connector of ${name} to start its server`);
+    } catch (err) {
+        proc.kill('SIGKILL');
+        await exited;
+        throw err;
+    }
+    return {
+        proc,
+        logs: () => stderr,
+        exited,
+        async stop() {
+            if (proc.exitCode === null && proc.signalCode === null) {
+                proc.kill('SIGTERM');
+                await withTimeout(exited, 15_000, 'hub connect to exit after SIGTERM');
+            }
+            return exited;
+        },
+    };
+}
+
 /**
  * connectClient connects an SDK Client to the hub's /mcp endpoint through
  * the SDK's own WebSocketClientTransport.
