@@ -70,6 +70,8 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/mcp || exit 1; done
 	@for f in FuzzStdio; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/peer || exit 1; done
+	@for f in FuzzParseConfig; do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./internal/connect || exit 1; done
 	@for f in FuzzParseTokens FuzzClientCaps FuzzListItem FuzzClusterMessage; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/hub || exit 1; done
 	$(GO) test -run '^$$' -fuzz '^FuzzReadReply$$' -fuzztime $(FUZZOTHER) ./pkg/pubsub

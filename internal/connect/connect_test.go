@@ -337,3 +337,23 @@ func TestParseConfig(t *testing.T) {
 		assert.ErrorContains(t, err, want, in)
 	}
 }
+
+// FuzzParseConfig: any file either parses into servers that each have a
+// name and exactly one of a command and an upstream, or is refused with an
+// error; nothing panics.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`{"mcpServers": {"m": {"command": "npx", "args": ["-y", "x"], "env": {"A": "b"}}}}`))
+	f.Add([]byte("servers:\n  a: {url: http://h/mcp, headers: {X: y}}\n  b: {command: c, disabled: true}\n"))
+	f.Add([]byte("mcpServers: {a: {command: x, roots: [file:///tmp]}, '': {command: y}}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		servers, err := connect.ParseConfig(b)
+		if err != nil {
+			return
+		}
+		require.NotEmpty(t, servers)
+		for _, s := range servers {
+			assert.NotEmpty(t, s.Name)
+			assert.True(t, (s.Command == "") != (s.Upstream == ""), "%+v", s)
+		}
+	})
+}
