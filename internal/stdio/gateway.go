@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -133,7 +134,8 @@ type gateway struct {
 	opts   *Options
 	log    *slog.Logger
 
-	clientW sync.Mutex // one Write at a time to the client
+	clientW    sync.Mutex  // one Write at a time to the client
+	clientGone atomic.Bool // its stream ended: nothing more is written to it
 
 	// sendMu orders everything written to the hub and the switch between
 	// holding the client's frames and sending them: the frames held while
@@ -173,6 +175,9 @@ type hubCall struct {
 
 // readClient reads the client's frames until its stream ends.
 func (g *gateway) readClient(ctx context.Context) error {
+	// A client that closed its end may have closed ours too: writing to it
+	// then would be an error at best, SIGPIPE at worst.
+	defer g.clientGone.Store(true)
 	for {
 		frame, err := g.client.Read(ctx)
 		if err != nil {
@@ -296,6 +301,9 @@ func (g *gateway) trackSent(ms []jsonrpc.Message) {
 
 // toClient writes one frame to the client.
 func (g *gateway) toClient(frame []byte) {
+	if g.clientGone.Load() {
+		return
+	}
 	g.clientW.Lock()
 	defer g.clientW.Unlock()
 	if err := g.client.Write(context.Background(), frame); err != nil {
