@@ -357,3 +357,21 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestRun_learnsTheServersName: without a name, the hub names the server
+// after serverInfo.name, and the connector keeps that name for its later
+// connections (so that the hub knows whose failure it sees).
+func TestRun_learnsTheServersName(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	r := runConnector(t, []connect.Server{selfServer("", "server")}, connect.Options{URL: th.url("/mcp/server")})
+	c := th.client(t, nil)
+	waitTool(t, c, "fake__pid", true)
+	r.log.waitLog(t, 1, "server started", "server=connect.test")
+	res, err := c.CallTool(ctxFor(t), "fake__pid", nil, nil)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(res.Content[0].Text)
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	r.log.waitLog(t, 1, "server started", "server=fake")
+	waitTool(t, c, "fake__pid", true)
+}
