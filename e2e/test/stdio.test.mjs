@@ -79,10 +79,13 @@ describe('hub stdio under the SDK StdioClientTransport, server-everything behind
 
     it('passes progress through', async () => {
         const progress = [];
-        const res = await client.callTool({ name: 'everything__trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } },
+        const res = await client.callTool({ name: 'everything__trigger-long-running-operation', arguments: { duration: 0.4, steps: 4 } },
             undefined, { onprogress: (p) => progress.push(p.progress) });
         assert.match(res.content[0].text, /Long running operation completed/);
-        assert.deepEqual(progress, [1, 2, 3]);
+        // The SDK may drop the last report when it arrives in the same read as the
+        // result (see README.md); the Go tests check that every report passes.
+        assert.ok(progress.length >= 3, `at least 3 progress reports: ${progress}`);
+        assert.deepEqual(progress, [1, 2, 3, 4].slice(0, progress.length), 'progress reports in order');
     });
 
     it('passes a subscription and its updates through', async () => {
