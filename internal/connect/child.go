@@ -122,6 +122,12 @@ func (c *child) logStderr(log *slog.Logger) {
 	}
 }
 
+// ended is closed once the child has exited.
+func (c *child) ended() <-chan struct{} { return c.exited }
+
+// how says how the child ended.
+func (c *child) how() string { return exitText(c.state) }
+
 // pid is the child's process id.
 func (c *child) pid() int { return c.cmd.Process.Pid }
 

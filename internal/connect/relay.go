@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -40,7 +39,7 @@ const (
 type end struct {
 	kind    endKind
 	err     error
-	state   *os.ProcessState
+	how     string // how the server ended by itself, for endExited
 	timeout time.Duration
 }
 
@@ -51,7 +50,7 @@ func (e end) describe(wait time.Duration) (logMsg, reason string) {
 	case endHubLost:
 		return "lost the hub; stopped the server and will reconnect", "lost the hub"
 	case endExited:
-		x := exitText(e.state)
+		x := e.how
 		return "the server " + x + "; restarting", fmt.Sprintf("server %s; restarting in %v", x, wait)
 	case endInitTimeout:
 		return fmt.Sprintf("the server did not answer initialize within %v; restarting", e.timeout),
@@ -64,6 +63,20 @@ func (e end) describe(wait time.Duration) (logMsg, reason string) {
 	return "the server closed its standard input or output; restarting",
 		fmt.Sprintf("server closed its standard input or output; restarting in %v", wait)
 }
+
+// upstream is one run of a server on the far side of a relay: a child
+// process (the only kind yet; a Streamable HTTP session would be another).
+type upstream interface {
+	// ended is closed when the server ended by itself (a child exited).
+	ended() <-chan struct{}
+	// stop ends the server and waits until it has; it may be called after
+	// ended is closed.
+	stop(grace time.Duration)
+	// how says how the server ended: "exited with status 1".
+	how() string
+}
+
+var _ upstream = (*child)(nil)
 
 // relay passes frames both ways between the hub and one run of a server,
 // unchanged. It watches only the start: the hub's initialize and the
@@ -89,7 +102,7 @@ type relay struct {
 // run relays until one side ends, then stops the child (and, when the
 // connector stops, closes the hub connection with 1001). The caller closes
 // the hub connection with a reason of its own otherwise, then calls wait.
-func (r *relay) run(ctx context.Context, ch *child, grace time.Duration) end {
+func (r *relay) run(ctx context.Context, up upstream, grace time.Duration) end {
 	r.ends = make(chan end, 2)
 	r.initDone = make(chan struct{})
 	r.wg.Add(2)
@@ -108,7 +121,7 @@ wait:
 			break wait
 		case e = <-r.ends:
 			break wait
-		case <-ch.exited:
+		case <-up.ended():
 			e = end{kind: endExited}
 			break wait
 		case <-initDone:
@@ -135,20 +148,20 @@ wait:
 	case endOutput: // it may be exiting
 		t := time.NewTimer(drainWait)
 		select {
-		case <-ch.exited:
+		case <-up.ended():
 		case <-t.C:
 		}
 		t.Stop()
 	}
 	select {
-	case <-ch.exited:
+	case <-up.ended():
 		if e.kind == endOutput {
 			e.kind = endExited
 		}
 	default:
 	}
-	ch.stop(grace)
-	e.state = ch.state
+	up.stop(grace)
+	e.how = up.how()
 	return e
 }
 
