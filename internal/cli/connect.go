@@ -21,6 +21,7 @@ type connectOptions struct {
 	config      string
 	upstream    string
 	headers     listFlag
+	transport   string
 	initTimeout time.Duration
 	log         logFlags
 }
@@ -34,13 +35,14 @@ func connectCommand(o *connectOptions) *command {
 	c.usage = []string{
 		"hub connect --hub URL [--name NAME] [--root URI]... -- COMMAND [ARGS...]",
 		"hub connect --hub URL --config FILE",
-		"hub connect --hub URL --name NAME --upstream URL [--header 'NAME: VALUE']...",
+		"hub connect --hub URL --name NAME --upstream URL [--header 'NAME: VALUE']... [--transport sse]",
 	}
 	c.examples = []string{
 		"hub connect --hub ws://127.0.0.1:8080 -- npx -y @modelcontextprotocol/server-memory",
 		"hub connect --hub ws://127.0.0.1:8080 --name files --root file:///srv/files -- \\",
 		"    npx -y @modelcontextprotocol/server-filesystem /srv/files",
 		"hub connect --hub wss://hub.example --token $TOKEN --config claude_desktop_config.json",
+		"hub connect --hub ws://127.0.0.1:8080 --name remote --upstream http://10.0.0.5:3001/mcp --header 'Authorization: Bearer x'",
 	}
 	c.notes = "--config reads the shape desktop clients use, in YAML or JSON:\n" +
 		"  mcpServers:\n" +
@@ -57,6 +59,7 @@ func connectCommand(o *connectOptions) *command {
 	fs.StringVar(&o.config, "config", "", "`file` of servers to run, in the shape desktop clients use (mcpServers: {name: {command, args, env}})")
 	fs.StringVar(&o.upstream, "upstream", "", "`URL` of a Streamable HTTP MCP server to put on the hub instead of a command")
 	fs.Var(&o.headers, "header", "`header` ('Name: value') sent to the --upstream server; repeatable")
+	fs.StringVar(&o.transport, "transport", "", "the --upstream server's `transport`: streamable-http, or sse for the older HTTP+SSE (default: sse when the URL's path ends in /sse)")
 	fs.DurationVar(&o.initTimeout, "init-timeout", connect.DefaultInitTimeout, "how long a server may take to answer the hub's initialize before it is restarted")
 	o.log.add(fs)
 	return c
@@ -105,8 +108,8 @@ func (o *connectOptions) servers(command []string) ([]connect.Server, error) {
 		return nil, usagef("connect", "give one of -- COMMAND [ARGS...], --config FILE and --upstream URL")
 	}
 	if o.config != "" {
-		if o.name != "" || len(o.roots) > 0 || len(o.headers) > 0 {
-			return nil, usagef("connect", "--name, --root and --header apply to one server: with --config, put them in the file")
+		if o.name != "" || len(o.roots) > 0 || len(o.headers) > 0 || o.transport != "" {
+			return nil, usagef("connect", "--name, --root, --header and --transport apply to one server: with --config, put them in the file")
 		}
 		servers, err := connect.LoadConfig(o.config)
 		if err != nil {
@@ -116,8 +119,8 @@ func (o *connectOptions) servers(command []string) ([]connect.Server, error) {
 	}
 	s := connect.Server{Name: o.name, Roots: o.roots}
 	if len(command) > 0 {
-		if len(o.headers) > 0 {
-			return nil, usagef("connect", "--header applies to --upstream only")
+		if len(o.headers) > 0 || o.transport != "" {
+			return nil, usagef("connect", "--header and --transport apply to --upstream only")
 		}
 		s.Command, s.Args = command[0], command[1:]
 		return []connect.Server{s}, nil
@@ -130,10 +133,16 @@ func (o *connectOptions) servers(command []string) ([]connect.Server, error) {
 		return nil, usagef("connect", "--upstream must be an http:// or https:// URL")
 	}
 	s.Upstream = o.upstream
+	switch o.transport {
+	case "", connect.TransportStreamable, connect.TransportSSE:
+		s.Transport = o.transport
+	default:
+		return nil, usagef("connect", "--transport must be %s or %s, not %q", connect.TransportStreamable, connect.TransportSSE, o.transport)
+	}
 	for _, h := range o.headers {
 		k, v, ok := strings.Cut(h, ":")
 		if !ok || strings.TrimSpace(k) == "" {
-			return nil, usagef("connect", "--header must be 'Name: value', not %q", strings.TrimSpace(k)+":...")
+			return nil, usagef("connect", "--header must be 'Name: value'") // the value may be a secret: not repeated
 		}
 		if s.Header == nil {
 			s.Header = http.Header{}

@@ -3,8 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,4 +216,64 @@ func ownResources(t *testing.T, c *mcp.Client) []*mcp.Resource {
 		}
 	}
 	return out
+}
+
+// startEverythingHTTP runs server-everything in one of its HTTP modes
+// (streamableHttp or sse) on a free loopback port and returns its base URL
+// once it listens.
+func startEverythingHTTP(t *testing.T, mode string) string {
+	t.Helper()
+	node, entry := publishedServer(t, "server-everything")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close() // a port found free; the server takes it next
+	cmd := exec.Command(node, entry, mode)
+	cmd.Env = append(cleanEnv(), "PORT="+port)
+	out := newSyncBuffer()
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start())
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	out.waitFor(t, 1, port)
+	return "http://127.0.0.1:" + port
+}
+
+// TestPublished_serverEverythingOverHTTP: server-everything in its
+// Streamable HTTP mode, and in its older HTTP+SSE mode, through `hub connect
+// --upstream`: lists, a call, progress, sampling answered by the client.
+func TestPublished_serverEverythingOverHTTP(t *testing.T) {
+	for _, tc := range []struct{ mode, path, transport string }{
+		{"streamableHttp", "/mcp", "streamable-http"},
+		{"sse", "/sse", "sse"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			base := startEverythingHTTP(t, tc.mode)
+			th := startHub(t)
+			p := startHubCommand(t, nil, "connect", "--hub", th.base(), "--name", "everything", "--upstream", base+tc.path).start(t)
+			c := th.client(t, &mcp.ClientOptions{Sampling: func(ctx context.Context, req *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+				return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: mcp.TextContent("over " + tc.mode)}, nil
+			}})
+			waitTool(t, c, "everything__trigger-sampling-request", true)
+			p.stderr.waitFor(t, 1, "transport="+tc.transport)
+			assert.Equal(t, "Echo: hello", callText(t, c, "everything__echo", map[string]string{"message": "hello"}, nil))
+			var progress []float64
+			text := callText(t, c, "everything__trigger-long-running-operation", map[string]float64{"duration": 0.3, "steps": 3},
+				&mcp.CallOptions{Progress: func(p *mcp.ProgressParams) { progress = append(progress, p.Progress) }})
+			assert.Contains(t, text, "Long running operation completed")
+			assert.Equal(t, []float64{1, 2, 3}, progress)
+			text = callText(t, c, "everything__trigger-sampling-request", map[string]any{"prompt": "x", "maxTokens": 5}, nil)
+			assert.Contains(t, text, "over "+tc.mode)
+			prompt, err := c.GetPrompt(ctxFor(t), "everything__simple-prompt", nil)
+			require.NoError(t, err)
+			assert.NotEmpty(t, prompt.Messages)
+			assert.Equal(t, 0, p.stop(t, syscall.SIGTERM))
+			waitTool(t, c, "everything__echo", false)
+		})
+	}
 }

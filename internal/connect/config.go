@@ -28,6 +28,7 @@ type configServer struct {
 	URL      string            `yaml:"url"`
 	Headers  map[string]string `yaml:"headers"`
 	Roots    []string          `yaml:"roots"`
+	Type     string            `yaml:"type"`
 	Disabled bool              `yaml:"disabled"`
 }
 
@@ -49,8 +50,9 @@ type configServer struct {
 //
 // Each key is the server's name on the hub. "servers" (VS Code's key) is
 // read like "mcpServers"; "cwd" sets the working directory; an entry with
-// "disabled: true" is skipped; other members are ignored. Servers come back
-// sorted by name.
+// "disabled: true" is skipped; "type" (VS Code's) may say "sse" for an
+// upstream on the older HTTP+SSE transport; other members are ignored.
+// Servers come back sorted by name.
 func LoadConfig(path string) ([]Server, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -84,6 +86,15 @@ func ParseConfig(b []byte) ([]Server, error) {
 			return nil, errors.New("servers file: a server has an empty name")
 		}
 		s := Server{Name: name, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, Roots: e.Roots, Upstream: e.URL}
+		switch strings.ToLower(e.Type) {
+		case "", "stdio":
+		case "sse":
+			s.Transport = TransportSSE
+		case "http", "streamable-http", "streamablehttp":
+			s.Transport = TransportStreamable
+		default:
+			return nil, fmt.Errorf("servers file: server %q: unknown type %q (stdio, http or sse)", name, e.Type)
+		}
 		if len(e.Headers) > 0 {
 			s.Header = http.Header{}
 			for k, v := range e.Headers {

@@ -37,10 +37,13 @@ type Server struct {
 	// asks outside any client's call, sent as repeated ?root=.
 	Roots []string
 
-	// Upstream is the URL of a Streamable HTTP server to put on the hub
-	// instead of a command, and Header what to send with each request to it.
-	Upstream string
-	Header   http.Header
+	// Upstream is the URL of an HTTP server to put on the hub instead of a
+	// command, and Header what to send with each request to it. Transport
+	// is TransportStreamable or TransportSSE; empty means SSE for a URL
+	// whose path ends in /sse, Streamable HTTP otherwise.
+	Upstream  string
+	Header    http.Header
+	Transport string
 }
 
 // label names the server in logs before the hub has named it: its name,
@@ -188,7 +191,13 @@ func check(hub string, servers []Server) error {
 		case s.Command != "" && s.Upstream != "":
 			return fmt.Errorf("server %q: a command or an upstream URL, not both", s.Name)
 		case s.Upstream != "":
-			return fmt.Errorf("server %q: Streamable HTTP upstreams are not supported yet", s.Name)
+			u, err := url.Parse(s.Upstream)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("server %q: the upstream URL must be http:// or https://", s.Name)
+			}
+			if t := s.Transport; t != "" && t != TransportStreamable && t != TransportSSE {
+				return fmt.Errorf("server %q: transport %q is neither %q nor %q", s.Name, t, TransportStreamable, TransportSSE)
+			}
 		}
 		if s.Name != "" {
 			if seen[s.Name] {
@@ -263,16 +272,19 @@ func (c *connector) session(ctx context.Context) (time.Duration, error) {
 		return wait, nil
 	}
 
-	ch, err := startChild(&c.srv, c.opts.ReadLimit, log)
+	up, conn, attrs, err := c.start(ctx, log)
 	if err != nil {
 		wait := c.back.Next()
-		log.Error("cannot start the server's command; retrying", "err", err, "retry_in", link.Round(wait))
-		hub.Close(peer.CloseInternalError, fmt.Sprintf("cannot start the server's command; retrying in %v", link.Round(wait)))
+		what := "cannot start the server's command"
+		if c.srv.Upstream != "" {
+			what = "cannot reach the upstream server"
+		}
+		log.Error(what+"; retrying", "err", err, "retry_in", link.Round(wait))
+		hub.Close(peer.CloseInternalError, fmt.Sprintf("%s; retrying in %v", what, link.Round(wait)))
 		return wait, nil
 	}
-	log.Info("server started", "pid", ch.pid())
-	r := &relay{hub: hub, server: ch.conn, log: log, initTimeout: c.opts.InitTimeout}
-	end := r.run(ctx, ch, c.opts.StopGrace)
+	r := &relay{hub: hub, server: conn, log: log, initTimeout: c.opts.InitTimeout, http: c.srv.Upstream != ""}
+	end := r.run(ctx, up, c.opts.StopGrace)
 	if !r.initAt.IsZero() && time.Since(r.initAt) >= c.opts.ResetAfter {
 		c.back.Reset() // it ran well for a while: start over
 	}
@@ -281,17 +293,42 @@ func (c *connector) session(ctx context.Context) (time.Duration, error) {
 	}
 	if end.kind == endStopped {
 		r.wait()
-		log.Info("server stopped", "pid", ch.pid())
+		log.Info("server stopped", attrs...)
 		return 0, nil
 	}
 	wait := c.back.Next()
 	what, reason := end.describe(link.Round(wait))
+	attrs = append(attrs, "retry_in", link.Round(wait))
+	if end.err != nil && end.kind != endExited {
+		attrs = append(attrs, "err", end.err)
+	}
 	if end.kind == endHubLost {
-		log.Warn(what, "err", end.err, "pid", ch.pid(), "retry_in", link.Round(wait))
+		log.Warn(what, attrs...)
 	} else {
-		log.Error(what, "pid", ch.pid(), "retry_in", link.Round(wait))
+		log.Error(what, attrs...)
 	}
 	hub.Close(peer.CloseInternalError, reason) // nothing is sent to a hub that is gone
 	r.wait()
 	return wait, nil
+}
+
+// start starts the server's side of a session: its command, or a session
+// with its HTTP server. attrs name it in logs.
+func (c *connector) start(ctx context.Context, log *slog.Logger) (up upstream, conn peer.Conn, attrs []any, err error) {
+	if c.srv.Upstream != "" {
+		h, err := dialUpstream(ctx, &c.srv, c.opts.ReadLimit, log)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		attrs = []any{"upstream", link.Redact(c.srv.Upstream), "transport", c.srv.transport()}
+		log.Info("upstream session opened", attrs...)
+		return h, h.conn, attrs, nil
+	}
+	ch, err := startChild(&c.srv, c.opts.ReadLimit, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	attrs = []any{"pid", ch.pid()}
+	log.Info("server started", attrs...)
+	return ch, ch.conn, attrs, nil
 }

@@ -306,20 +306,23 @@ func TestParseConfig(t *testing.T) {
     "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"MEMORY_FILE_PATH": "/tmp/m.json"}},
     "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "cwd": "/tmp", "roots": ["file:///tmp"]},
     "off": {"command": "nothing", "disabled": true},
-    "remote": {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer x"}}
+    "remote": {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer x"}},
+    "legacy": {"type": "sse", "url": "http://127.0.0.1:3002/events"}
   }
 }`))
 	require.NoError(t, err)
-	require.Len(t, servers, 3)
+	require.Len(t, servers, 4)
 	assert.Equal(t, "files", servers[0].Name, "sorted by name")
 	assert.Equal(t, "/tmp", servers[0].Dir)
 	assert.Equal(t, []string{"file:///tmp"}, servers[0].Roots)
-	assert.Equal(t, "memory", servers[1].Name)
-	assert.Equal(t, "npx", servers[1].Command)
-	assert.Equal(t, []string{"-y", "@modelcontextprotocol/server-memory"}, servers[1].Args)
-	assert.Equal(t, map[string]string{"MEMORY_FILE_PATH": "/tmp/m.json"}, servers[1].Env)
-	assert.Equal(t, "http://127.0.0.1:3001/mcp", servers[2].Upstream)
-	assert.Equal(t, "Bearer x", servers[2].Header.Get("Authorization"))
+	assert.Equal(t, "legacy", servers[1].Name)
+	assert.Equal(t, connect.TransportSSE, servers[1].Transport)
+	assert.Equal(t, "memory", servers[2].Name)
+	assert.Equal(t, "npx", servers[2].Command)
+	assert.Equal(t, []string{"-y", "@modelcontextprotocol/server-memory"}, servers[2].Args)
+	assert.Equal(t, map[string]string{"MEMORY_FILE_PATH": "/tmp/m.json"}, servers[2].Env)
+	assert.Equal(t, "http://127.0.0.1:3001/mcp", servers[3].Upstream)
+	assert.Equal(t, "Bearer x", servers[3].Header.Get("Authorization"))
 
 	yaml, err := connect.ParseConfig([]byte("servers:\n  everything:\n    command: node\n    args: [index.js]\n"))
 	require.NoError(t, err)

@@ -1,6 +1,6 @@
 // Package connect puts MCP servers that cannot dial a hub on one: a stdio
-// server run as a child process, or a Streamable HTTP server. It is the
-// logic of `hub connect`.
+// server run as a child process, or a Streamable HTTP (or HTTP+SSE) server
+// reached at its URL. It is the logic of `hub connect`.
 //
 // # Use
 //
@@ -35,6 +35,11 @@
 // error log message (notifications/message from logger
 // "switchboard-connect", which the hub passes to clients that asked for
 // errors); the server keeps running.
+//
+// A server with an Upstream URL is the same, with a session of pkg/mcp's
+// Streamable HTTP client (or its HTTP+SSE client) in place of the child:
+// the hub's initialize opens the session, and a session the server forgot
+// (404) or that cannot be resumed ends the relay like a child's exit.
 //
 // # Failures
 //

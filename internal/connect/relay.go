@@ -40,6 +40,7 @@ type end struct {
 	kind    endKind
 	err     error
 	how     string // how the server ended by itself, for endExited
+	http    bool   // the server is an HTTP upstream
 	timeout time.Duration
 }
 
@@ -56,6 +57,10 @@ func (e end) describe(wait time.Duration) (logMsg, reason string) {
 		return fmt.Sprintf("the server did not answer initialize within %v; restarting", e.timeout),
 			fmt.Sprintf("server did not answer initialize within %v; restarting in %v", e.timeout, wait)
 	}
+	if e.http {
+		return "the upstream session ended; opening a new one",
+			fmt.Sprintf("upstream session ended; reconnecting in %v", wait)
+	}
 	if ce := (*peer.CloseError)(nil); errors.As(e.err, &ce) && ce.Code == peer.CloseMessageTooBig {
 		return "the server wrote a message too large on its standard output (" + ce.Reason + "); restarting",
 			fmt.Sprintf("server wrote a message too large (%s); restarting in %v", ce.Reason, wait)
@@ -65,7 +70,7 @@ func (e end) describe(wait time.Duration) (logMsg, reason string) {
 }
 
 // upstream is one run of a server on the far side of a relay: a child
-// process (the only kind yet; a Streamable HTTP session would be another).
+// process, or a session with an HTTP server.
 type upstream interface {
 	// ended is closed when the server ended by itself (a child exited).
 	ended() <-chan struct{}
@@ -86,6 +91,7 @@ type relay struct {
 	hub, server peer.Conn
 	log         *slog.Logger
 	initTimeout time.Duration
+	http        bool // the server is an HTTP upstream, not a child
 
 	wg       sync.WaitGroup
 	ends     chan end
@@ -145,7 +151,10 @@ wait:
 		case <-t.C:
 		}
 		t.Stop()
-	case endOutput: // it may be exiting
+	case endOutput: // a child may be exiting
+		if up.ended() == nil {
+			break
+		}
 		t := time.NewTimer(drainWait)
 		select {
 		case <-up.ended():
@@ -161,7 +170,7 @@ wait:
 	default:
 	}
 	up.stop(grace)
-	e.how = up.how()
+	e.how, e.http = up.how(), r.http
 	return e
 }
 

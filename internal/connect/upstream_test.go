@@ -1,0 +1,107 @@
+package connect_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/internal/connect"
+	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/pkg/hub"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// httpServer serves the demo server over Streamable HTTP (pkg/mcp's
+// handler), and can be restarted: a new handler that knows none of the old
+// sessions, as after a real restart.
+type httpServer struct {
+	srv     *httptest.Server
+	demo    *demo.Server
+	current atomic.Pointer[mcp.StreamableHandler]
+	opened  atomic.Int32
+
+	mu  sync.Mutex
+	all []*mcp.StreamableHandler
+}
+
+func startHTTPServer(t *testing.T) *httpServer {
+	hs := &httpServer{demo: demo.New(&demo.Options{Name: "remote", ClockInterval: time.Hour})}
+	hs.restart()
+	hs.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hs.current.Load().ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		hs.srv.Close()
+		hs.mu.Lock()
+		defer hs.mu.Unlock()
+		for _, h := range hs.all {
+			h.Close()
+		}
+	})
+	return hs
+}
+
+// restart swaps in a new handler and closes the old one with its sessions.
+func (hs *httpServer) restart() {
+	h := mcp.NewStreamableHandler(&mcp.StreamableOptions{Open: func(r *http.Request, s *mcp.StreamSession) error {
+		hs.opened.Add(1)
+		hs.demo.Serve(s.Context(), s.Conn())
+		return nil
+	}})
+	hs.mu.Lock()
+	hs.all = append(hs.all, h)
+	hs.mu.Unlock()
+	if old := hs.current.Swap(h); old != nil {
+		old.Close()
+	}
+}
+
+// TestRun_streamableHTTPUpstream: a server reached over Streamable HTTP is
+// on the hub like a stdio one: calls, progress, sampling by the calling
+// client; when the server forgets the session, the connector opens another.
+func TestRun_streamableHTTPUpstream(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	hs := startHTTPServer(t)
+	r := runConnector(t, []connect.Server{{Name: "remote", Upstream: hs.srv.URL + "/mcp"}}, connect.Options{URL: th.url("/mcp/server")})
+	c := th.client(t, &mcp.ClientOptions{
+		Sampling: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: mcp.TextContent("sampled: " + p.Messages[0].Content.Text)}, nil
+		},
+	})
+	waitTool(t, c, "remote__echo", true)
+	ctx := ctxFor(t)
+	call := func(tool string, args any, opts *mcp.CallOptions) *mcp.CallToolResult {
+		t.Helper()
+		res, err := c.CallTool(ctx, tool, args, opts)
+		require.NoError(t, err, tool)
+		return res
+	}
+	assert.Equal(t, "over HTTP", text(t, call("remote__echo", map[string]string{"text": "over HTTP"}, nil)))
+
+	var progress []float64
+	res := call("remote__slow", map[string]int{"steps": 3, "delayMs": 5}, &mcp.CallOptions{
+		Progress: func(p *mcp.ProgressParams) { progress = append(progress, p.Progress) }})
+	assert.Equal(t, "done after 3 steps", text(t, res))
+	assert.Equal(t, []float64{1, 2, 3}, progress)
+	assert.Equal(t, "sampled: why?", text(t, call("remote__ask", map[string]string{"question": "why?"}, nil)),
+		"the server's sampling request crossed HTTP, the connector and the hub to the calling client")
+	r.log.waitLog(t, 1, "upstream session opened", "transport=streamable-http")
+	require.Equal(t, int32(1), hs.opened.Load())
+
+	hs.restart() // the server forgets every session
+	r.log.waitLog(t, 1, "the upstream session ended; opening a new one")
+	r.log.waitLog(t, 2, "upstream session opened")
+	require.Eventually(t, func() bool {
+		res, err := c.CallTool(ctx, "remote__echo", map[string]string{"text": "again"}, nil)
+		return err == nil && !res.IsError && res.Content[0].Text == "again"
+	}, wait, 20*time.Millisecond, "the server is back on the hub through a new session")
+	assert.Equal(t, int32(2), hs.opened.Load())
+	assert.NotContains(t, r.log.String(), hs.srv.URL+"/mcp?", "no query in logs")
+}
