@@ -223,3 +223,24 @@ func TestStdio_processSignal(t *testing.T) {
 	p.stderr.waitFor(t, 1, "cannot reach the hub at ws://127.0.0.1:1/mcp: connection refused")
 	assert.Equal(t, 0, p.stop(t, syscall.SIGTERM))
 }
+
+// TestStdio_processOneServer: with --server, the client sees one server of
+// the hub under its own names (/servers/NAME/mcp).
+func TestStdio_processOneServer(t *testing.T) {
+	th := startHub(t)
+	startHubCommand(t, nil, "connect", "--hub", th.base(), "--name", "fake", "--", os.Args[0], stdioServerArg).start(t)
+	p := startHubCommand(t, nil, "stdio", "--hub", th.base(), "--server", "fake")
+	stdin, err := p.cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := p.cmd.StdoutPipe()
+	require.NoError(t, err)
+	p.start(t)
+	c, err := mcp.ConnectConn(ctxFor(t), peer.NewStdio(stdout, stdin, nil), nil)
+	require.NoError(t, err)
+	defer c.Close()
+	waitTool(t, c, "echo", true)
+	res, err := c.CallTool(ctxFor(t), "echo", map[string]string{"text": "own names"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "own names", res.Content[0].Text)
+	p.stderr.waitFor(t, 1, "connected to the hub at "+th.base()+"/servers/fake/mcp")
+}

@@ -287,6 +287,17 @@ func TestServe_everythingPassesThrough(t *testing.T) {
 	assert.Contains(t, s.log.String(), "connected to the hub at "+s.proxy.url("/mcp"))
 }
 
+// TestServe_perServerView: with /servers/NAME/mcp, the client sees that
+// server's own names.
+func TestServe_perServerView(t *testing.T) {
+	s := start(t, hub.Config{}, "/servers/demo/mcp", nil)
+	c := s.connect(t, nil)
+	waitTool(t, c, "echo")
+	res, err := c.CallTool(ctxFor(t), "echo", map[string]string{"text": "own names"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "own names", res.Content[0].Text)
+}
+
 // TestServe_reconnectsAndRestoresTheSession: when the hub connection drops,
 // calls in flight fail with -32000, the gateway reconnects by itself,
 // replays initialize (the client hears nothing of it), the logging level
