@@ -31,7 +31,7 @@ type replica struct {
 	peer    *peer.Peer
 	log     *slog.Logger
 	who     *principal
-	release func()  // frees the token's connection slot
+	release func()   // frees the token's connection slot
 	notes   *bucket  // its notifications' rate limit; nil for none
 	roots   []string // the roots given on its URL (?root=), for roots/list outside any call
 

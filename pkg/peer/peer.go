@@ -20,12 +20,12 @@ import (
 // notification handler must therefore return quickly and must not wait for
 // an answer from this peer.
 type Peer struct {
-	conn   Conn
-	opts   Options
-	log    *slog.Logger
+	conn    Conn
+	opts    Options
+	log     *slog.Logger
 	nextID  atomic.Int64
-	dropped atomic.Uint64 // notices dropped for lack of room (SendNotice)
-	dec    jsonrpc.Decoder // used by the one goroutine reading at a time
+	dropped atomic.Uint64   // notices dropped for lack of room (SendNotice)
+	dec     jsonrpc.Decoder // used by the one goroutine reading at a time
 
 	ctx    context.Context // handlers' parent; cancelled when the peer ends
 	cancel context.CancelCauseFunc
