@@ -277,3 +277,21 @@ func TestPublished_serverEverythingOverHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestPublished_serverFilesystemRoots: server-filesystem asks for roots
+// as soon as it is initialized, outside any call; with --root, the hub
+// answers with it, and the server serves that folder instead of its
+// argument's.
+func TestPublished_serverFilesystemRoots(t *testing.T) {
+	th := startHub(t)
+	arg, root := t.TempDir(), t.TempDir()
+	node, entry := publishedServer(t, "server-filesystem")
+	p := startHubCommand(t, nil, "connect", "--hub", th.base(), "--name", "files", "--root", "file://"+root, "--", node, entry, arg).start(t)
+	c := th.client(t, nil)
+	waitTool(t, c, "files__list_allowed_directories", true)
+	p.stderr.waitFor(t, 1, "Updated allowed directories from MCP roots: 1 valid directories")
+	allowed := callText(t, c, "files__list_allowed_directories", map[string]any{}, nil)
+	assert.Contains(t, allowed, root)
+	assert.NotContains(t, allowed, arg)
+	assert.NotContains(t, p.stderr.String(), "Failed to request initial roots")
+}

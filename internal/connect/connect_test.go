@@ -378,3 +378,16 @@ func TestRun_learnsTheServersName(t *testing.T) {
 	r.log.waitLog(t, 1, "server started", "server=fake")
 	waitTool(t, c, "fake__pid", true)
 }
+
+// TestRun_rootsOutsideAnyCall: a server that asks roots/list at start-up,
+// outside any client's call, gets the roots given with --root (sent as
+// ?root=), or an empty list without any.
+func TestRun_rootsOutsideAnyCall(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	srv := selfServer("rooted", "roots")
+	srv.Roots = []string{"file:///srv/a", "file:///srv/b"}
+	r := runConnector(t, []connect.Server{srv, selfServer("bare", "roots")}, connect.Options{URL: th.url("/mcp/server")})
+	r.log.waitLog(t, 1, "server=rooted", `line="roots: 2 file:///srv/a file:///srv/b"`)
+	r.log.waitLog(t, 1, "server=bare", `line="roots: 0 "`)
+	assert.Zero(t, r.log.count("roots/list failed"), r.log.String())
+}

@@ -46,6 +46,7 @@ func TestMain(m *testing.M) {
 //	exit     a line on stderr, then exit status 3
 //	parent   starts a grandchild (role sleep) in its group, then the server
 //	sleep    sleeps until killed, ignoring SIGTERM
+//	roots    the server, asking roots/list once initialized (outside any call)
 func runRole(role string) int {
 	switch role {
 	case "mute":
@@ -85,6 +86,23 @@ func runRole(role string) int {
 			return nil, nil
 		})
 	ss := d.Serve(context.Background(), peer.NewStdio(os.Stdin, os.Stdout, nil))
+	if role == "roots" {
+		// As server-filesystem does: ask for the roots as soon as the
+		// client said initialized, outside any call.
+		go func() {
+			<-ss.Ready()
+			var res mcp.ListRootsResult
+			if err := ss.Peer().Call(context.Background(), mcp.MethodRootsList, map[string]any{}, &res); err != nil {
+				fmt.Fprintf(os.Stderr, "roots/list failed: %v\n", err)
+				return
+			}
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			fmt.Fprintf(os.Stderr, "roots: %d %s\n", len(uris), strings.Join(uris, " "))
+		}()
+	}
 	_ = ss.Peer().Wait()
 	return 0
 }
