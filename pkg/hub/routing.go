@@ -596,6 +596,9 @@ func (rp *replica) routeToClient(ctx context.Context, req *jsonrpc.Request) (any
 		}
 	}
 	if err := c.caps().check(req.Method, params); err != nil {
+		if req.Method == mcp.MethodRootsList {
+			return rp.answerAlone(req.Method) // no roots from that client: the server's own, from its URL
+		}
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, rp.hub.cfg.CallTimeout)
