@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,11 +24,13 @@ func TestPeer_noticesGiveWayToAnswers(t *testing.T) {
 	t.Parallel()
 	a, b := peer.Pipe(0) // a write waits until the other side reads
 	t.Cleanup(func() { a.Close(peer.CloseNormal, ""); b.Close(peer.CloseNormal, "") })
-	p := start(t, a, &peer.Options{SendQueue: 8})
+	gate := &writeGate{Conn: a, writing: make(chan struct{})}
+	p := start(t, gate, &peer.Options{SendQueue: 8})
 	frame := func(method, v string) []byte {
 		return (&jsonrpc.Request{Method: method, Params: []byte(`{"v":"` + v + `"}`)}).Encode()
 	}
 	require.True(t, p.SendNotice(frame("first", "0"), ""), "the first notice goes to the writer")
+	<-gate.writing // the writer took the queue and waits on the other side: what follows queues
 	queued := 0
 	for i := range 100 {
 		if p.SendNotice(frame("log", fmt.Sprint(i)), "") {
@@ -74,4 +77,16 @@ func countWith(lines []string, prefix string) int {
 		}
 	}
 	return n
+}
+
+// writeGate tells when the first write starts.
+type writeGate struct {
+	peer.Conn
+	once    sync.Once
+	writing chan struct{}
+}
+
+func (g *writeGate) Write(ctx context.Context, frame []byte) error {
+	g.once.Do(func() { close(g.writing) })
+	return g.Conn.Write(ctx, frame)
 }
