@@ -58,7 +58,7 @@ type serverDoc struct {
 
 type replicaDoc struct {
 	*replicaInfo
-	InFlight int64 `json:"inFlight,omitempty"`
+	InFlight *int64 `json:"inFlight,omitempty"` // for operators only
 }
 
 type instanceDoc struct {
@@ -118,7 +118,8 @@ func (h *Hub) readBuiltin(s *session, uri string) (any, error) {
 			}
 			sd := serverDoc{Name: name}
 			for _, ri := range v.servers[name] {
-				rd := replicaDoc{replicaInfo: ri, InFlight: ri.inflight.Load()}
+				n := ri.inflight.Load()
+				rd := replicaDoc{replicaInfo: ri, InFlight: &n}
 				if !operator {
 					c := *ri
 					c.Owner = ""
