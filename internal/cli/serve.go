@@ -39,6 +39,14 @@ type serveOptions struct {
 	maxConnections int
 	rateLimit      float64
 	rateBurst      int
+	allowedHosts   string
+	sessionIdle    time.Duration
+	replayEvents   int
+	maxSubs        int
+	maxSubsToken   int
+	serverNoteRate float64
+	maxListBytes   int
+	maxTemplates   int
 }
 
 func serveCommand(o *serveOptions) *command {
@@ -55,7 +63,7 @@ func serveCommand(o *serveOptions) *command {
 		"SIGHUP reloads the tokens file."
 	fs := c.fs
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
-	fs.StringVar(&o.redis, "redis", "", "Redis `URL` (redis://host:port/db) shared by several instances; empty runs one instance on its in-memory broker")
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` shared by several instances: redis://host:port/db, or a Redis Cluster as redis+cluster://host:port,host:port; empty runs one instance on its in-memory broker")
 	fs.StringVar(&o.tokens, "tokens", "", "`file` of tokens and roles (YAML or JSON); reloaded on SIGHUP")
 	fs.StringVar(&o.allowedOrigins, "allowed-origins", "", "comma-separated `origins` (host patterns) whose pages may open WebSockets, besides the hub's own")
 	fs.BoolVar(&o.demo, "demo", false, "run a demo MCP server beside the hub")
@@ -70,6 +78,14 @@ func serveCommand(o *serveOptions) *command {
 	fs.IntVar(&o.maxConnections, "max-connections-per-token", hub.DefaultMaxConnectionsPerToken, "connections one token may hold open (HTTP 429 beyond)")
 	fs.Float64Var(&o.rateLimit, "rate-limit", hub.DefaultRateLimit, "requests per second per token (per connection without tokens); negative disables")
 	fs.IntVar(&o.rateBurst, "rate-burst", hub.DefaultRateBurst, "burst of requests above --rate-limit")
+	fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "comma-separated Host `names` (patterns; * for any) the hub answers to without --tokens, besides loopback names and --addr's host (DNS rebinding protection)")
+	fs.DurationVar(&o.sessionIdle, "session-idle-timeout", mcp.DefaultStreamableIdle, "how long a Streamable HTTP session may sit idle before it ends")
+	fs.IntVar(&o.replayEvents, "replay-events", mcp.DefaultReplayEvents, "SSE events one HTTP session keeps for a client that resumes with Last-Event-ID")
+	fs.IntVar(&o.maxSubs, "max-subscriptions", hub.DefaultMaxSubscriptions, "resources one client connection may subscribe to (-32004 beyond)")
+	fs.IntVar(&o.maxSubsToken, "max-subscriptions-per-token", hub.DefaultMaxSubscriptionsPerToken, "resources all the connections of one token may subscribe to")
+	fs.Float64Var(&o.serverNoteRate, "server-notification-rate", hub.DefaultServerNotificationRate, "notifications per second one server connection may send (dropped beyond); negative disables")
+	fs.IntVar(&o.maxListBytes, "max-list-bytes", hub.DefaultMaxListBytes, "bytes of all one server's lists together (the server is refused beyond)")
+	fs.IntVar(&o.maxTemplates, "max-templates", hub.DefaultMaxTemplates, "resource templates one server may list (the server is refused beyond)")
 	return c
 }
 
@@ -122,12 +138,17 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 		Addr: ln.Addr().String(), CallTimeout: o.callTimeout, Logger: log, Tokens: tokens,
 		MaxMessageBytes: o.maxMessage, MaxBatch: o.maxBatch, MaxDepth: o.maxDepth, MaxInFlight: o.maxInFlight,
 		MaxConnectionsPerToken: o.maxConnections, RateLimit: o.rateLimit, RateBurst: o.rateBurst,
+		SessionIdleTimeout: o.sessionIdle, ReplayEvents: o.replayEvents,
+		MaxSubscriptions: o.maxSubs, MaxSubscriptionsPerToken: o.maxSubsToken,
+		ServerNotificationRate: o.serverNoteRate, MaxListBytes: o.maxListBytes, MaxTemplates: o.maxTemplates,
 	}
-	for _, p := range strings.Split(o.allowedOrigins, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			cfg.OriginPatterns = append(cfg.OriginPatterns, p)
+	cfg.AllowedHosts = splitList(o.allowedHosts)
+	if host, _, err := net.SplitHostPort(o.addr); err == nil && host != "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+			cfg.AllowedHosts = append(cfg.AllowedHosts, host) // the name it was told to listen on
 		}
 	}
+	cfg.OriginPatterns = splitList(o.allowedOrigins)
 	if o.redis != "" {
 		broker, err := newRedisBroker(ctx, o.redis, log)
 		if err != nil {
@@ -233,4 +254,15 @@ type redisLogger struct{ log *slog.Logger }
 
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.log.Debug("redis: " + fmt.Sprintf(format, v...))
+}
+
+// splitList splits a comma-separated flag into its non-empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
