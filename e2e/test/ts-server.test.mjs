@@ -274,13 +274,17 @@ describe('TS SDK McpServer dialing out to the hub', () => {
         assert.equal(res.content[0].text, 'sampling cancelled: true');
     });
 
-    it('answers a server\'s request outside any call: ping succeeds, sampling fails clearly', async () => {
+    it('answers a server\'s request outside any call: ping and roots succeed, sampling fails clearly', async () => {
         await withTimeout(ts.server.ping(), DEADLINE_MS, 'ping from the server');
         await assert.rejects(ts.server.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'x' } }], maxTokens: 1 }),
             (err) => {
-                assert.match(err.message, /no client has a call in flight/);
+                assert.equal(err.code, -32601);
+                assert.match(err.message, /outside a client's call: no client can answer it/);
                 return true;
             });
+        // roots/list there gets the server's own roots from the hub: none given on its URL.
+        const { roots } = await withTimeout(ts.server.listRoots(), DEADLINE_MS, 'roots/list from the server');
+        assert.deepEqual(roots, []);
     });
 
     it('routes elicitation (server.elicitInput) to the calling client', async () => {
