@@ -52,6 +52,8 @@ type MethodSpec struct {
 var methodTable = func() map[string]*MethodSpec {
 	specs := []MethodSpec{
 		{Name: MethodInitialize, Direction: ClientToServer, Eras: SessionEra},
+		{Name: MethodServerDiscover, Direction: ClientToServer, Eras: StatelessEra},
+		{Name: MethodSubscriptionsListen, Direction: ClientToServer, Eras: StatelessEra},
 		{Name: MethodPing, Direction: BothWays, Eras: SessionEra},
 		{Name: MethodToolsList, Direction: ClientToServer, ServerCap: "tools", Eras: AllEras},
 		{Name: MethodToolsCall, Direction: ClientToServer, ServerCap: "tools", Eras: AllEras},
@@ -77,6 +79,7 @@ var methodTable = func() map[string]*MethodSpec {
 		{Name: NotificationToolsListChanged, Notification: true, Direction: ServerToClient, ServerCap: "tools", Eras: AllEras},
 		{Name: NotificationPromptsListChanged, Notification: true, Direction: ServerToClient, ServerCap: "prompts", Eras: AllEras},
 		{Name: NotificationRootsListChanged, Notification: true, Direction: ClientToServer, ClientCap: "roots", Eras: SessionEra},
+		{Name: NotificationSubscriptionsAcknowledged, Notification: true, Direction: ServerToClient, Eras: StatelessEra},
 	}
 	m := make(map[string]*MethodSpec, len(specs))
 	for i := range specs {

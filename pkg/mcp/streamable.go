@@ -23,6 +23,10 @@ const (
 	HeaderSessionID       = "Mcp-Session-Id"
 	HeaderProtocolVersion = "Mcp-Protocol-Version"
 	HeaderLastEventID     = "Last-Event-Id"
+	// HeaderMethod and HeaderName mirror a 2026-07-28 request's method and
+	// its tool or prompt name (or resource URI), for proxies.
+	HeaderMethod = "Mcp-Method"
+	HeaderName   = "Mcp-Name"
 )
 
 // MetaProtocolVersion is the _meta key by which a 2026-07-28 request states
@@ -78,11 +82,17 @@ type StreamableOptions struct {
 	// (POST, GET, DELETE) before it is served; an error refuses it as Open's
 	// does. The hub checks here that the token is the session's.
 	Check func(r *http.Request, s *StreamSession) error
-	// Stateless, when set, serves a POST without a session whose single
-	// request carries params._meta["io.modelcontextprotocol/protocolVersion"]
-	// (the 2026-07-28 revision's stateless requests): s is a session of that
-	// one request, never registered, whose conn ends once the request is
-	// answered. Without it such a POST is refused with 400, as any other
+	// Stateless, when set, serves a POST without a session that carries a
+	// request of the 2026-07-28 revision (its MCP-Protocol-Version header,
+	// or its params._meta["io.modelcontextprotocol/protocolVersion"], names
+	// that revision or a later one): s is a session of that one request,
+	// never registered, whose conn ends once the request is answered or its
+	// client leaves. The handler checks the headers against the body first
+	// (-32020); the owner judges the version and the request's _meta. An
+	// error answer of such a request goes with the HTTP status the revision
+	// gives its code (HTTPStatusOf). A notification POSTed so is accepted
+	// (202) and dropped: with no session there is nothing it could be about.
+	// Without Stateless such a POST is refused with 400, as any other
 	// request without a session.
 	Stateless func(r *http.Request, s *StreamSession) error
 	// NewSessionID returns a new session id: visible ASCII, unguessable.
@@ -271,10 +281,6 @@ func writeRPCError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
 	_, _ = w.Write(body)
 }
 
-// CodeUnsupportedVersion is the 2026-07-28 revision's error for a protocol
-// version the server does not speak; its data lists the supported ones.
-const CodeUnsupportedVersion jsonrpc.Code = -32022
-
 // refuse answers a request that a hook refused.
 func (h *StreamableHandler) refuse(w http.ResponseWriter, err error) {
 	var he *HTTPError
@@ -315,12 +321,12 @@ func accepts(header []string, mt string) bool {
 // checkVersion checks the MCP-Protocol-Version header.
 func (h *StreamableHandler) checkVersion(w http.ResponseWriter, r *http.Request) bool {
 	v := r.Header.Get(HeaderProtocolVersion)
-	if v == "" || slices.Contains(h.opts.ProtocolVersions, v) {
-		return true
+	if v == "" || slices.Contains(h.opts.ProtocolVersions, v) || h.opts.Stateless != nil && IsModernVersion(v) {
+		return true // a modern one is the owner's to judge, in the body's terms
 	}
 	// 400 is what the transport specifies; the body is the 2026-07-28 error,
 	// so that a client trying a newer revision learns what to fall back to.
-	writeRPCError(w, http.StatusBadRequest, jsonrpc.NewError(CodeUnsupportedVersion,
+	writeRPCError(w, http.StatusBadRequest, jsonrpc.NewError(CodeUnsupportedProtocolVersion,
 		"unsupported %s %q (supported: %s)", HeaderProtocolVersion, v, strings.Join(h.opts.ProtocolVersions, ", ")).
 		WithData(map[string]any{"supported": h.opts.ProtocolVersions, "requested": v}))
 	return false
@@ -435,14 +441,23 @@ func (h *StreamableHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 
 	var s *StreamSession
 	if r.Header.Get(HeaderSessionID) == "" {
+		single, _ := msgs[0].(*jsonrpc.Request)
+		if frame.Batch || len(msgs) != 1 {
+			single = nil
+		}
 		switch {
-		case len(msgs) == 1 && !frame.Batch && isCall(msgs[0], MethodInitialize):
-			s = h.open(w, r, msgs[0].(*jsonrpc.Request))
-		case h.opts.Stateless != nil && len(msgs) == 1 && !frame.Batch && isStateless(msgs[0]):
-			h.serveStateless(w, r, body, msgs[0].(*jsonrpc.Request))
+		case single != nil && isCall(single, MethodInitialize) && !IsModernVersion(r.Header.Get(HeaderProtocolVersion)):
+			s = h.open(w, r, single)
+		case h.opts.Stateless != nil && single != nil && isStateless(r, single):
+			h.serveStateless(w, r, body, single)
 			return
 		case slices.ContainsFunc(msgs, func(m jsonrpc.Message) bool { return isCall(m, MethodInitialize) }):
 			writeHTTPError(w, http.StatusBadRequest, 0, "initialize must be sent alone, not in a batch")
+			return
+		case single != nil && single.IsCall() && !isKnownMethod(single.Method):
+			// An unknown method is -32601 in every state, before a session too.
+			writeAnswer(w, http.StatusBadRequest, &jsonrpc.Response{ID: single.ID,
+				Error: jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "method %q not found", single.Method)})
 			return
 		default:
 			writeHTTPError(w, http.StatusBadRequest, 0, "missing "+HeaderSessionID+" header: initialize first")
@@ -498,11 +513,20 @@ func (h *StreamableHandler) open(w http.ResponseWriter, r *http.Request, req *js
 
 // serveStateless serves one self-describing request without a session.
 func (h *StreamableHandler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, req *jsonrpc.Request) {
-	s := newStreamSession(h, "", "")
-	s.stateless = true
-	if v, ok := metaMember(req.Params, MetaProtocolVersion); ok {
-		s.version, _ = jsonrpc.Unquote(v)
+	if !req.IsCall() {
+		w.WriteHeader(http.StatusAccepted) // nothing to do: see StreamableOptions.Stateless
+		return
 	}
+	version := ""
+	if v, ok := metaMember(req.Params, MetaProtocolVersion); ok {
+		version, _ = jsonrpc.Unquote(v)
+	}
+	if err := checkHeaders(r, req, version); err != nil {
+		writeAnswer(w, http.StatusBadRequest, &jsonrpc.Response{ID: req.ID, Error: err})
+		return
+	}
+	s := newStreamSession(h, "", version)
+	s.stateless = true
 	if err := h.opts.Stateless(r, s); err != nil {
 		s.end(errRefused)
 		h.refuse(w, err)
@@ -519,13 +543,59 @@ func isCall(m jsonrpc.Message, method string) bool {
 	return ok && req.IsCall() && req.Method == method
 }
 
-func isStateless(m jsonrpc.Message) bool {
-	req, ok := m.(*jsonrpc.Request)
-	if !ok || !req.IsCall() {
+// isStateless reports whether a request without a session is one of the
+// stateless revision: by its header, or by its _meta.
+func isStateless(r *http.Request, req *jsonrpc.Request) bool {
+	if IsModernVersion(r.Header.Get(HeaderProtocolVersion)) {
+		return true
+	}
+	v, ok := metaMember(req.Params, MetaProtocolVersion)
+	if !ok {
 		return false
 	}
-	_, ok = metaMember(req.Params, MetaProtocolVersion)
+	version, _ := jsonrpc.Unquote(v)
+	return IsModernVersion(version)
+}
+
+// isKnownMethod reports whether MCP defines method.
+func isKnownMethod(method string) bool {
+	_, ok := LookupMethod(method)
 	return ok
+}
+
+// checkHeaders checks that a stateless request's headers say what its body
+// does: the protocol version (when the body states one; a body without it
+// is the owner's to refuse with -32602), and, when sent, the method and the
+// tool or prompt name or resource URI.
+func checkHeaders(r *http.Request, req *jsonrpc.Request, version string) *jsonrpc.Error {
+	header := r.Header.Get(HeaderProtocolVersion)
+	switch {
+	case version != "" && header == "":
+		return ErrHeaderMismatch("missing %s header (the body says %s)", HeaderProtocolVersion, version)
+	case version != "" && header != version:
+		return ErrHeaderMismatch("the %s header says %q, the body's _meta %q", HeaderProtocolVersion, header, version)
+	}
+	if m := r.Header.Values(HeaderMethod); len(m) > 0 && strings.TrimSpace(m[0]) != req.Method {
+		return ErrHeaderMismatch("the %s header says %q, the body %q", HeaderMethod, m[0], req.Method)
+	}
+	if n := r.Header.Values(HeaderName); len(n) > 0 {
+		key := "name"
+		if req.Method == MethodResourcesRead {
+			key = "uri"
+		}
+		if name, _ := jsonrpc.StringMember(req.Params, key); (req.Method == MethodToolsCall || req.Method == MethodPromptsGet ||
+			req.Method == MethodResourcesRead) && strings.TrimSpace(n[0]) != name {
+			return ErrHeaderMismatch("the %s header says %q, the body's %s %q", HeaderName, n[0], key, name)
+		}
+	}
+	return nil
+}
+
+// writeAnswer writes one JSON-RPC answer as the body of status.
+func writeAnswer(w http.ResponseWriter, status int, resp *jsonrpc.Response) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(resp.Encode())
 }
 
 // metaMember returns params._meta[key], raw.

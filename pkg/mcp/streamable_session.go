@@ -519,7 +519,11 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			s.mu.Unlock()
 			w.Header().Set("Content-Type", "application/json")
 			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
-			w.WriteHeader(http.StatusOK)
+			status := http.StatusOK
+			if s.stateless {
+				status = answerStatus(body)
+			}
+			w.WriteHeader(status)
 			_, _ = w.Write(body)
 			return
 		}
@@ -703,6 +707,12 @@ func (s *StreamSession) route(frame []byte) error {
 			}
 			frame = stripRelated(m)
 		}
+		if st == nil && s.stateless {
+			// One request, one stream: everything goes on it.
+			for _, only := range s.calls {
+				st = only
+			}
+		}
 		if st == nil || st.orphaned {
 			// Unrelated, or related to a POST whose client left before
 			// anything was sent to it (it has no event id to resume with):
@@ -712,6 +722,24 @@ func (s *StreamSession) route(frame []byte) error {
 		s.deliverLocked(st, frame, false)
 	}
 	return nil
+}
+
+// answerStatus returns the HTTP status of a stateless request's JSON
+// answer: its error's (HTTPStatusOf), or 200.
+func answerStatus(body []byte) int {
+	errObj, ok := jsonrpc.Member(body, "error")
+	if !ok {
+		return http.StatusOK
+	}
+	code, ok := jsonrpc.Member(errObj, "code")
+	if !ok {
+		return http.StatusOK
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(code)))
+	if err != nil {
+		return http.StatusOK
+	}
+	return HTTPStatusOf(jsonrpc.Code(n))
 }
 
 // stripRelated re-encodes a request without _meta's routing hint, which is

@@ -389,7 +389,7 @@ func TestStreamableHandler_badInput(t *testing.T) {
 		{name: "a notification without a session", method: "POST", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, status: 400},
 		{name: "initialize in a batch", method: "POST", body: "[" + initBody + "]", status: 400},
 		{name: "unknown session", method: "POST", body: ping, header: []string{mcp.HeaderSessionID, "nope"}, status: 404},
-		{name: "unsupported protocol version", method: "POST", body: ping, session: true, header: []string{mcp.HeaderProtocolVersion, "1999-01-01"}, status: 400, code: mcp.CodeUnsupportedVersion},
+		{name: "unsupported protocol version", method: "POST", body: ping, session: true, header: []string{mcp.HeaderProtocolVersion, "1999-01-01"}, status: 400, code: mcp.CodeUnsupportedProtocolVersion},
 		{name: "older protocol version", method: "POST", body: ping, session: true, header: []string{mcp.HeaderProtocolVersion, mcp.Version20250326}, status: 200},
 		{name: "no protocol version", method: "POST", body: ping, session: true, header: []string{mcp.HeaderProtocolVersion, ""}, status: 200},
 		{name: "GET without a session", method: "GET", status: 400},
