@@ -668,6 +668,8 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 		}
 	case kindCall:
 		c.serveCall(env)
+	case kindResume:
+		c.serveResume(env)
 	case kindHTTP:
 		if env.HTTP != nil {
 			c.serveRelayed(env)
@@ -752,6 +754,48 @@ func (c *cluster) serveCall(env *envelope) {
 	// The caller times the call out and cancels it; this bound only holds
 	// if that cancellation is lost.
 	f.started(abort, h.cfg.CallTimeout+time.Second)
+}
+
+// resume sends a modern client's retry of a call that asked for input to
+// the instance whose requestState it carries (input.go); done runs with
+// what comes next: the call's answer, or its next input requests. The
+// returned function gives up on it.
+func (c *cluster) resume(instance, method string, params json.RawMessage, cl caller, done func(json.RawMessage, error)) (abort func(error), err error) {
+	c.mu.Lock()
+	_, known := c.remotes[instance]
+	c.mu.Unlock()
+	if !known {
+		return nil, errBadState("the hub instance that gave it has left; send the request again without it")
+	}
+	env := &envelope{Kind: kindResume, Method: method, Params: params, Client: cl.client()}
+	return c.startRequest(instance, env, cl, done), nil
+}
+
+// serveResume takes a retry another instance sent for a call of this one:
+// the client there waits for what comes next.
+func (c *cluster) serveResume(env *envelope) {
+	h := c.hub
+	key := servedKey(env.From, env.Call)
+	answer := func(raw json.RawMessage, err error) {
+		c.unserve(key)
+		h.goOwned(func() { c.answer(env, kindResult, raw, err) })
+	}
+	st, ok := h.inputs.stateOf(env.Params)
+	m, err := mcp.ParseRequestMeta(env.Params)
+	if !ok || err != nil {
+		answer(nil, errBadState("the retry carries no requestState of the hub's"))
+		return
+	}
+	w := &inputWaiter{c: &remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client}, meta: m, send: answer}
+	c.mu.Lock()
+	c.served[key] = func(error) {
+		c.unserve(key)
+		h.inputs.giveUp(st.call, w)
+	}
+	c.mu.Unlock()
+	if err := h.inputs.resumeWith(st, env.Method, env.Params, w); err != nil {
+		answer(nil, err)
+	}
 }
 
 // serveRequest carries out a sub or a sreq another instance sent.

@@ -29,6 +29,7 @@ const (
 	kindSCancel   = "scxl" // inbox: the server gave up on a sreq
 	kindHTTP      = "http" // inbox: serve this HTTP request of a session of yours (http_relay.go)
 	kindHTTPRes   = "hres" // inbox: a part of the response to an http
+	kindResume    = "rsm"  // inbox: a modern client's retry of a call of yours that asked for input (input.go)
 )
 
 // envelope is every message between instances.

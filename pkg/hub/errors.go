@@ -142,6 +142,17 @@ func errMissingCapability(capability, method string) error {
 	return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "the client did not declare the %s capability that %s needs", capability, method)
 }
 
+// errBadState answers a modern client's retry whose requestState the hub
+// cannot continue from.
+func errBadState(why string) error {
+	return jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "requestState is not valid: %s", why)
+}
+
+// errCallEnded answers a server's request for input about a call that
+// ended meanwhile (the client gave up, or did not come back in time).
+var errCallEnded = (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
+	Message: "the call this request serves has ended: the client gave up on it or did not come back with the input"})
+
 // errNotAnswered answers a server's request the hub does not answer.
 func errNotAnswered(method string) error {
 	return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "the hub does not answer %s", method)

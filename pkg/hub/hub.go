@@ -224,6 +224,7 @@ type Hub struct {
 
 	reg        *registry
 	subs       *subscriptions
+	inputs     *inputs // modern clients' calls waiting for their input (input.go)
 	cluster    *cluster
 	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
 	gone       departures             // servers that left lately
@@ -276,6 +277,7 @@ func New(cfg Config) (*Hub, error) {
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.reg = newRegistry(h.viewChanged)
 	h.subs = newSubscriptions(h)
+	h.inputs = newInputs(h)
 	h.cluster = newCluster(h)
 	h.streamable = h.newStreamable()
 	h.mux = h.newMux()
@@ -314,6 +316,9 @@ func (h *Hub) Drain(ctx context.Context) error {
 	}
 	h.metrics.draining.Set(1)
 	h.log.Info("draining", "inFlight", h.inflight.Load())
+	for _, s := range h.sessionList() {
+		s.endListeners() // a stream of notifications is no call to wait for
+	}
 	// Wait until no client has a request unanswered, and no call that
 	// another instance routed here is in flight: answers are then on their
 	// way, and closing sends them before the close frame. The drain happens
@@ -473,7 +478,7 @@ func (h *Hub) waitView(ctx context.Context, ok func(*view) bool) error {
 func (h *Hub) listsChanged(old, cur *view) {
 	whole := cur.changed(old, "")
 	for _, s := range h.sessionList() {
-		if !s.isInitialized() {
+		if !s.isInitialized() && !s.hasListeners() {
 			continue
 		}
 		methods := whole

@@ -54,13 +54,17 @@ type caller interface {
 type sessionCall struct {
 	s  *session
 	id jsonrpc.ID
+	// meta is what a modern request said of itself (modern.go); nil for a
+	// session's request.
+	meta *mcp.RequestMeta
 }
 
 var _ caller = sessionCall{}
 
 func (c sessionCall) notify(method string, params json.RawMessage) {
 	if method == mcp.NotificationMessage {
-		if !c.s.admits(logLevel(params)) {
+		level := logLevel(params)
+		if c.meta != nil && !c.meta.Admits(level) || c.meta == nil && !c.s.admits(level) {
 			return
 		}
 		params = withRelated(params, c.id)
@@ -70,15 +74,25 @@ func (c sessionCall) notify(method string, params json.RawMessage) {
 
 // request names the client's call in _meta["switchboard/relatedRequest"],
 // with the client's own id, so that the client (and a transport with one
-// stream per call) knows which call asks.
+// stream per call) knows which call asks. A modern client takes no request:
+// its calls that may ask for input have an inputCall as their caller.
 func (c sessionCall) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if c.meta != nil {
+		return nil, errCannotRoute(method, "a client of protocol version "+mcp.ModernVersion+
+			" is asked for input only during tools/call, prompts/get or resources/read")
+	}
 	var raw json.RawMessage
 	err := c.s.peer.Call(ctx, method, withRelated(params, c.id), &raw)
 	return raw, err
 }
 
-func (c sessionCall) caps() clientCaps { return c.s.caps() }
-func (c sessionCall) client() string   { return c.s.key() }
+func (c sessionCall) caps() clientCaps {
+	if c.meta != nil {
+		return parseModernCaps(c.meta)
+	}
+	return c.s.caps()
+}
+func (c sessionCall) client() string { return c.s.key() }
 
 // withRelated returns params with _meta["switchboard/relatedRequest"] set to
 // id.

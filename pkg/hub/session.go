@@ -36,9 +36,17 @@ type session struct {
 	listChanges *coalescer // list_changed to this client
 	rootChanges *coalescer // roots/list_changed from this client, by replica
 
+	// stateless marks the session of one Streamable HTTP request of the
+	// 2026-07-28 revision: every request on it is modern (modern.go).
+	stateless bool
+
 	closed      atomic.Bool  // the session is ending: no longer a client
+	modernSeen  atomic.Bool  // a modern request came: initialize is not awaited
 	logsDropped atomic.Int64 // log lines dropped since one got through
 	mu          sync.Mutex
+	listeners   map[*listener]struct{} // its subscriptions/listen streams (listen.go)
+	holds       map[string]*hold       // resource subscriptions, by URI: who holds each (listen.go)
+	subscribed  map[string]bool        // the URIs it subscribed with resources/subscribe
 	initialized bool
 	name        string           // its clientInfo.name, for logs
 	declared    clientCaps       // what it can do for servers
@@ -57,9 +65,7 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 	if !who.has(RoleClient) {
 		s.role = "dashboard"
 	}
-	s.listChanges = newCoalescer(h.cfg.ListChangedInterval, func(method string) {
-		s.notice(method, encodeNotification(method, nil), method)
-	})
+	s.listChanges = newCoalescer(h.cfg.ListChangedInterval, s.listChanged)
 	s.rootChanges = newCoalescer(h.cfg.ListChangedInterval, func(replica string) {
 		if rp := h.localReplica(replica); rp != nil {
 			_ = rp.peer.Notify(context.Background(), mcp.NotificationRootsListChanged, nil)
@@ -91,7 +97,7 @@ func (s *session) start(conn peer.Conn) bool {
 	// A client that has not sent initialize in time is closed. (Neither
 	// this nor the session holds a goroutine: the peer's hooks clean up.)
 	s.initTimer = time.AfterFunc(h.cfg.InitializeTimeout, func() {
-		if !s.isInitialized() {
+		if !s.isInitialized() && !s.modernSeen.Load() && !s.stateless {
 			s.peer.CloseWith(peer.ClosePolicyViolation, "initialize not received in time")
 		}
 	})
@@ -125,6 +131,9 @@ func (s *session) onClose(err error) {
 	h.metrics.connections.WithLabelValues(s.role).Dec()
 	h.subs.dropSession(s)
 	h.builtinsChanged()
+	if s.stateless {
+		return // one request, not a connection worth a line at info
+	}
 	h.log.Info("client disconnected", "client", s.id, "clientInfo", s.clientName(), "reason", err)
 }
 
@@ -254,7 +263,7 @@ func init() {
 				s.peer.Cancel(p.RequestID)
 			}
 			return nil, nil
-		}},
+		}, anytime: true}, // a modern client's requests need no initialize, nor do their cancellations
 		mcp.NotificationRootsListChanged: {handle: func(s *session, _ context.Context, _ *jsonrpc.Request) (any, error) {
 			s.hub.rootsChanged(s)
 			return nil, nil
@@ -282,12 +291,21 @@ func (s *session) Handle(ctx context.Context, req *jsonrpc.Request) (any, error)
 		return s.dispatch(ctx, req)
 	}
 	h := s.hub
-	if err := s.takeToken(req.Method); err != nil {
+	m, err := s.modernMeta(req)
+	if err == nil {
+		err = s.takeToken(req.Method)
+	}
+	if err != nil {
 		h.metrics.observeRequest(req.Method, err)
 		return nil, err
 	}
 	h.inflight.Add(1)
-	res, err := s.dispatch(ctx, req)
+	var res any
+	if m != nil {
+		res, err = s.handleModern(withModernMeta(ctx, m), req, m)
+	} else {
+		res, err = s.dispatch(ctx, req)
+	}
 	h.inflight.Add(-1)
 	h.metrics.observeRequest(req.Method, err)
 	if err != nil && h.log.Enabled(ctx, slog.LevelDebug) {
@@ -364,6 +382,9 @@ func (s *session) dispatch(ctx context.Context, req *jsonrpc.Request) (any, erro
 // routing.go). Everything else takes the worker path (Handle).
 func (s *session) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 	h := s.hub
+	if s.stateless || isModernRequest(req) {
+		return s.handleModernAsync(req, reply)
+	}
 	if !sessionMethods[req.Method].routed || !s.isInitialized() || h.draining.Load() {
 		return false
 	}
@@ -411,7 +432,7 @@ func (s *session) route(ctx context.Context, req *jsonrpc.Request) (any, error) 
 func (s *session) call(ctx context.Context, t *target, req *jsonrpc.Request) (json.RawMessage, error) {
 	s.callStarted(t.server)
 	defer s.callEnded(t.server)
-	return s.hub.call(ctx, t, sessionCall{s: s, id: req.ID}, req.Method)
+	return s.hub.call(ctx, t, sessionCall{s: s, id: req.ID, meta: modernMetaFrom(ctx)}, req.Method)
 }
 
 // complete routes completion/complete.
@@ -434,9 +455,9 @@ func (s *session) subscribe(ctx context.Context, req *jsonrpc.Request) (any, err
 		}
 	}
 	if req.Method == mcp.MethodResourcesSubscribe {
-		err = s.hub.subs.subscribe(ctx, s, uri)
+		err = s.subscribeURI(ctx, uri)
 	} else {
-		s.hub.subs.unsubscribe(s, uri)
+		s.unsubscribeURI(uri)
 	}
 	if err != nil {
 		return nil, err
@@ -472,11 +493,17 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 	s.initialized = true
 	s.name = p.ClientInfo.Name
 	s.declared = parseClientCaps(raw.Capabilities)
+	return s.initializeResult(mcp.NegotiateVersion(p.ProtocolVersion)), nil
+}
+
+// initializeResult is what the hub (or, on a server's own endpoint, that
+// server) says of itself to a client of version.
+func (s *session) initializeResult(version string) *mcp.InitializeResult {
 	if s.scope != "" {
-		return s.hub.scopedInitialize(s.scope, mcp.NegotiateVersion(p.ProtocolVersion)), nil
+		return s.hub.scopedInitialize(s.scope, version)
 	}
 	return &mcp.InitializeResult{
-		ProtocolVersion: mcp.NegotiateVersion(p.ProtocolVersion),
+		ProtocolVersion: version,
 		Capabilities: mcp.ServerCapabilities{
 			Tools:       &mcp.ListChangedCap{ListChanged: true},
 			Resources:   &mcp.ResourcesCap{Subscribe: true, ListChanged: true},
@@ -486,7 +513,7 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 		},
 		ServerInfo:   mcp.Implementation{Name: "switchboard", Title: "Switchboard", Version: Version},
 		Instructions: "Switchboard aggregates the tools, resources and prompts of many MCP servers. Tool and prompt names are <server>" + s.hub.cfg.Separator + "<name>.",
-	}, nil
+	}
 }
 
 // scopedInitialize answers initialize on a server's own endpoint: that

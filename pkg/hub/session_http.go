@@ -92,6 +92,7 @@ func (h *Hub) newStreamable() *mcp.StreamableHandler {
 	return mcp.NewStreamableHandler(&mcp.StreamableOptions{
 		Open:         h.openHTTPSession,
 		Check:        h.checkHTTPSession,
+		Stateless:    h.openStateless,
 		NewSessionID: h.newSessionID,
 		MaxBodyBytes: int64(h.cfg.MaxMessageBytes),
 		Limits:       h.cfg.limits(),
@@ -131,6 +132,16 @@ func (h *Hub) sessionOwner(id string) string {
 
 // openHTTPSession starts the session of an initialize POST.
 func (h *Hub) openHTTPSession(r *http.Request, ss *mcp.StreamSession) error {
+	return h.openHTTP(r, ss, false)
+}
+
+// openStateless starts the session of one POST of the 2026-07-28 revision,
+// which has no session: it ends with its request (modern.go).
+func (h *Hub) openStateless(r *http.Request, ss *mcp.StreamSession) error {
+	return h.openHTTP(r, ss, true)
+}
+
+func (h *Hub) openHTTP(r *http.Request, ss *mcp.StreamSession, stateless bool) error {
 	info, _ := r.Context().Value(requestKey{}).(*requestInfo)
 	if info == nil {
 		return &mcp.HTTPError{Status: http.StatusInternalServerError, Message: "internal error"}
@@ -145,9 +156,12 @@ func (h *Hub) openHTTPSession(r *http.Request, ss *mcp.StreamSession) error {
 		return &mcp.HTTPError{Status: http.StatusTooManyRequests, Message: err.Error(), Header: http.Header{"Retry-After": {"5"}}}
 	}
 	s := h.newSession(ss.Conn(), info.who, release, "http", info.scope)
+	s.stateless = stateless
 	ss.SetData(s)
-	h.log.Info("client connected", "client", s.id, "transport", s.transport, "endpoint", endpoint(info.scope),
-		"token", info.who.name, "remote", r.RemoteAddr)
+	if !stateless {
+		h.log.Info("client connected", "client", s.id, "transport", s.transport, "endpoint", endpoint(info.scope),
+			"token", info.who.name, "remote", r.RemoteAddr)
+	}
 	if !s.start(ss.Conn()) {
 		return &mcp.HTTPError{Status: http.StatusServiceUnavailable, Message: "hub shutting down"}
 	}

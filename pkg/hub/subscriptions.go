@@ -467,7 +467,7 @@ func (s *subscriptions) deliverLocal(uri string, frame []byte) {
 	}
 	s.mu.Unlock()
 	for _, ss := range subs {
-		ss.notice(mcp.NotificationResourceUpdated, frame, "updated:"+uri) // the latest update of a URI says it all
+		ss.deliverUpdate(uri, frame)
 	}
 }
 

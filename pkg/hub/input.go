@@ -1,0 +1,532 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// Translation between eras, a session-based server and a modern client: a
+// server serving a modern client's call may ask the client for input the
+// way it always has, by a request of its own (sampling/createMessage,
+// elicitation/create, roots/list). A modern client takes no requests: the
+// hub answers the client's call with an InputRequiredResult holding the
+// server's requests as input requests, keeps the server's requests (and
+// its call) waiting, and when the client sends the call again with
+// inputResponses and the requestState, answers the server's requests with
+// them; the call's final answer, or the next input requests, answer that
+// retry. The server never knows.
+//
+// An inputCall is one such call, on the instance of the client's first
+// request: it is the call's caller (routing.go), whoever asks next. Its
+// requestState names this instance, the call and the round, with a MAC of
+// this instance's, so that a retry reaching another instance is sent here
+// (cluster.go, kindResume) and a forged, altered or reused state is
+// refused (-32602). A retry that does not come within the call timeout
+// ends the call: the server's requests fail and the server is told the
+// call is cancelled.
+
+// stateVersion prefixes the hub's requestStates; anything else is a
+// server's own, passed to it as it is.
+const stateVersion = "sb1."
+
+// inputs holds this instance's calls that wait for a modern client's input.
+type inputs struct {
+	h   *Hub
+	key []byte // MACs this instance's requestStates
+
+	mu    sync.Mutex
+	calls map[string]*inputCall
+	next  uint64
+}
+
+func newInputs(h *Hub) *inputs {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &inputs{h: h, key: key, calls: map[string]*inputCall{}}
+}
+
+// inputState is what a requestState of the hub's says.
+type inputState struct {
+	instance string
+	call     string
+	round    int
+	raw      string
+}
+
+// stateOf reads the hub's requestState from a retry's params; ok is false
+// for a request without one, or with a server's own.
+func (in *inputs) stateOf(params json.RawMessage) (inputState, bool) {
+	raw, ok := jsonrpc.StringMember(params, "requestState")
+	if !ok || !strings.HasPrefix(raw, stateVersion) {
+		return inputState{}, false
+	}
+	st := inputState{raw: raw}
+	payload, _, _ := strings.Cut(strings.TrimPrefix(raw, stateVersion), ".")
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return st, true // ours by its look, but broken: refused by resume
+	}
+	parts := strings.Split(string(b), "\n")
+	if len(parts) == 3 {
+		st.instance, st.call = parts[0], parts[1]
+		st.round, _ = strconv.Atoi(parts[2])
+	}
+	return st, true
+}
+
+// state returns the requestState of a call's round.
+func (in *inputs) state(call string, round int) string {
+	payload := []byte(in.h.id + "\n" + call + "\n" + strconv.Itoa(round))
+	return stateVersion + base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(in.mac(payload))
+}
+
+func (in *inputs) mac(payload []byte) []byte {
+	m := hmac.New(sha256.New, in.key)
+	m.Write(payload)
+	return m.Sum(nil)[:16]
+}
+
+// verify reports whether a requestState is one this instance made.
+func (in *inputs) verify(st inputState) bool {
+	payload, sig, ok := strings.Cut(strings.TrimPrefix(st.raw, stateVersion), ".")
+	if !ok {
+		return false
+	}
+	p, err1 := base64.RawURLEncoding.DecodeString(payload)
+	s, err2 := base64.RawURLEncoding.DecodeString(sig)
+	return err1 == nil && err2 == nil && hmac.Equal(s, in.mac(p))
+}
+
+// inputWaiter is a client's request that the call's next outcome answers:
+// its first request, then each retry.
+type inputWaiter struct {
+	c    caller // where notifications about the call go meanwhile
+	meta *mcp.RequestMeta
+	send func(json.RawMessage, error)
+}
+
+// inputAsk is a server's request waiting for the client's input.
+type inputAsk struct {
+	key    string
+	method string
+	params json.RawMessage
+	answer chan askAnswer // buffered: one answer
+}
+
+type askAnswer struct {
+	raw json.RawMessage
+	err error
+}
+
+// inputCall is a modern client's call that its server may ask input for.
+type inputCall struct {
+	in     *inputs
+	id     string
+	method string
+	name   string // the tool's or prompt's name, or the URI: a retry must repeat it
+	server string
+
+	mu       sync.Mutex
+	cur      *inputWaiter // the request waiting for what comes next; nil between rounds
+	meta     *mcp.RequestMeta
+	round    int         // InputRequiredResults given so far
+	asks     []*inputAsk // the server's requests not yet answered, in order
+	nextKey  int
+	final    *askAnswer // the call's answer, kept for a retry to come
+	ended    bool       // the answer went out, or never will: the call is forgotten
+	cancel   func(error)
+	gaveUp   error // a cancellation that came before the call was started
+	deadline *time.Timer
+}
+
+var _ caller = (*inputCall)(nil)
+
+// start registers a modern client's call about to be forwarded; first is
+// its request, answered with the call's answer or its first input requests.
+func (in *inputs) start(server string, req *jsonrpc.Request, first sessionCall, send func(json.RawMessage, error)) (*inputCall, *inputWaiter) {
+	w := &inputWaiter{c: first, meta: first.meta, send: send}
+	ic := &inputCall{in: in, method: req.Method, name: callName(req), server: server, meta: first.meta, cur: w}
+	in.mu.Lock()
+	in.next++
+	ic.id = strconv.FormatUint(in.next, 10)
+	in.calls[ic.id] = ic
+	in.mu.Unlock()
+	return ic, w
+}
+
+// callName returns what names a call's subject: the tool or prompt, or the
+// resource.
+func callName(req *jsonrpc.Request) string {
+	key := "name"
+	if req.Method == mcp.MethodResourcesRead {
+		key = "uri"
+	}
+	s, _ := jsonrpc.StringMember(req.Params, key)
+	return s
+}
+
+// started records how to end the call upstream.
+func (ic *inputCall) started(cancel func(error)) {
+	ic.mu.Lock()
+	ic.cancel = cancel
+	cause := ic.gaveUp
+	ic.mu.Unlock()
+	if cause != nil {
+		cancel(cause)
+	}
+}
+
+// end forgets the call once; it reports false if it had ended already. The
+// caller holds ic.mu.
+func (ic *inputCall) endLocked() bool {
+	if ic.ended {
+		return false
+	}
+	ic.ended = true
+	if ic.deadline != nil {
+		ic.deadline.Stop()
+	}
+	for _, a := range ic.asks {
+		a.answer <- askAnswer{err: errCallEnded}
+	}
+	ic.asks = nil
+	ic.in.mu.Lock()
+	delete(ic.in.calls, ic.id)
+	ic.in.mu.Unlock()
+	return true
+}
+
+// abortLocked ends the call and cancels it upstream with cause.
+func (ic *inputCall) abortLocked(cause error) {
+	if !ic.endLocked() {
+		return
+	}
+	if ic.cancel == nil {
+		ic.gaveUp = cause
+		return
+	}
+	cancel := ic.cancel
+	ic.in.h.goOwned(func() { cancel(cause) })
+}
+
+// finish takes the call's answer from its server: to the request waiting,
+// or kept for the retry to come.
+func (ic *inputCall) finish(raw json.RawMessage, err error) {
+	ic.mu.Lock()
+	if ic.ended {
+		ic.mu.Unlock()
+		return
+	}
+	w := ic.cur
+	if w == nil {
+		if ic.final == nil { // a refusal already decided stands
+			ic.final = &askAnswer{raw: raw, err: err}
+		}
+		ic.mu.Unlock()
+		return
+	}
+	ic.cur = nil
+	ic.endLocked()
+	ic.mu.Unlock()
+	w.send(raw, err)
+}
+
+// giveUp ends the call when the request waiting, w, is cancelled by its
+// client (or its connection closes).
+func (ic *inputCall) giveUp(w *inputWaiter) {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if ic.cur != w {
+		return // answered already: the call lives on, for the retry
+	}
+	ic.cur = nil
+	ic.abortLocked(context.Canceled)
+}
+
+// expire ends a call whose retry did not come in time.
+func (ic *inputCall) expire() {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if ic.cur != nil || ic.ended {
+		return
+	}
+	ic.in.h.log.Debug("a client did not come back with the input a server asked for", "server", ic.server, "method", ic.method)
+	ic.abortLocked(context.DeadlineExceeded)
+}
+
+// askLocked answers the waiting request with every server request not yet
+// answered, as input requests, and waits for the retry.
+func (ic *inputCall) askLocked() func() {
+	reqs := make(map[string]mcp.InputRequest, len(ic.asks))
+	for _, a := range ic.asks {
+		reqs[a.key] = mcp.InputRequest{Method: a.method, Params: a.params}
+	}
+	ic.round++
+	res, err := jsonrpc.Marshal(&mcp.InputRequiredResult{ResultType: mcp.ResultInputRequired, InputRequests: reqs,
+		RequestState: ic.in.state(ic.id, ic.round)})
+	w := ic.cur
+	ic.cur = nil
+	if ic.deadline == nil {
+		ic.deadline = time.AfterFunc(ic.in.h.cfg.CallTimeout, ic.expire)
+	} else {
+		ic.deadline.Reset(ic.in.h.cfg.CallTimeout)
+	}
+	return func() { w.send(res, err) }
+}
+
+// notify passes a notification about the call (progress, a log) to the
+// request waiting now; between rounds no one can take it.
+func (ic *inputCall) notify(method string, params json.RawMessage) {
+	ic.mu.Lock()
+	w := ic.cur
+	ic.mu.Unlock()
+	if w != nil {
+		w.c.notify(method, params)
+	}
+}
+
+// request takes a server's request for the client: it becomes an input
+// request of the answer to the client's request waiting now (or of the
+// answer to its next retry), and returns the client's input.
+func (ic *inputCall) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	short, ok := inputKinds[method]
+	if !ok {
+		if method == mcp.MethodPing {
+			return json.RawMessage(`{}`), nil
+		}
+		return nil, errNotAnswered(method)
+	}
+	obj, err := mcp.ParseObject(params)
+	if err != nil {
+		return nil, err
+	}
+	ic.mu.Lock()
+	if ic.ended {
+		ic.mu.Unlock()
+		return nil, errCallEnded
+	}
+	if err := parseModernCaps(ic.meta).check(method, obj); err != nil {
+		// The client did not declare what the server needs: its call fails
+		// with the revision's error (now, or at its retry), and the server
+		// hears why.
+		refusal := mcp.ErrMissingCapability(inputKinds[method])
+		w := ic.cur
+		ic.cur = nil
+		if w == nil {
+			ic.final = &askAnswer{err: refusal}
+			ic.cancelLocked()
+		} else {
+			ic.abortLocked(context.Canceled)
+		}
+		ic.mu.Unlock()
+		if w != nil {
+			w.send(nil, refusal)
+		}
+		return nil, err
+	}
+	ic.nextKey++
+	a := &inputAsk{key: short + "-" + strconv.Itoa(ic.nextKey), method: method, params: obj.Raw(), answer: make(chan askAnswer, 1)}
+	ic.asks = append(ic.asks, a)
+	var send func()
+	if ic.cur != nil {
+		send = ic.askLocked()
+	}
+	ic.mu.Unlock()
+	if send != nil {
+		send()
+	}
+	select {
+	case ans := <-a.answer:
+		return ans.raw, ans.err
+	case <-ctx.Done():
+		ic.mu.Lock()
+		ic.dropAskLocked(a)
+		ic.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// cancelLocked cancels the call upstream without ending it: its answer is
+// kept for the retry to come (which gets ic.final).
+func (ic *inputCall) cancelLocked() {
+	if ic.cancel != nil {
+		cancel := ic.cancel
+		ic.in.h.goOwned(func() { cancel(context.Canceled) })
+	}
+}
+
+func (ic *inputCall) dropAskLocked(a *inputAsk) {
+	for i, b := range ic.asks {
+		if b == a {
+			ic.asks = append(ic.asks[:i], ic.asks[i+1:]...)
+			return
+		}
+	}
+}
+
+// inputKinds are the server requests that can be input requests, with the
+// word their keys start with.
+var inputKinds = map[string]string{
+	mcp.MethodSamplingCreateMessage: "sampling",
+	mcp.MethodElicitationCreate:     "elicitation",
+	mcp.MethodRootsList:             "roots",
+}
+
+// caps says what the routing of a server's request may assume of the
+// client: it may be asked for sampling and elicitation (request decides,
+// from what the client declared, whether it fails the call with -32021),
+// and for roots only if it declared them (else the hub answers with the
+// server's own).
+func (ic *inputCall) caps() clientCaps {
+	ic.mu.Lock()
+	declared := parseModernCaps(ic.meta)
+	ic.mu.Unlock()
+	return clientCaps{Sampling: true, SamplingTools: true, ElicitForm: true, ElicitURL: true, Roots: declared.Roots}
+}
+
+func (ic *inputCall) client() string { return "input:" + ic.in.h.id + "/" + ic.id }
+
+// parseModernCaps reads the capabilities a modern request declared.
+func parseModernCaps(m *mcp.RequestMeta) clientCaps {
+	if m == nil {
+		return clientCaps{}
+	}
+	return parseClientCaps(m.RawCapabilities)
+}
+
+// resume takes a modern client's retry of a call that asked for input,
+// here or on the instance its requestState names.
+func (in *inputs) resume(s *session, st inputState, req *jsonrpc.Request, m *mcp.RequestMeta, reply peerReply) {
+	h := in.h
+	sc := sessionCall{s: s, id: req.ID, meta: m}
+	send := func(raw json.RawMessage, err error) {
+		if err != nil {
+			err = modernError(err)
+		}
+		h.metrics.observeRequest(req.Method, err)
+		if err != nil {
+			reply.Send(nil, err)
+			return
+		}
+		reply.Send(s.decorate(req.Method, raw), nil)
+	}
+	if st.instance == h.id {
+		w := &inputWaiter{c: sc, meta: m, send: send}
+		if err := in.resumeWith(st, req.Method, req.Params, w); err != nil {
+			send(nil, err)
+			return
+		}
+		reply.OnCancel(func() { in.giveUp(st.call, w) })
+		return
+	}
+	abort, err := h.cluster.resume(st.instance, req.Method, req.Params, sc, send)
+	if err != nil {
+		send(nil, err)
+		return
+	}
+	reply.OnCancel(func() { abort(context.Canceled) })
+}
+
+// peerReply is how a retry is answered (a *peer.Reply).
+type peerReply interface {
+	Send(json.RawMessage, error)
+	OnCancel(func())
+}
+
+// giveUp ends a call whose retry w was cancelled by its client.
+func (in *inputs) giveUp(call string, w *inputWaiter) {
+	in.mu.Lock()
+	ic := in.calls[call]
+	in.mu.Unlock()
+	if ic != nil {
+		ic.giveUp(w)
+	}
+}
+
+// resumeWith hands a retry to its call on this instance: the client's input
+// goes to the server's requests, and w waits for what comes next. An error
+// refuses the retry.
+func (in *inputs) resumeWith(st inputState, method string, params json.RawMessage, w *inputWaiter) error {
+	if !in.verify(st) {
+		return errBadState("it failed its integrity check")
+	}
+	in.mu.Lock()
+	ic := in.calls[st.call]
+	in.mu.Unlock()
+	if ic == nil {
+		return errBadState("the call it continues has ended or timed out; send the request again without it")
+	}
+	if method != ic.method || callName(&jsonrpc.Request{Method: method, Params: params}) != ic.name {
+		return errBadState("it continues another request")
+	}
+	responses, err := inputResponses(params)
+	if err != nil {
+		return err
+	}
+	ic.mu.Lock()
+	if ic.ended || ic.cur != nil || st.round != ic.round {
+		ic.mu.Unlock()
+		return errBadState("it was used already")
+	}
+	if ic.deadline != nil {
+		ic.deadline.Stop()
+	}
+	ic.cur, ic.meta = w, w.meta
+	kept := ic.asks[:0]
+	for _, a := range ic.asks {
+		if raw, ok := responses[a.key]; ok {
+			a.answer <- askAnswer{raw: raw}
+			continue
+		}
+		kept = append(kept, a)
+	}
+	clear(ic.asks[len(kept):])
+	ic.asks = kept
+	var send func()
+	switch {
+	case ic.final != nil:
+		ic.cur = nil
+		final := ic.final
+		ic.endLocked()
+		send = func() { w.send(final.raw, final.err) }
+	case len(ic.asks) > 0:
+		// Input the server asked for is missing from the retry, or the
+		// server asked for more meanwhile: ask again.
+		send = ic.askLocked()
+	}
+	ic.mu.Unlock()
+	if send != nil {
+		send()
+	}
+	return nil
+}
+
+// inputResponses reads a retry's inputResponses: an object of objects.
+func inputResponses(params json.RawMessage) (map[string]json.RawMessage, error) {
+	raw, ok := jsonrpc.Member(params, "inputResponses")
+	if !ok || string(raw) == "null" {
+		return nil, nil
+	}
+	var out map[string]json.RawMessage
+	if json.Unmarshal(raw, &out) != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"inputResponses" must be an object`)
+	}
+	for k, v := range out {
+		if v = bytes.TrimSpace(v); len(v) == 0 || v[0] != '{' {
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "inputResponses[%q] must be the result of the input request", k)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,240 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// Clients of the 2026-07-28 revision ("modern" clients). Such a client
+// needs no session: each request says in its _meta which revision it
+// speaks, what the client can do and which log level it wants, and is
+// served on any connection (a WebSocket, whether or not it also carries
+// an initialized session) or as a Streamable HTTP POST without a session.
+// Everything else is the session's: the same method table, lists, limits,
+// and the call path of routing.go. What differs is here:
+//
+//   - a modern request is checked in the revision's order: a method the
+//     revision does not have is -32601, a _meta that does not describe the
+//     request is -32602, a version the hub does not speak is -32022;
+//   - every answer says what it is (resultType), and lists and reads how
+//     long they may be cached (ttlMs, cacheScope: see cacheHints);
+//   - the server's requests for the client during a call (sampling,
+//     elicitation, roots) become input requests of an InputRequiredResult,
+//     and the call goes on when the client retries (input.go);
+//   - subscriptions/listen replaces resources/subscribe and the session's
+//     list_changed (listen.go).
+
+// modernMeta returns what a modern request says of itself, or nil for a
+// request of a session. An error answers the request.
+func (s *session) modernMeta(req *jsonrpc.Request) (*mcp.RequestMeta, error) {
+	if !s.stateless && !isModernRequest(req) {
+		return nil, nil
+	}
+	spec, ok := mcp.LookupMethod(req.Method)
+	if !ok || spec.Eras&mcp.StatelessEra == 0 || spec.Direction&mcp.ClientToServer == 0 {
+		return nil, errMethodNotFound(req.Method) // first: a method that does not exist needs no valid _meta
+	}
+	m, err := mcp.ParseRequestMeta(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	if err := mcp.CheckModernVersion(m.ProtocolVersion); err != nil {
+		return nil, err
+	}
+	s.modernSeen.Store(true)
+	return m, nil
+}
+
+// isModernRequest reports whether a request on a connection that may carry
+// a session is of the stateless revision: its _meta names that revision or a
+// later one.
+func isModernRequest(req *jsonrpc.Request) bool {
+	if !mayHaveMeta(req.Params) {
+		return false
+	}
+	meta, ok := jsonrpc.Member(req.Params, "_meta")
+	if !ok {
+		return false
+	}
+	v, ok := jsonrpc.StringMember(meta, mcp.MetaProtocolVersion)
+	return ok && mcp.IsModernVersion(v)
+}
+
+type modernMetaKey struct{}
+
+// withModernMeta returns ctx carrying a modern request's meta, for the
+// worker that serves it.
+func withModernMeta(ctx context.Context, m *mcp.RequestMeta) context.Context {
+	return context.WithValue(ctx, modernMetaKey{}, m)
+}
+
+// modernMetaFrom returns the meta withModernMeta put in ctx, or nil.
+func modernMetaFrom(ctx context.Context) *mcp.RequestMeta {
+	m, _ := ctx.Value(modernMetaKey{}).(*mcp.RequestMeta)
+	return m
+}
+
+// handleModern answers a modern request on a worker (Handle).
+func (s *session) handleModern(ctx context.Context, req *jsonrpc.Request, m *mcp.RequestMeta) (any, error) {
+	if req.Method == mcp.MethodServerDiscover {
+		return s.discover(), nil
+	}
+	if req.Method == mcp.MethodSubscriptionsListen {
+		// Only while draining does listen come here (HandleAsync takes it
+		// otherwise): there is nothing left to listen to.
+		return nil, errDraining
+	}
+	sm, ok := sessionMethods[req.Method]
+	if !ok {
+		return nil, errMethodNotFound(req.Method)
+	}
+	res, err := sm.handle(s, ctx, req)
+	if err != nil {
+		return nil, modernError(err)
+	}
+	return s.decorate(req.Method, res), nil
+}
+
+// modernError turns an error into what the revision asks: a resource that
+// does not exist is invalid params naming the URI (-32602), not -32002.
+func modernError(err error) error {
+	if e, ok := err.(*jsonrpc.Error); ok && e.Code == mcp.CodeResourceNotFound {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message, Data: e.Data}
+	}
+	return err
+}
+
+// discover answers server/discover: the revisions the hub speaks and what
+// it offers, as initialize would.
+func (s *session) discover() *mcp.DiscoverResult {
+	init := s.initializeResult(mcp.LatestVersion)
+	ttl, scope := s.cacheHints(mcp.MethodServerDiscover)
+	return &mcp.DiscoverResult{
+		SupportedVersions: mcp.AllVersions,
+		Capabilities:      init.Capabilities,
+		Instructions:      init.Instructions,
+		ResultType:        mcp.ResultComplete,
+		TTLMs:             ttl,
+		CacheScope:        scope,
+		Meta:              mcp.Meta{mcp.MetaServerInfo: init.ServerInfo},
+	}
+}
+
+// decorate returns a modern answer: the result with its resultType and,
+// for lists and reads, its cache hints.
+func (s *session) decorate(method string, res any) json.RawMessage {
+	raw, ok := res.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = jsonrpc.Marshal(res); err != nil {
+			raw = json.RawMessage(`{}`)
+		}
+	}
+	ttl, scope := s.cacheHints(method)
+	return mcp.Decorate(raw, ttl, scope)
+}
+
+// cacheHints returns the ttlMs and cacheScope of a method's answer, or a
+// negative ttl for an answer that is not cacheable. The hub's lists change
+// whenever a server connects, leaves or changes its own, so it promises no
+// freshness (ttlMs 0: subscriptions/listen tells of changes); a list is
+// public only when every client sees the same one (no tokens), and a read
+// is private: a server may answer each client its own. A result that
+// carries its own hints (a modern server's) keeps them.
+func (s *session) cacheHints(method string) (int64, string) {
+	switch {
+	case !mcp.IsCacheable(method):
+		return -1, ""
+	case method == mcp.MethodResourcesRead:
+		return 0, mcp.CachePrivate
+	case method == mcp.MethodServerDiscover || s.hub.cfg.Tokens == nil:
+		return 0, mcp.CachePublic
+	}
+	return 0, mcp.CachePrivate
+}
+
+// handleModernAsync routes a modern request from the read loop: calls to
+// servers (with their input requests, input.go) and listen streams
+// (listen.go). It reports false for what a worker answers (Handle).
+func (s *session) handleModernAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
+	h := s.hub
+	m, err := s.modernMeta(req)
+	if err == nil && m == nil {
+		return false
+	}
+	if err == nil {
+		switch {
+		case h.draining.Load():
+			return false
+		case req.Method == mcp.MethodSubscriptionsListen:
+			err = s.takeToken(req.Method)
+			if err == nil {
+				err = s.listen(req, m, reply)
+			}
+		case sessionMethods[req.Method].routed:
+			return s.routeModern(req, m, reply)
+		default:
+			return false
+		}
+	}
+	if err != nil {
+		h.metrics.observeRequest(req.Method, err)
+		reply.Send(nil, err)
+	}
+	return true
+}
+
+// routeModern routes a modern client's tools/call, prompts/get or
+// resources/read: a retry of a call that asked for input goes on with it
+// (input.go); any other goes to its server like a session's call, with an
+// inputCall as its caller.
+func (s *session) routeModern(req *jsonrpc.Request, m *mcp.RequestMeta, reply *peer.Reply) bool {
+	h := s.hub
+	if state, ok := h.inputs.stateOf(req.Params); ok {
+		if err := s.takeToken(req.Method); err != nil {
+			h.metrics.observeRequest(req.Method, err)
+			reply.Send(nil, err)
+			return true
+		}
+		h.inputs.resume(s, state, req, m, reply)
+		return true
+	}
+	t, err := h.resolve(s, req)
+	if err == nil && t == nil {
+		return false // the hub's own resources: a worker reads them
+	}
+	if err == nil {
+		err = s.takeToken(req.Method)
+	}
+	if err != nil {
+		err = modernError(err)
+		h.metrics.observeRequest(req.Method, err)
+		reply.Send(nil, err)
+		return true
+	}
+	h.inflight.Add(1)
+	s.callStarted(t.server)
+	ic, first := h.inputs.start(t.server, req, sessionCall{s: s, id: req.ID, meta: m}, func(raw json.RawMessage, err error) {
+		if err != nil {
+			err = modernError(err)
+		}
+		h.metrics.observeRequest(req.Method, err)
+		if err != nil {
+			reply.Send(nil, err)
+			return
+		}
+		reply.Send(s.decorate(req.Method, raw), nil)
+	})
+	cancel := h.forward(t, ic, req.Method, func(raw json.RawMessage, err error) {
+		s.callEnded(t.server)
+		h.inflight.Add(-1)
+		ic.finish(raw, err)
+	})
+	ic.started(cancel)
+	reply.OnCancel(func() { ic.giveUp(first) })
+	return true
+}

@@ -1,0 +1,517 @@
+package hub
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// modernMeta is the _meta of a 2026-07-28 request declaring caps.
+func modernMeta(caps string) string {
+	return `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps +
+		`,"io.modelcontextprotocol/clientInfo":{"name":"modern-test","version":"1"}}`
+}
+
+// modernBody is a request of the 2026-07-28 revision: params (an object's
+// members, without braces) and _meta declaring caps.
+func modernBody(id int, method, params, caps string) string {
+	if params != "" {
+		params += ","
+	}
+	return `{"jsonrpc":"2.0","id":` + jsonInt(id) + `,"method":"` + method + `","params":{` + params + `"_meta":` + modernMeta(caps) + `}}`
+}
+
+func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// stream is a response read as it comes: JSON, or SSE events, one message
+// each.
+type stream struct {
+	status int
+	header http.Header
+	msgs   chan json.RawMessage
+	cancel context.CancelFunc
+}
+
+// modernPost POSTs a stateless request with the headers the revision asks
+// for (plus header) and reads its response as it comes.
+func modernPost(t *testing.T, url, body string, header http.Header) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ModernVersion)
+	var msg struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal([]byte(body), &msg) == nil && msg.Method != "" {
+		req.Header.Set(mcp.HeaderMethod, msg.Method)
+		if name, ok := jsonrpc.StringMember(msg.Params, "name"); ok {
+			req.Header.Set(mcp.HeaderName, name)
+		} else if uri, ok := jsonrpc.StringMember(msg.Params, "uri"); ok && msg.Method == mcp.MethodResourcesRead {
+			req.Header.Set(mcp.HeaderName, uri)
+		}
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	resp, err := scrapeClient.Do(req)
+	require.NoError(t, err)
+	st := &stream{status: resp.StatusCode, header: resp.Header, msgs: make(chan json.RawMessage, 64), cancel: cancel}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(st.msgs)
+		defer resp.Body.Close()
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			var raw json.RawMessage
+			if json.NewDecoder(resp.Body).Decode(&raw) == nil {
+				st.msgs <- raw
+			}
+			return
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data:"); ok && strings.TrimSpace(data) != "" {
+				st.msgs <- json.RawMessage(strings.TrimSpace(data))
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return st
+}
+
+// next returns the stream's next message.
+func (st *stream) next(t *testing.T) json.RawMessage {
+	t.Helper()
+	select {
+	case m, ok := <-st.msgs:
+		require.True(t, ok, "the response ended")
+		return m
+	case <-time.After(wait):
+		t.Fatal("no message in time")
+		return nil
+	}
+}
+
+// answer reads messages up to the response, returning it and what came
+// before.
+func (st *stream) answer(t *testing.T) (resp json.RawMessage, before []json.RawMessage) {
+	t.Helper()
+	for {
+		m := st.next(t)
+		if _, ok := jsonrpc.Member(m, "id"); ok {
+			if _, isReq := jsonrpc.Member(m, "method"); !isReq {
+				return m, before
+			}
+		}
+		before = append(before, m)
+	}
+}
+
+// errorOf returns a response's error code and data.
+func errorOf(t *testing.T, resp json.RawMessage) (jsonrpc.Code, json.RawMessage) {
+	t.Helper()
+	var r struct {
+		Error *struct {
+			Code jsonrpc.Code    `json:"code"`
+			Data json.RawMessage `json:"data"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(resp, &r))
+	require.NotNil(t, r.Error, "an error: %s", resp)
+	return r.Error.Code, r.Error.Data
+}
+
+// resultOf returns a response's result.
+func resultOf(t *testing.T, resp json.RawMessage) map[string]json.RawMessage {
+	t.Helper()
+	var r struct {
+		Result map[string]json.RawMessage `json:"result"`
+		Error  json.RawMessage            `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(resp, &r))
+	require.Nil(t, r.Error, "a result: %s", resp)
+	return r.Result
+}
+
+// firstText returns the text of a result's first content block.
+func firstText(t *testing.T, res map[string]json.RawMessage) string {
+	t.Helper()
+	var content []mcp.Content
+	require.NoError(t, json.Unmarshal(res["content"], &content))
+	require.NotEmpty(t, content)
+	return content[0].Text
+}
+
+func str(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// TestModern_overHTTP: a client of the 2026-07-28 revision is served without
+// a session, its errors in the revision's order with their HTTP statuses.
+func TestModern_overHTTP(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	url := th.srv.URL + "/mcp"
+
+	st := modernPost(t, url, modernBody(1, "server/discover", "", "{}"), nil)
+	require.Equal(t, http.StatusOK, st.status)
+	assert.Empty(t, st.header.Get(mcp.HeaderSessionID), "no session")
+	resp, _ := st.answer(t)
+	res := resultOf(t, resp)
+	assert.JSONEq(t, `["2024-11-05","2025-03-26","2025-06-18","2025-11-25","2026-07-28"]`, string(res["supportedVersions"]))
+	assert.Contains(t, string(res["capabilities"]), `"tools"`)
+	assert.Equal(t, "complete", str(res["resultType"]))
+	assert.JSONEq(t, `0`, string(res["ttlMs"]))
+	assert.Equal(t, "public", str(res["cacheScope"]))
+	assert.Contains(t, string(res["_meta"]), `"io.modelcontextprotocol/serverInfo":{"name":"switchboard"`)
+
+	resp, _ = modernPost(t, url, modernBody(2, "tools/list", "", "{}"), nil).answer(t)
+	res = resultOf(t, resp)
+	assert.Contains(t, string(res["tools"]), `"demo__add"`)
+	assert.Equal(t, "complete", str(res["resultType"]))
+	assert.JSONEq(t, `0`, string(res["ttlMs"]))
+	assert.Equal(t, "public", str(res["cacheScope"]), "without tokens every client sees the same lists")
+
+	resp, _ = modernPost(t, url, modernBody(3, "tools/call", `"name":"demo__add","arguments":{"a":2,"b":40}`, "{}"), nil).answer(t)
+	res = resultOf(t, resp)
+	assert.Contains(t, string(res["content"]), `"42"`)
+	assert.Equal(t, "complete", str(res["resultType"]))
+	_, hasTTL := res["ttlMs"]
+	assert.False(t, hasTTL, "a call's result is not cacheable")
+
+	// Progress comes on the request's own stream, before its answer.
+	body := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"demo__slow","arguments":{"steps":3,"delayMs":1},` +
+		`"_meta":{"progressToken":"p-1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	st = modernPost(t, url, body, nil)
+	resp, before := st.answer(t)
+	assert.Equal(t, "done after 3 steps", firstText(t, resultOf(t, resp)))
+	require.Len(t, before, 3)
+	for _, m := range before {
+		assert.Contains(t, string(m), `"progressToken":"p-1"`)
+	}
+
+	// A resource no server serves is invalid params naming it.
+	st = modernPost(t, url, modernBody(5, "resources/read", `"uri":"nowhere://x"`, "{}"), nil)
+	assert.Equal(t, http.StatusBadRequest, st.status)
+	resp, _ = st.answer(t)
+	code, data := errorOf(t, resp)
+	assert.Equal(t, jsonrpc.CodeInvalidParams, code)
+	assert.JSONEq(t, `{"uri":"nowhere://x"}`, string(data))
+
+	for _, tc := range []struct {
+		name   string
+		body   string
+		header http.Header
+		status int
+		code   jsonrpc.Code
+		data   string
+	}{
+		{"no _meta", `{"jsonrpc":"2.0","id":10,"method":"server/discover","params":{}}`, nil, 400, jsonrpc.CodeInvalidParams, ""},
+		{"no capabilities", `{"jsonrpc":"2.0","id":11,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+			nil, 400, jsonrpc.CodeInvalidParams, ""},
+		{"header and body disagree", `{"jsonrpc":"2.0","id":12,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			nil, 400, mcp.CodeHeaderMismatch, ""},
+		{"an unknown version", `{"jsonrpc":"2.0","id":13,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			http.Header{mcp.HeaderProtocolVersion: {"v999.0.0"}}, 400, mcp.CodeUnsupportedProtocolVersion,
+			`{"requested":"v999.0.0","supported":["2024-11-05","2025-03-26","2025-06-18","2025-11-25","2026-07-28"]}`},
+		{"Mcp-Method disagrees", modernBody(14, "tools/list", "", "{}"), http.Header{mcp.HeaderMethod: {"prompts/list"}}, 400, mcp.CodeHeaderMismatch, ""},
+		{"ping is gone", modernBody(15, "ping", "", "{}"), nil, 404, jsonrpc.CodeMethodNotFound, ""},
+		{"initialize is gone", modernBody(16, "initialize", "", "{}"), nil, 404, jsonrpc.CodeMethodNotFound, ""},
+		{"logging/setLevel is gone", modernBody(17, "logging/setLevel", "", "{}"), nil, 404, jsonrpc.CodeMethodNotFound, ""},
+		{"resources/subscribe is gone", modernBody(18, "resources/subscribe", "", "{}"), nil, 404, jsonrpc.CodeMethodNotFound, ""},
+		{"an unknown method", modernBody(19, "unknown/method", "", "{}"), nil, 404, jsonrpc.CodeMethodNotFound, ""},
+		{"an unknown method, even without _meta", `{"jsonrpc":"2.0","id":20,"method":"unknown/method","params":{}}`, nil, 404, jsonrpc.CodeMethodNotFound, ""},
+		{"an unknown tool", modernBody(21, "tools/call", `"name":"nope__nope"`, "{}"), nil, 400, jsonrpc.CodeInvalidParams, ""},
+	} {
+		st := modernPost(t, url, tc.body, tc.header)
+		assert.Equal(t, tc.status, st.status, tc.name)
+		resp, _ := st.answer(t)
+		code, data := errorOf(t, resp)
+		assert.Equal(t, tc.code, code, "%s: %s", tc.name, resp)
+		var id struct{ ID json.RawMessage }
+		require.NoError(t, json.Unmarshal(resp, &id))
+		assert.NotEqual(t, "null", string(id.ID), "%s: the answer names the request", tc.name)
+		if tc.data != "" {
+			assert.JSONEq(t, tc.data, string(data), tc.name)
+		}
+	}
+
+	// A request of a session-based client without a session is still told
+	// to initialize; the hub's legacy face is unchanged.
+	status, _, _ := post(t, url, nil, `{"jsonrpc":"2.0","id":30,"method":"tools/list"}`)
+	assert.Equal(t, http.StatusBadRequest, status)
+	c := httpClient(t, url, nil)
+	_, err := c.CallTool(ctxFor(t), "demo__add", map[string]int{"a": 1, "b": 1}, nil)
+	require.NoError(t, err)
+}
+
+// TestModern_overWebSocket: modern requests need no initialize on a
+// WebSocket, and share a connection with a session.
+func TestModern_overWebSocket(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{InitializeTimeout: 200 * time.Millisecond})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	rc := th.rawClient(false)
+	rc.send(modernBody(1, "server/discover", "", "{}"))
+	resp := rc.recvResponse()
+	require.Nil(t, resp.Error)
+	assert.Contains(t, string(resp.Result), `"resultType":"complete"`)
+	// A call that outlives the initialize timeout: a connection that spoke
+	// the stateless revision is not waited on for initialize.
+	rc.send(modernBody(2, "tools/call", `"name":"demo__slow","arguments":{"steps":2,"delayMs":200}`, "{}"))
+	resp = rc.recvResponse()
+	require.Nil(t, resp.Error, "the connection was not closed for want of initialize")
+	assert.Contains(t, string(resp.Result), "done after 2 steps")
+
+	// The same connection may also hold a session.
+	rc.send(initializeBody)
+	require.Nil(t, rc.recvResponse().Error)
+	rc.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	require.Nil(t, rc.recvResponse().Error)
+	rc.send(modernBody(4, "ping", "", "{}"))
+	resp = rc.recvResponse()
+	require.NotNil(t, resp.Error)
+	assert.Equal(t, jsonrpc.CodeMethodNotFound, resp.Error.Code, "a modern ping is a method the revision removed")
+}
+
+// inputRequests reads an InputRequiredResult: its one input request's key
+// and method, and its requestState.
+func inputRequests(t *testing.T, resp json.RawMessage) (key, method, state string, reqs map[string]mcp.InputRequest) {
+	t.Helper()
+	res := resultOf(t, resp)
+	require.Equal(t, "input_required", str(res["resultType"]), "%s", resp)
+	require.NoError(t, json.Unmarshal(res["inputRequests"], &reqs))
+	for k, r := range reqs {
+		key, method = k, r.Method
+	}
+	return key, method, str(res["requestState"]), reqs
+}
+
+// retryBody is a modern tools/call of name with args, sending responses
+// (an object's members) and state.
+func retryBody(id int, name, args, caps, responses, state string) string {
+	params := `"name":"` + name + `","arguments":` + args
+	if responses != "" {
+		params += `,"inputResponses":{` + responses + `}`
+	}
+	if state != "" {
+		params += `,"requestState":"` + state + `"`
+	}
+	return modernBody(id, "tools/call", params, caps)
+}
+
+const sampled = `{"role":"assistant","content":{"type":"text","text":"Blue, mostly."},"model":"test-model"}`
+
+// TestModern_inputRequired: a session-based server's sampling request,
+// made while serving a modern client's call, reaches the client as an input
+// request; its retry with the answer completes the call. A state reused,
+// altered or late is refused; a client that cannot sample gets -32021.
+func TestModern_inputRequired(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	url := th.srv.URL + "/mcp"
+	const caps = `{"sampling":{}}`
+	args := `{"question":"What colour is the sky?"}`
+
+	resp, _ := modernPost(t, url, retryBody(1, "demo__ask", args, caps, "", ""), nil).answer(t)
+	key, method, state, reqs := inputRequests(t, resp)
+	assert.Equal(t, mcp.MethodSamplingCreateMessage, method)
+	assert.Contains(t, string(reqs[key].Params), "What colour is the sky?")
+	assert.NotContains(t, string(reqs[key].Params), mcp.MetaRelatedRequest, "the hub's routing hint stays with the hub")
+	require.True(t, strings.HasPrefix(state, "sb1."), state)
+
+	// A retry without the answer is asked again, under a new state.
+	resp, _ = modernPost(t, url, retryBody(2, "demo__ask", args, caps, `"wrong":`+sampled, state), nil).answer(t)
+	key2, _, state2, _ := inputRequests(t, resp)
+	assert.Equal(t, key, key2, "the same request, asked again")
+	assert.NotEqual(t, state, state2)
+
+	resp, _ = modernPost(t, url, retryBody(3, "demo__ask", args, caps, `"`+key+`":`+sampled, state2), nil).answer(t)
+	res := resultOf(t, resp)
+	assert.Equal(t, "complete", str(res["resultType"]))
+	assert.Equal(t, "Blue, mostly.", firstText(t, res), "the server got the client's answer")
+
+	for _, tc := range []struct{ name, state string }{
+		{"a state used already", state2},
+		{"an altered state", state2 + "-TAMPERED"},
+		{"a forged state", "sb1." + strings.Repeat("A", 20) + ".AAAA"},
+	} {
+		st := modernPost(t, url, retryBody(4, "demo__ask", args, caps, `"`+key+`":`+sampled, tc.state), nil)
+		assert.Equal(t, http.StatusBadRequest, st.status, tc.name)
+		resp, _ := st.answer(t)
+		code, _ := errorOf(t, resp)
+		assert.Equal(t, jsonrpc.CodeInvalidParams, code, tc.name)
+	}
+
+	// A state of one call does not continue another.
+	resp, _ = modernPost(t, url, retryBody(5, "demo__ask", args, caps, "", ""), nil).answer(t)
+	_, _, other, _ := inputRequests(t, resp)
+	resp, _ = modernPost(t, url, retryBody(6, "demo__echo", `{"text":"x"}`, caps, `"`+key+`":`+sampled, other), nil).answer(t)
+	code, _ := errorOf(t, resp)
+	assert.Equal(t, jsonrpc.CodeInvalidParams, code)
+
+	// A client that did not declare sampling cannot be asked: -32021.
+	st := modernPost(t, url, retryBody(7, "demo__ask", args, "{}", "", ""), nil)
+	assert.Equal(t, http.StatusBadRequest, st.status)
+	resp, _ = st.answer(t)
+	code, data := errorOf(t, resp)
+	assert.Equal(t, mcp.CodeMissingClientCapability, code)
+	assert.JSONEq(t, `{"requiredCapabilities":{"sampling":{}}}`, string(data))
+}
+
+// TestModern_inputRequiredTimesOut: a retry that does not come within the
+// call timeout ends the call: the server's request fails, the server is told
+// the call is cancelled, and a late retry is refused.
+func TestModern_inputRequiredTimesOut(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{CallTimeout: 300 * time.Millisecond})
+	s := mcp.NewServer(mcp.Implementation{Name: "slowpoke", Version: "1"}, nil)
+	asked := make(chan error, 1)
+	cancelled := make(chan struct{})
+	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		_, err := req.CreateMessage(ctx, &mcp.CreateMessageParams{Messages: []mcp.SamplingMessage{{Role: "user", Content: mcp.TextContent("?")}}, MaxTokens: 5})
+		asked <- err
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	})
+	th.runServer(s, "slowpoke")
+	url := th.srv.URL + "/mcp"
+	resp, _ := modernPost(t, url, retryBody(1, "slowpoke__ask", `{}`, `{"sampling":{}}`, "", ""), nil).answer(t)
+	key, _, state, _ := inputRequests(t, resp)
+	select {
+	case err := <-asked:
+		require.Error(t, err, "the server's request failed once no retry came")
+	case <-time.After(wait):
+		t.Fatal("the server's request never ended")
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(wait):
+		t.Fatal("the server was never told the call is over")
+	}
+	require.Eventually(t, func() bool {
+		th.inputs.mu.Lock()
+		defer th.inputs.mu.Unlock()
+		return len(th.inputs.calls) == 0
+	}, wait, 5*time.Millisecond, "the call is forgotten once its retry is overdue")
+	st := modernPost(t, url, retryBody(2, "slowpoke__ask", `{}`, `{"sampling":{}}`, `"`+key+`":`+sampled, state), nil)
+	resp, _ = st.answer(t)
+	code, _ := errorOf(t, resp)
+	assert.Equal(t, jsonrpc.CodeInvalidParams, code, "a late retry is refused")
+}
+
+// TestModern_inputRequiredAcrossInstances: behind a load balancer, the
+// retry may reach another instance: it goes on where the call is.
+func TestModern_inputRequiredAcrossInstances(t *testing.T) {
+	t.Parallel()
+	_, hubs := startCluster(t, 2)
+	a, b := hubs[0], hubs[1]
+	b.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	a.waitServer("demo", 1)
+	args := `{"question":"Where?"}`
+	resp, _ := modernPost(t, a.srv.URL+"/mcp", retryBody(1, "demo__ask", args, `{"sampling":{}}`, "", ""), nil).answer(t)
+	key, _, state, _ := inputRequests(t, resp)
+	resp, _ = modernPost(t, b.srv.URL+"/mcp", retryBody(2, "demo__ask", args, `{"sampling":{}}`, `"`+key+`":`+sampled, state), nil).answer(t)
+	assert.Equal(t, "Blue, mostly.", firstText(t, resultOf(t, resp)))
+}
+
+// TestModern_listen: a subscriptions/listen stream is acknowledged first,
+// then carries only what its filter asked for, each notification naming
+// the stream; its resource subscriptions are the hub's, released when it
+// ends.
+func TestModern_listen(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	url := th.srv.URL + "/mcp"
+	listen := modernPost(t, url, modernBody(7, "subscriptions/listen",
+		`"notifications":{"toolsListChanged":true,"resourceSubscriptions":["demo://counter","nowhere://x"]}`, "{}"), nil)
+	require.Equal(t, http.StatusOK, listen.status)
+	ack := listen.next(t)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{`+
+		`"notifications":{"toolsListChanged":true,"resourceSubscriptions":["demo://counter"]},`+
+		`"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`, string(ack), "only what exists is honoured")
+	prompts := modernPost(t, url, modernBody(8, "subscriptions/listen", `"notifications":{"promptsListChanged":true}`, "{}"), nil)
+	prompts.next(t)
+
+	modernPost(t, url, modernBody(9, "tools/call", `"name":"demo__increment"`, "{}"), nil).answer(t)
+	m := listen.next(t)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"demo://counter",`+
+		`"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`, string(m))
+
+	// A server with a tool joins, then one with a prompt: the tools stream
+	// hears of the first, the prompts stream of the second only.
+	withTool := mcp.NewServer(mcp.Implementation{Name: "t", Version: "1"}, nil)
+	withTool.AddTool(&mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.ToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
+	th.runServer(withTool, "tooly")
+	m = listen.next(t)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`, string(m))
+	withPrompt := mcp.NewServer(mcp.Implementation{Name: "p", Version: "1"}, nil)
+	withPrompt.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.PromptRequest) (*mcp.GetPromptResult, error) { return nil, nil })
+	th.runServer(withPrompt, "prompty")
+	m = prompts.next(t)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":8}}}`, string(m),
+		"the prompts stream heard nothing of the tools before")
+
+	instances, _ := th.subs.coordOf(demo.CounterURI)
+	require.Equal(t, 1, instances, "subscribed upstream while the stream lives")
+	listen.cancel()
+	require.Eventually(t, func() bool { n, _ := th.subs.coordOf(demo.CounterURI); return n == 0 }, wait, 5*time.Millisecond,
+		"the stream's subscription was released when its client left")
+}
+
+// TestModern_listenOverWebSocket: on a WebSocket the listen request stays
+// open until the client cancels it; several streams share one connection.
+func TestModern_listenOverWebSocket(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	rc := th.rawClient(false)
+	rc.send(modernBody(1, "subscriptions/listen", `"notifications":{"resourceSubscriptions":["demo://counter"]}`, "{}"))
+	assert.Contains(t, rc.recv(), `"notifications/subscriptions/acknowledged"`)
+	rc.send(modernBody(2, "subscriptions/listen", `"notifications":{"resourceSubscriptions":["demo://counter"]}`, "{}"))
+	assert.Contains(t, rc.recv(), `subscriptionId":2`)
+	rc.send(modernBody(3, "tools/call", `"name":"demo__increment"`, "{}"))
+	got := map[string]bool{}
+	for len(got) < 3 {
+		m := rc.recv()
+		switch {
+		case strings.Contains(m, `subscriptionId":1`):
+			got["1"] = true
+		case strings.Contains(m, `subscriptionId":2`):
+			got["2"] = true
+		case strings.Contains(m, `"id":3`):
+			got["answer"] = true
+		}
+	}
+	rc.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	rc.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+	require.Eventually(t, func() bool { n, _ := th.subs.coordOf(demo.CounterURI); return n == 0 }, wait, 5*time.Millisecond,
+		"cancelling both streams released the subscription")
+}
