@@ -23,9 +23,12 @@
 // reach the client under an id of the gateway's, and the client's answer goes
 // back under the hub's: an answer that arrives after the connection it
 // belongs to has ended is dropped, never taken for the answer to a newer
-// request that reused the id. A frame that is not JSON-RPC is answered by the
-// gateway (-32700, -32600), since the hub would close a connection that sent
-// it invalid UTF-8.
+// request that reused the id. The hub's notifications/cancelled for one of
+// those requests reaches the client under the same id of the gateway's (and
+// is dropped when the request is no longer in flight). A frame that is not
+// JSON-RPC is answered by the gateway (-32700, -32600), since the hub would
+// close a connection that sent it invalid UTF-8. Progress tokens need no
+// mapping: each side's are the ones its own requests carried, unchanged.
 //
 // # Reconnection
 //

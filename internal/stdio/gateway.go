@@ -250,7 +250,7 @@ func (g *gateway) answersFromClient(ms []jsonrpc.Message) {
 			current := found && ok && hc.gen == g.gen
 			g.mu.Unlock()
 			if !current {
-				g.log.Debug("dropping an answer to a request of a previous hub connection", "id", m.ID.String())
+				g.log.Debug("dropping an answer to a request no longer in flight (cancelled, or of a previous hub connection)", "id", m.ID.String())
 				continue
 			}
 			frame = (&jsonrpc.Response{ID: hc.id, Result: m.Result, Error: m.Error}).Encode()
@@ -421,7 +421,7 @@ func (g *gateway) fromHub(conn peer.Conn, frame []byte) error {
 			return nil
 		case *jsonrpc.Request:
 			if m.IsNotification() {
-				g.toClient(frame)
+				g.notificationFromHub(m, frame)
 				return nil
 			}
 		}
@@ -439,7 +439,7 @@ func (g *gateway) fromHub(conn peer.Conn, frame []byte) error {
 			g.toClient(m.Encode())
 		case *jsonrpc.Request:
 			if m.IsNotification() {
-				g.toClient(m.Encode())
+				g.notificationFromHub(m, nil)
 				continue
 			}
 			g.mu.Lock()
@@ -451,6 +451,52 @@ func (g *gateway) fromHub(conn peer.Conn, frame []byte) error {
 		}
 	}
 	return nil
+}
+
+// notificationFromHub passes a notification of the hub's to the client
+// (frame is its encoding, nil to encode it here). A cancellation names one
+// of the hub's requests to the client by the hub's id: it reaches the client
+// under the id the client saw, or not at all when that request is no longer
+// in flight (answered, or of an earlier connection), since the hub's id may
+// be the id of another of the client's requests. Progress needs nothing of
+// the kind: the tokens in both directions are the ones their requests
+// carried, which pass unchanged.
+func (g *gateway) notificationFromHub(m *jsonrpc.Request, frame []byte) {
+	if m.Method == mcp.NotificationCancelled {
+		var p mcp.CancelledParams
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			g.log.Debug("dropping a malformed cancellation from the hub", "err", err)
+			return
+		}
+		n, ok := g.hubCallOf(p.RequestID)
+		if !ok {
+			g.log.Debug("dropping a cancellation of a request no longer in flight", "id", p.RequestID.String())
+			return
+		}
+		p.RequestID = jsonrpc.Int64ID(n)
+		params, _ := json.Marshal(&p)
+		g.toClient((&jsonrpc.Request{Method: mcp.NotificationCancelled, Params: params}).Encode())
+		return
+	}
+	if frame == nil {
+		frame = m.Encode()
+	}
+	g.toClient(frame)
+}
+
+// hubCallOf finds the hub's request id on the current connection among
+// those in flight to the client, and forgets it: the client is not to
+// answer a cancelled request, and an answer it sends anyway is dropped.
+func (g *gateway) hubCallOf(id jsonrpc.ID) (int64, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for n, hc := range g.hubCalls {
+		if hc.gen == g.gen && hc.id == id {
+			delete(g.hubCalls, n)
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 // idString is a string id's value.

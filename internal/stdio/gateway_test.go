@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -423,4 +424,90 @@ func TestServe_badInputFromTheClient(t *testing.T) {
 	}
 	c := s.connect(t, nil)
 	waitTool(t, c, "demo__echo")
+}
+
+// TestServe_hubCancelsItsRequest: a server that gives up on the sampling
+// request it sent the client has the client's own request cancelled. The
+// hub names it by the hub's id, the client knows it by the gateway's: after
+// a reconnection the two no longer coincide (the hub counts from 1 on a new
+// session, the gateway goes on), so the cancellation must be mapped.
+func TestServe_hubCancelsItsRequest(t *testing.T) {
+	s := start(t, hub.Config{}, "/mcp", nil)
+	ctx := ctxFor(t)
+
+	// A server whose tool asks the client to sample, then gives up when
+	// the test says so.
+	giveUp := make(chan struct{})
+	srv := mcp.NewServer(mcp.Implementation{Name: "hesitant", Version: "1"}, nil)
+	mcp.AddTypedTool(srv, &mcp.Tool{Name: "hesitate"}, func(ctx context.Context, req *mcp.ToolRequest, _ struct{}) (*mcp.CallToolResult, error) {
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-giveUp:
+				cancel()
+			case <-sctx.Done():
+			}
+		}()
+		_, err := req.CreateMessage(sctx, &mcp.CreateMessageParams{
+			Messages: []mcp.SamplingMessage{{Role: "user", Content: mcp.TextContent("never mind")}}, MaxTokens: 10})
+		if err == nil {
+			return nil, errors.New("the sampling request was answered, not cancelled")
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("gave up")}}, nil
+	})
+	srvCtx, stopSrv := context.WithCancel(context.Background())
+	srvDone := make(chan struct{})
+	go func() {
+		defer close(srvDone)
+		_ = srv.Dial(srvCtx, s.hubURL+"/mcp/server?name=hesitant", nil)
+	}()
+	t.Cleanup(func() { stopSrv(); <-srvDone })
+
+	asked := make(chan struct{}, 1)
+	cancelledAtClient := make(chan struct{})
+	c := s.connect(t, &mcp.ClientOptions{Sampling: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+		if p.Messages[0].Content.Text != "never mind" {
+			return sampler(ctx, p)
+		}
+		asked <- struct{}{}
+		<-ctx.Done() // only the client's cancellation of this very request ends it
+		close(cancelledAtClient)
+		return nil, ctx.Err()
+	}})
+	waitTool(t, c, "demo__ask")
+
+	// One request of the hub's, then a new hub session.
+	res, err := c.CallTool(ctx, "demo__ask", map[string]string{"question": "first"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, "answer to first", res.Content[0].Text)
+	s.proxy.cut()
+	s.log.waitFor(t, 1, "the client's session was restored on the hub")
+	waitTool(t, c, "hesitant__hesitate")
+
+	called := make(chan error, 1)
+	go func() {
+		res, err := c.CallTool(ctx, "hesitant__hesitate", nil, nil)
+		if err == nil && res.Content[0].Text != "gave up" {
+			err = errors.New(res.Content[0].Text)
+		}
+		called <- err
+	}()
+	select {
+	case <-asked:
+	case <-ctx.Done():
+		t.Fatal("the sampling request never reached the client")
+	}
+	close(giveUp)
+	select {
+	case <-cancelledAtClient:
+	case <-ctx.Done():
+		t.Fatal("the client's sampling request was never cancelled: the cancellation did not name the client's id")
+	}
+	select {
+	case err := <-called:
+		require.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("the call never ended")
+	}
 }
