@@ -391,3 +391,51 @@ func TestRun_rootsOutsideAnyCall(t *testing.T) {
 	r.log.waitLog(t, 1, "server=bare", `line="roots: 0 "`)
 	assert.Zero(t, r.log.count("roots/list failed"), r.log.String())
 }
+
+// TestRun_failingChildIsDeparted: a child that keeps failing shows in the
+// hub's switchboard://servers under departed, with the close code and the
+// reason the connector closed with: what happened and that it is retried,
+// which is what an operator acts on.
+func TestRun_failingChildIsDeparted(t *testing.T) {
+	for _, tc := range []struct {
+		role   string
+		reason string
+	}{
+		{"exit", `^server exited with status 3; restarting in \S+$`},
+		{"mute", `^server did not answer initialize within 200ms; restarting in \S+$`},
+	} {
+		t.Run(tc.role, func(t *testing.T) {
+			th := startHub(t, hub.Config{})
+			runConnector(t, []connect.Server{selfServer("failing", tc.role)}, connect.Options{
+				URL: th.url("/mcp/server"), InitTimeout: 200 * time.Millisecond})
+			c := th.client(t, nil)
+			type departure struct {
+				Name, Reason, Instance string
+				Code                   int
+				At                     time.Time
+			}
+			var got departure
+			require.Eventually(t, func() bool {
+				res, err := c.ReadResource(ctxFor(t), "switchboard://servers")
+				if err != nil || len(res.Contents) != 1 {
+					return false
+				}
+				var doc struct{ Departed []departure }
+				if json.Unmarshal([]byte(res.Contents[0].Text), &doc) != nil {
+					return false
+				}
+				for _, d := range doc.Departed {
+					if d.Name == "failing" {
+						got = d
+						return true
+					}
+				}
+				return false
+			}, wait, 20*time.Millisecond, "the failing server never showed as departed")
+			assert.Equal(t, 1011, got.Code, "closed as a server error")
+			assert.Regexp(t, tc.reason, got.Reason)
+			assert.NotEmpty(t, got.Instance)
+			assert.WithinDuration(t, time.Now(), got.At, wait)
+		})
+	}
+}

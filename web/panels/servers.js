@@ -1,5 +1,7 @@
 // The servers panel: the servers, their replicas and the hub instances, from
-// the hub's switchboard://servers resource (kept live by a subscription).
+// the hub's switchboard://servers resource (kept live by a subscription);
+// and what went wrong: servers that left lately and why (a connector's
+// child that keeps exiting shows here), and resources two servers claimed.
 import { $, h, replaceChildren, since, plural, coalesce } from '../ui/dom.js';
 import { client, isOpen } from './session.js';
 import { log } from './log.js';
@@ -9,6 +11,7 @@ export const SERVERS_URI = 'switchboard://servers';
 
 const serversList = $('#servers');
 const instancesList = $('#instances');
+const troubleEl = $('#server-trouble');
 const statsEl = $('#stats');
 let serversDoc = null;
 
@@ -30,6 +33,7 @@ function renderServers() {
     replaceChildren(statsEl);
     replaceChildren(serversList, h('li', { class: 'empty', text: 'Not connected.' }));
     replaceChildren(instancesList);
+    replaceChildren(troubleEl);
     return;
   }
   const c = doc.counts ?? {};
@@ -78,6 +82,7 @@ function renderServers() {
       ),
     );
   }
+  renderTrouble(doc);
   replaceChildren(
     instancesList,
     (doc.instances ?? []).map((i) =>
@@ -90,6 +95,63 @@ function renderServers() {
     ),
   );
 }
+
+/** closeWords names the WebSocket close codes a server's connection ends with. */
+const closeWords = { 1000: 'closed', 1001: 'going away', 1006: 'connection lost', 1008: 'policy', 1009: 'message too big', 1011: 'server error' };
+
+/** departedText says why a server left, as the hub recorded it. */
+function departedText(d) {
+  const code = d.code ? `${d.code} ${closeWords[d.code] ?? ''}`.trim() : '';
+  if (d.reason && code) return `${d.reason} (${code})`;
+  return d.reason || code || 'disconnected';
+}
+
+/** renderTrouble shows the servers that left lately and the resources two servers claimed, when there are any. */
+function renderTrouble(doc) {
+  const departed = doc.departed ?? [];
+  const conflicts = doc.conflicts ?? [];
+  replaceChildren(
+    troubleEl,
+    departed.length ? h('h3', { text: 'Left lately' }) : null,
+    departed.length
+      ? h(
+          'ul',
+          { class: 'server-list', 'aria-label': 'Left lately' },
+          departed.map((d) =>
+            h(
+              'li',
+              { class: 'server departed', dataset: { server: d.name } },
+              h(
+                'div',
+                { class: 'server-head' },
+                h('span', { class: 'dot offline', 'aria-hidden': 'true' }),
+                h('strong', { class: 'server-name', text: d.name }),
+                h('span', { class: 'badge warn', text: 'left' }),
+              ),
+              h('p', { class: 'departed-reason', text: departedText(d) }),
+              h('span', { class: 'muted small', text: [`${since(d.at)} ago`, d.instance ? `instance ${String(d.instance).slice(0, 8)}` : ''].filter(Boolean).join(' \u00b7 ') }),
+            ),
+          ),
+        )
+      : null,
+    conflicts.length ? h('h3', { text: 'URI conflicts' }) : null,
+    conflicts.length
+      ? h(
+          'ul',
+          { class: 'server-list', 'aria-label': 'URI conflicts' },
+          conflicts.map((c) =>
+            h(
+              'li',
+              { class: 'server conflict' },
+              h('code', { class: 'conflict-key', text: c.key }),
+              h('span', { class: 'muted small', text: `${c.kind === 'resourceTemplate' ? 'Template' : 'Resource'} served by ${c.kept}; also listed by ${c.refused}, which does not serve it` }),
+            ),
+          ),
+        )
+      : null,
+  );
+}
+
 setInterval(() => serversDoc && renderServers(), 15000);
 
 /** resetServers forgets the servers of the last connection. */

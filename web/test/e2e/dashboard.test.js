@@ -6,7 +6,7 @@ import { describe, it, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 
-import { startHub, startDemo, tokensFile } from '../helpers/hub.js';
+import { startHub, startDemo, startConnect, tokensFile } from '../helpers/hub.js';
 import { startFakeServer, FORM_SCHEMA } from '../helpers/fake-server.js';
 import { launch, openDashboard, poll, horizontalOverflow, ARTIFACTS, STRICT_CSP } from '../helpers/browser.js';
 import { startCspProxy } from '../helpers/csp-proxy.js';
@@ -34,6 +34,31 @@ async function connected(page, tools = ['demo__add']) {
 /** tab selects a tab (Tools, Resources, Prompts). */
 async function tab(page, name) {
   await page.getByRole('tab', { name: new RegExp(`^${name}`) }).click();
+}
+
+/**
+ * readability, run in the page on an element, returns the WCAG contrast
+ * ratio of its text colour against the first opaque background behind it,
+ * and that background.
+ * @param {Element} el
+ */
+function readability(el) {
+  const rgb = (s) => s.match(/[\d.]+/g).map(Number);
+  const luminance = ([r, g, b]) => {
+    const lin = (c) => ((c /= 255) <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  };
+  let background = 'rgb(255, 255, 255)';
+  for (let e = el; e; e = e.parentElement) {
+    const c = getComputedStyle(e).backgroundColor;
+    const v = rgb(c);
+    if (v.length < 4 || v[3] === 1) {
+      background = c;
+      break;
+    }
+  }
+  const [a, b] = [luminance(rgb(getComputedStyle(el).color)), luminance(rgb(background))].sort((x, y) => y - x);
+  return { ratio: (a + 0.05) / (b + 0.05), background };
 }
 
 let browser;
@@ -284,6 +309,59 @@ describe('dashboard with the demo server', () => {
       await proc.stop('SIGKILL');
     }
     await demo2.waitFor({ state: 'detached' });
+  });
+
+  it('shows a server whose child keeps exiting, and why, readable at 390 px in both themes', async () => {
+    const page = await newPage(url);
+    await connected(page);
+    // A real connector whose child exits at once: the hub shows the reason
+    // the connector closed with, which a person can act on.
+    const proc = await startConnect(hub, ['--name', 'flaky', '--', 'sh', '-c', 'echo broken >&2; exit 3']);
+    try {
+      const flaky = page
+        .getByRole('list', { name: 'Left lately' })
+        .getByRole('listitem')
+        .filter({ has: page.getByText('flaky', { exact: true }) });
+      await flaky.filter({ hasText: /server exited with status 3; restarting in \S+ \(1011 server error\)/ }).waitFor();
+      await flaky.filter({ hasText: /\d+ (s|min) ago/ }).waitFor();
+      assert.equal(
+        await page.getByRole('list', { name: 'Servers' }).getByText('flaky', { exact: true }).count(),
+        0,
+        'a departed server is not listed among the connected ones',
+      );
+      await page.setViewportSize({ width: 390, height: 844 });
+      const backgrounds = {};
+      for (const colorScheme of ['light', 'dark']) {
+        await page.emulateMedia({ colorScheme });
+        const { ratio, background } = await poll(
+          () => flaky.locator('.departed-reason').evaluate(readability),
+          (r) => !Object.values(backgrounds).includes(r.background),
+          { what: `the ${colorScheme} theme to apply` },
+        );
+        backgrounds[colorScheme] = background;
+        assert.equal(await horizontalOverflow(page), 0, `no horizontal scroll at 390 px (${colorScheme})`);
+        assert.ok(ratio >= 4.5, `the reason is readable in the ${colorScheme} theme: contrast ${ratio.toFixed(2)} on ${background}`);
+        await page.locator('section[aria-labelledby="servers-title"]').screenshot({ path: path.join(ARTIFACTS, `departed-390-${colorScheme}.png`) });
+      }
+    } finally {
+      await proc.stop();
+    }
+  });
+
+  it('shows the URIs a second server lists and the first one serves', async () => {
+    const page = await newPage(url);
+    await connected(page);
+    const proc = await startDemo(hub, 'demo3');
+    try {
+      const conflicts = page.getByRole('list', { name: 'URI conflicts' }).getByRole('listitem');
+      await conflicts
+        .filter({ has: page.getByText('demo://counter', { exact: true }) })
+        .filter({ hasText: 'Resource served by demo; also listed by demo3, which does not serve it' })
+        .waitFor();
+    } finally {
+      await proc.stop('SIGKILL');
+    }
+    await page.getByRole('list', { name: 'URI conflicts' }).waitFor({ state: 'detached' });
   });
 
   it('fits 390 px without horizontal scrolling, and takes screenshots at both widths', async () => {

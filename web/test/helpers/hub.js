@@ -193,3 +193,21 @@ export function tokensFile(tokens) {
   writeFileSync(file, JSON.stringify({ tokens }), { mode: 0o600 });
   return file;
 }
+
+/**
+ * startConnect runs `bin/hub connect --hub <hub> ARGS...` (a connector
+ * putting a stdio server on the hub) and resolves once it started its
+ * first child.
+ * @param {{addr: string}} hub
+ * @param {string[]} args the connector's flags, then -- and the command
+ */
+export async function startConnect(hub, args) {
+  const p = new Process(binary('hub'), ['connect', '--hub', `ws://${hub.addr}`, ...args], 'connect');
+  try {
+    await p.waitLine(/msg="server started"/, 15000, 0);
+  } catch (err) {
+    await p.stop('SIGKILL');
+    throw err;
+  }
+  return p;
+}
