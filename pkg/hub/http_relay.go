@@ -10,7 +10,8 @@ import (
 )
 
 // A Streamable HTTP request for a session that another instance owns is
-// relayed to it through the broker: this instance sends the request (its
+// relayed to it through the broker, once this instance admitted it (Host,
+// Origin, token: serveHTTP): this instance sends the request (its
 // method, path, headers and body) to the owner's inbox, the owner serves it
 // with its own handler as if it had come to it directly (admission
 // included), and streams the response back (status and headers, then each

@@ -64,7 +64,15 @@ func (h *Hub) scopeAllowed(w http.ResponseWriter, who *principal, scope string) 
 	return true
 }
 
+// serveHTTP serves a Streamable HTTP request. Admission (Host, Origin,
+// token) comes first, wherever the session lives: a request this instance
+// would refuse never reaches the broker, nor the instance that owns the
+// session, which checks it again as its own.
 func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request, scope string) {
+	who := h.check(w, r, endpoint(scope), RoleClient, RoleDashboard)
+	if who == nil {
+		return
+	}
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		if owner := h.sessionOwner(id); owner != h.id {
 			if owner == "" {
@@ -74,10 +82,6 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request, scope string) {
 			h.relayHTTP(w, r, owner)
 			return
 		}
-	}
-	who := h.check(w, r, endpoint(scope), RoleClient, RoleDashboard)
-	if who == nil {
-		return
 	}
 	if r.Header.Get("Mcp-Session-Id") == "" && !h.scopeAllowed(w, who, scope) {
 		return
