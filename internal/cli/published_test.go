@@ -72,10 +72,13 @@ func TestPublished_serverEverything(t *testing.T) {
 		sampled = append(sampled, req.Messages[0].Content.Text)
 		mu.Unlock()
 		return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: mcp.TextContent("forty-two")}, nil
+	}, Elicitation: func(ctx context.Context, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada Lovelace", "check": true}}, nil
 	}})
 	// The tools that need a client capability are registered once the hub
 	// initialized the server, and reach the list through list_changed.
 	waitTool(t, c, "everything__trigger-sampling-request", true)
+	waitTool(t, c, "everything__trigger-elicitation-request", true)
 	ctx := ctxFor(t)
 
 	tools, err := c.AllTools(ctx)
@@ -121,6 +124,12 @@ func TestPublished_serverEverything(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, []string{"Resource trigger-sampling-request context: the answer?"}, sampled)
 	mu.Unlock()
+
+	res, err := c.CallTool(ctx, "everything__trigger-elicitation-request", map[string]any{}, nil)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(res.Content), 2, "%+v", res.Content)
+	assert.Contains(t, res.Content[0].Text, "User provided the requested information")
+	assert.Contains(t, res.Content[1].Text, "- Name: Ada Lovelace", "the server's elicitation was answered by the calling client")
 
 	restartAndStop(t, p, c, "everything__echo", func() {
 		assert.Equal(t, "Echo: again", callText(t, c, "everything__echo", map[string]string{"message": "again"}, nil))

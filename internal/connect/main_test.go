@@ -3,9 +3,12 @@ package connect_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -23,6 +26,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/connect"
 	"github.com/switchboard-mcp/switchboard/internal/demo"
 	"github.com/switchboard-mcp/switchboard/pkg/hub"
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
@@ -40,13 +44,17 @@ func TestMain(m *testing.M) {
 
 // runRole is the child's main.
 //
-//	server   the demo server on stdin/stdout, plus tools pid, garble and exit
+//	server   the demo server on stdin/stdout, plus tools pid, garble, exit,
+//	         wait (until cancelled), elicit and abandon (gives up on
+//	         elicit's request), which say on stderr what they saw
 //	garbage  a line that is not JSON on stdout first, then the server
 //	mute     reads stdin and never answers
 //	exit     a line on stderr, then exit status 3
 //	parent   starts a grandchild (role sleep) in its group, then the server
 //	sleep    sleeps until killed, ignoring SIGTERM
 //	roots    the server, asking roots/list once initialized (outside any call)
+//	alone    the server, asking for sampling and elicitation once
+//	         initialized (outside any call), saying on stderr how each failed
 func runRole(role string) int {
 	switch role {
 	case "mute":
@@ -85,7 +93,59 @@ func runRole(role string) int {
 			os.Exit(1)
 			return nil, nil
 		})
+	d.AddTool(&mcp.Tool{Name: "wait", Description: "Wait until cancelled."},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			fmt.Fprintf(os.Stderr, "wait started id=%s\n", req.ID)
+			<-ctx.Done() // the hub's notifications/cancelled for req.ID, and nothing else, ends it
+			fmt.Fprintf(os.Stderr, "wait cancelled id=%s\n", req.ID)
+			return nil, ctx.Err()
+		})
+	var abandon struct {
+		sync.Mutex
+		cancel context.CancelFunc
+	}
+	d.AddTool(&mcp.Tool{Name: "elicit", Description: "Ask the caller's user for a name."},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			ectx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			abandon.Lock()
+			abandon.cancel = cancel
+			abandon.Unlock()
+			res, err := req.Elicit(ectx, &mcp.ElicitParams{Message: "Your name?",
+				RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
+			if err != nil {
+				return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("elicitation ended: " + err.Error())}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(fmt.Sprintf("%s %v", res.Action, res.Content["name"]))}}, nil
+		})
+	d.AddTool(&mcp.Tool{Name: "abandon", Description: "Give up on elicit's pending request."},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			abandon.Lock()
+			defer abandon.Unlock()
+			if abandon.cancel == nil {
+				return nil, errors.New("no elicitation to abandon")
+			}
+			abandon.cancel()
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("abandoned")}}, nil
+		})
 	ss := d.Serve(context.Background(), peer.NewStdio(os.Stdin, os.Stdout, nil))
+	if role == "alone" {
+		// Requests that need a client, outside any client's call.
+		go func() {
+			<-ss.Ready()
+			for _, m := range []struct {
+				method string
+				params any
+			}{
+				{mcp.MethodSamplingCreateMessage, &mcp.CreateMessageParams{MaxTokens: 1,
+					Messages: []mcp.SamplingMessage{{Role: "user", Content: mcp.TextContent("anyone?")}}}},
+				{mcp.MethodElicitationCreate, &mcp.ElicitParams{Message: "anyone?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)}},
+			} {
+				err := ss.Peer().Call(context.Background(), m.method, m.params, nil)
+				fmt.Fprintf(os.Stderr, "%s outside a call: code=%d err=%v\n", m.method, jsonrpc.CodeOf(err), err)
+			}
+		}()
+	}
 	if role == "roots" {
 		// As server-filesystem does: ask for the roots as soon as the
 		// client said initialized, outside any call.
@@ -165,10 +225,15 @@ func (l *logBuffer) logger() *slog.Logger {
 // testHub is a hub in this process, on a loopback port.
 type testHub struct {
 	*hub.Hub
-	srv *httptest.Server
+	srv  *httptest.Server
+	t    *testing.T
+	once sync.Once
 }
 
-func startHub(t *testing.T, cfg hub.Config) *testHub {
+func startHub(t *testing.T, cfg hub.Config) *testHub { return startHubOn(t, nil, cfg) }
+
+// startHubOn is startHub on a listener of the test's (nil: any port).
+func startHubOn(t *testing.T, ln net.Listener, cfg hub.Config) *testHub {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -179,13 +244,24 @@ func startHub(t *testing.T, cfg hub.Config) *testHub {
 	h, err := hub.New(cfg)
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(nil)
+	if ln != nil {
+		srv.Listener.Close()
+		srv.Listener = ln
+	}
 	srv.Config = h.NewHTTPServer()
 	srv.Start()
-	t.Cleanup(func() {
-		srv.Close()
-		require.NoError(t, h.Close())
+	th := &testHub{Hub: h, srv: srv, t: t}
+	t.Cleanup(th.stop)
+	return th
+}
+
+// stop stops the hub (once), as a hub that goes away would: its listener
+// and every connection close.
+func (th *testHub) stop() {
+	th.once.Do(func() {
+		th.srv.Close()
+		require.NoError(th.t, th.Close())
 	})
-	return &testHub{Hub: h, srv: srv}
 }
 
 func (th *testHub) url(path string) string {
