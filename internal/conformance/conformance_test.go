@@ -76,35 +76,67 @@ type check struct {
 var summaryLine = regexp.MustCompile(`(?m)^([✓✗]) (\S+): (\d+) passed, (\d+) failed$`)
 
 // TestConformance runs the official suite, every server scenario, against
-// the fixture served directly over the Streamable HTTP handler, once with
-// JSON answers where they suffice and once with SSE always; then against
-// the hub's /servers/conformance/mcp, with the fixture dialed out to the hub
-// over a WebSocket: the hub must be as conformant as the server behind it.
+// the fixture served directly over the Streamable HTTP handler, then
+// against the hub's /servers/conformance/mcp, with the fixture dialed out
+// to the hub over a WebSocket: the hub must be as conformant as the server
+// behind it. Each runs twice: with JSON answers where they suffice, and with
+// SSE always.
+//
+// server-sse-polling (SEP-1699) is the one scenario whose checks depend on
+// the mode. Its test_reconnection tool has the server close the call's SSE
+// stream mid-call, and the suite resumes it with Last-Event-ID (served
+// directly, both modes stream that call). Through the hub answering with
+// JSON there is no stream: the scenario has nothing to check. Through the
+// hub in SSE mode, it checks the hub's priming event and retry field,
+// but not resumption: the fixture sits behind a WebSocket, and nothing in
+// MCP lets a server close a client's stream at the hub, so the answer comes
+// on the stream and the suite says so (INFO). TestHTTP_resumesADroppedStream
+// in pkg/hub resumes a stream through the hub instead, with a client that
+// drops it mid-call.
 func TestConformance(t *testing.T) {
 	node, cli := suite(t)
-	for _, mode := range []struct {
+	modes := []struct {
 		name string
 		mode mcp.ResponseMode
-	}{{"auto", mcp.ResponseAuto}, {"sse", mcp.ResponseSSE}} {
+	}{{"auto", mcp.ResponseAuto}, {"sse", mcp.ResponseSSE}}
+	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			h, sh := conformance.Handler(conformance.NewServer(), &mcp.StreamableOptions{ResponseMode: mode.mode})
 			srv := httptest.NewServer(h)
 			defer srv.Close()
 			defer sh.Close()
-			runSuite(t, node, cli, srv.URL+"/mcp")
+			polling := runSuite(t, node, cli, srv.URL+"/mcp")["server-sse-polling"]
+			if mode.mode == mcp.ResponseSSE {
+				assert.Equal(t, "SUCCESS", statusOf(polling, "server-sse-disconnect-resume"),
+					"the suite resumed the stream the fixture closed mid-call")
+			}
 		})
 	}
-	t.Run("through the hub", func(t *testing.T) {
-		url, stop := throughHub(t)
-		defer stop()
-		runSuite(t, node, cli, url)
-	})
+	for _, mode := range modes {
+		t.Run("through the hub/"+mode.name, func(t *testing.T) {
+			url, stop := throughHub(t, mode.mode)
+			defer stop()
+			polling := runSuite(t, node, cli, url)["server-sse-polling"]
+			switch mode.mode {
+			case mcp.ResponseAuto:
+				assert.NotContains(t, statuses(polling), "SUCCESS", "the hub answered with JSON: nothing to check")
+				t.Log("server-sse-polling: the hub answers with JSON in this mode, so the scenario checks nothing; see the sse pass")
+			case mcp.ResponseSSE:
+				assert.Equal(t, "SUCCESS", statusOf(polling, "server-sse-priming-event"), "the hub's stream starts with a priming event")
+				assert.Equal(t, "SUCCESS", statusOf(polling, "server-sse-retry-field"), "and tells the client when to come back")
+				assert.Equal(t, "INFO", statusOf(polling, "server-sse-disconnect-resume"),
+					"the answer came on the stream: the fixture, behind a WebSocket, cannot close it")
+				t.Log("server-sse-polling through the hub: priming event and retry field checked; resumption is not, since " +
+					"the fixture cannot close a stream at the hub (TestHTTP_resumesADroppedStream in pkg/hub covers it)")
+			}
+		})
+	}
 }
 
-// throughHub starts a hub with the fixture dialed out to it and returns
-// the fixture's endpoint on the hub.
-func throughHub(t *testing.T) (string, func()) {
-	h, err := hub.New(hub.Config{Logger: slog.New(slog.DiscardHandler)})
+// throughHub starts a hub answering POSTs as mode says, with the fixture
+// dialed out to it, and returns the fixture's endpoint on the hub.
+func throughHub(t *testing.T, mode mcp.ResponseMode) (string, func()) {
+	h, err := hub.New(hub.Config{Logger: slog.New(slog.DiscardHandler), HTTPResponses: mode})
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(nil)
 	srv.Config = h.NewHTTPServer()
@@ -131,9 +163,29 @@ func throughHub(t *testing.T) (string, func()) {
 	}
 }
 
+// statusOf returns the status of the first check with id ("" when none).
+func statusOf(checks []check, id string) string {
+	for _, c := range checks {
+		if c.ID == id {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// statuses returns the status of every check.
+func statuses(checks []check) []string {
+	out := make([]string, 0, len(checks))
+	for _, c := range checks {
+		out = append(out, c.Status)
+	}
+	return out
+}
+
 // runSuite runs every server scenario against url and checks that each
-// passed, with successes and information only.
-func runSuite(t *testing.T, node, cli, url string) {
+// passed, with successes and information only. It returns the checks of
+// each scenario.
+func runSuite(t *testing.T, node, cli, url string) map[string][]check {
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -158,16 +210,25 @@ func runSuite(t *testing.T, node, cli, url string) {
 	files, err := filepath.Glob(filepath.Join(out, "*", "checks.json"))
 	require.NoError(t, err)
 	require.Len(t, files, len(scenarios), "one checks.json per scenario")
+	byScenario := map[string][]check{}
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		require.NoError(t, err)
 		var checks []check
 		require.NoError(t, json.Unmarshal(raw, &checks), f)
+		dir := filepath.Base(filepath.Dir(f))
 		for _, c := range checks {
-			assert.Contains(t, []string{"SUCCESS", "INFO"}, c.Status, "%s: check %s: %s", filepath.Base(filepath.Dir(f)), c.ID, c.ErrorMessage)
+			assert.Contains(t, []string{"SUCCESS", "INFO"}, c.Status, "%s: check %s: %s", dir, c.ID, c.ErrorMessage)
 		}
+		m := resultDir.FindStringSubmatch(dir)
+		require.NotNil(t, m, "a results directory named server-<scenario>-<time>: %s", dir)
+		byScenario[m[1]] = checks
 	}
+	return byScenario
 }
+
+// resultDir is the name of a scenario's results directory.
+var resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
 
 // summary returns the suite's closing lines.
 func summary(out string) string {

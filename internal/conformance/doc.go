@@ -10,7 +10,12 @@
 // the hub's /servers/<name>/mcp.
 //
 // TestConformance runs the whole suite (--suite all) against the fixture
-// served directly, in both response modes, and fails on any failed or
-// warned check. It needs the suite and the Node 22 it runs on, which
-// scripts/deps.sh installs (npm ci in e2e/conformance).
+// served directly and through a hub, each in both response modes (JSON
+// where it suffices, SSE always: hub.Config.HTTPResponses), and fails on any
+// failed or warned check. Through the hub, server-sse-polling checks the
+// hub's priming event and retry field but cannot check resumption: the
+// fixture, behind a WebSocket, cannot close a client's stream at the hub
+// (pkg/hub's TestHTTP_resumesADroppedStream resumes one instead). It needs
+// the suite and the Node 22 it runs on, which scripts/deps.sh installs (npm
+// ci in e2e/conformance).
 package conformance

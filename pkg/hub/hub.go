@@ -122,6 +122,11 @@ type Config struct {
 	// keeps for a client that reconnects with Last-Event-ID. Defaults 256
 	// and 1 MiB.
 	ReplayEvents, ReplayBytes int
+	// HTTPResponses chooses how a POST with requests is answered:
+	// mcp.ResponseAuto (the default) with JSON when the answer is all there
+	// is to send, mcp.ResponseSSE always with an SSE stream (a priming event
+	// with an id, so a client can resume it with Last-Event-ID).
+	HTTPResponses mcp.ResponseMode
 
 	// WebSocket tunes every connection (keepalive, write timeout).
 	WebSocket peer.WebSocketOptions

@@ -103,6 +103,7 @@ func (h *Hub) newStreamable() *mcp.StreamableHandler {
 		IdleTimeout:  h.cfg.SessionIdleTimeout,
 		ReplayEvents: h.cfg.ReplayEvents,
 		ReplayBytes:  h.cfg.ReplayBytes,
+		ResponseMode: h.cfg.HTTPResponses,
 		Logger:       h.log,
 	})
 }
