@@ -528,7 +528,8 @@ func (h *Hub) remoteInstances() []instanceDoc {
 // ends the call early: the other instance is told to give up.
 func (c *cluster) call(ri *replicaInfo, server string, cl caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	caps := cl.caps()
-	env := &envelope{Kind: kindCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: &caps, Client: cl.client()}
+	env := &envelope{Kind: kindCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: &caps, Client: cl.client(),
+		LogLevel: cl.logLevel()}
 	return c.startRequest(ri.Instance, env, cl, done)
 }
 
@@ -732,7 +733,7 @@ func (c *cluster) serveCall(env *envelope) {
 	}
 	ri := rp.currentInfo()
 	key := servedKey(env.From, env.Call)
-	cl := &remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client, declared: env.Caps}
+	cl := &remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client, declared: env.Caps, level: env.LogLevel}
 	f := &flight{}
 	ri.inflight.Add(1)
 	finish := func(raw json.RawMessage, err error) {
@@ -753,7 +754,7 @@ func (c *cluster) serveCall(env *envelope) {
 	abort := rp.send(cl, env.Method, env.Params, finish)
 	// The caller times the call out and cancels it; this bound only holds
 	// if that cancellation is lost.
-	f.started(abort, h.cfg.CallTimeout+time.Second)
+	f.started(0, abort, h.cfg.CallTimeout+time.Second)
 }
 
 // resume sends a modern client's retry of a call that asked for input to
@@ -846,6 +847,7 @@ type remoteCaller struct {
 	call      uint64 // the caller's number for the call
 	clientKey string // the caller's key for its client
 	declared  *clientCaps
+	level     mcp.LoggingLevel
 }
 
 var _ caller = (*remoteCaller)(nil)
@@ -870,6 +872,8 @@ func (o *remoteCaller) caps() clientCaps {
 }
 
 func (o *remoteCaller) client() string { return o.clientKey }
+
+func (o *remoteCaller) logLevel() mcp.LoggingLevel { return o.level }
 
 // askRemote asks another instance to keep uri subscribed at its replica ri
 // for this instance, or no longer.

@@ -44,20 +44,21 @@ type envelope struct {
 	Parts    int       `json:"pts,omitempty"`
 	Chunk    []byte    `json:"ch,omitempty"` // this part of the snapshot's JSON
 
-	Call    uint64          `json:"c,omitempty"` // the sender's number for a call, sub or sreq
-	Of      uint64          `json:"o,omitempty"` // for a sreq: the call it serves
-	Client  string          `json:"cl,omitempty"`
-	Replica string          `json:"r,omitempty"`
-	Server  string          `json:"sv,omitempty"` // the replica's server name, for errors
-	Method  string          `json:"m,omitempty"`
-	Params  json.RawMessage `json:"p,omitempty"`
-	Caps    *clientCaps     `json:"cap,omitempty"`
-	Result  json.RawMessage `json:"res,omitempty"`
-	Error   *wireError      `json:"err,omitempty"`
-	URI     string          `json:"u,omitempty"`
-	Unsub   bool            `json:"x,omitempty"`
-	Body    string          `json:"b,omitempty"` // on the wire: which of Params and Result follows the header
-	HTTP    *httpPart       `json:"h,omitempty"`
+	Call     uint64           `json:"c,omitempty"` // the sender's number for a call, sub or sreq
+	Of       uint64           `json:"o,omitempty"` // for a sreq: the call it serves
+	Client   string           `json:"cl,omitempty"`
+	Replica  string           `json:"r,omitempty"`
+	Server   string           `json:"sv,omitempty"` // the replica's server name, for errors
+	Method   string           `json:"m,omitempty"`
+	Params   json.RawMessage  `json:"p,omitempty"`
+	Caps     *clientCaps      `json:"cap,omitempty"`
+	LogLevel mcp.LoggingLevel `json:"ll,omitempty"` // of a call: the client's, for a modern server
+	Result   json.RawMessage  `json:"res,omitempty"`
+	Error    *wireError       `json:"err,omitempty"`
+	URI      string           `json:"u,omitempty"`
+	Unsub    bool             `json:"x,omitempty"`
+	Body     string           `json:"b,omitempty"` // on the wire: which of Params and Result follows the header
+	HTTP     *httpPart        `json:"h,omitempty"`
 }
 
 // On the wire an envelope is its JSON header, and when it carries params or

@@ -398,6 +398,15 @@ func (ic *inputCall) caps() clientCaps {
 
 func (ic *inputCall) client() string { return "input:" + ic.in.h.id + "/" + ic.id }
 
+func (ic *inputCall) logLevel() mcp.LoggingLevel {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if ic.meta == nil {
+		return ""
+	}
+	return ic.meta.LogLevel
+}
+
 // parseModernCaps reads the capabilities a modern request declared.
 func parseModernCaps(m *mcp.RequestMeta) clientCaps {
 	if m == nil {
@@ -529,4 +538,97 @@ func inputResponses(params json.RawMessage) (map[string]json.RawMessage, error) 
 		}
 	}
 	return out, nil
+}
+
+// Translation between eras, the other way: a server of the stateless
+// revision answers a session-based client's call with input requests. The
+// hub asks the client each of them as a request of the server's own would
+// be asked (routed to the client, naming its call), and sends the call
+// again with the answers and the server's requestState (routing.go's
+// attempt). The client sees one ordinary answer.
+
+// maxInputRounds bounds the rounds of input one call may ask for.
+const maxInputRounds = 10
+
+// mustAnswerInput reports whether an answer is input requests that the hub
+// must answer itself: a modern server's, to a client that takes requests.
+func (h *Hub) mustAnswerInput(ri *replicaInfo, c caller, method string, raw json.RawMessage) bool {
+	if ri.ProtocolVersion != mcp.ModernVersion || !mcp.MayRequireInput(method) {
+		return false
+	}
+	if _, modern := c.(*inputCall); modern {
+		return false // a modern client takes them as they are
+	}
+	return mcp.ResultTypeOf(raw) == mcp.ResultInputRequired
+}
+
+// answerInput asks the client for what a server's InputRequiredResult asks,
+// and returns the params of the call's next attempt: the call's own, with
+// the answers and the server's requestState.
+func (h *Hub) answerInput(ctx context.Context, c caller, raw json.RawMessage, params json.RawMessage) (json.RawMessage, error) {
+	var irr mcp.InputRequiredResult
+	if err := json.Unmarshal(raw, &irr); err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInternal, "the server's input_required result did not decode")
+	}
+	o, err := mcp.ParseObject(params)
+	if err != nil {
+		return nil, err
+	}
+	responses := make(map[string]json.RawMessage, len(irr.InputRequests))
+	var mu sync.Mutex
+	errs := make(chan error, len(irr.InputRequests))
+	var wg sync.WaitGroup
+	for key, ir := range irr.InputRequests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := h.askClient(ctx, c, ir)
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			responses[key] = res
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		if cause := context.Cause(ctx); cause != nil {
+			return nil, cause
+		}
+		return nil, err
+	}
+	o.Set("inputResponses", responses)
+	if irr.RequestState != "" {
+		o.Set("requestState", irr.RequestState)
+	} else {
+		delete(o, "requestState")
+	}
+	return o.Raw(), nil
+}
+
+// askClient asks the client of a call one of a server's input requests.
+func (h *Hub) askClient(ctx context.Context, c caller, ir mcp.InputRequest) (json.RawMessage, error) {
+	if _, ok := inputKinds[ir.Method]; !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInternal, "the server asked for input by %q, which is not an input request", ir.Method)
+	}
+	params, err := mcp.ParseObject(ir.Params)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.caps().check(ir.Method, params); err != nil {
+		if ir.Method == mcp.MethodRootsList {
+			return json.RawMessage(`{"roots":[]}`), nil // a client without roots has none to give
+		}
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
+	defer cancel()
+	res, err := c.request(ctx, ir.Method, params.Raw())
+	if err != nil {
+		return nil, h.downstreamError(err)
+	}
+	return res, nil
 }

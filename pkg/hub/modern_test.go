@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/demo"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
 // modernMeta is the _meta of a 2026-07-28 request declaring caps.
@@ -514,4 +515,175 @@ func TestModern_listenOverWebSocket(t *testing.T) {
 	rc.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
 	require.Eventually(t, func() bool { n, _ := th.subs.coordOf(demo.CounterURI); return n == 0 }, wait, 5*time.Millisecond,
 		"cancelling both streams released the subscription")
+}
+
+// modernServer is a scripted server of the 2026-07-28 revision dialing out
+// to a hub: it refuses initialize, answers server/discover, serves one tool
+// that asks for sampling by an InputRequiredResult, one resource, and keeps
+// the listen streams the hub opens.
+type modernServer struct {
+	t       *testing.T
+	p       *peer.Peer
+	mu      sync.Mutex
+	calls   []json.RawMessage          // the params of every tools/call
+	lists   int                        // tools/list requests
+	more    bool                       // list a second tool
+	streams map[string]json.RawMessage // open listen streams: id -> filter
+	opened  chan json.RawMessage       // each listen's filter, as it opens
+}
+
+func startModernServer(t *testing.T, th *testHub, name string) *modernServer {
+	t.Helper()
+	conn, err := peer.Dial(ctxFor(t), th.wsURL("/mcp/server?name="+name), nil)
+	require.NoError(t, err)
+	ms := &modernServer{t: t, streams: map[string]json.RawMessage{}, opened: make(chan json.RawMessage, 16)}
+	ms.p = peer.New(conn, &peer.Options{Handler: peer.HandlerFunc(ms.handle)})
+	ms.p.Start(context.Background())
+	t.Cleanup(func() { ms.p.Close(); ms.p.Wait() })
+	th.waitFor("the modern server", func(v *view) bool { return len(v.servers[name]) == 1 })
+	return ms
+}
+
+func (ms *modernServer) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	if req.Method != mcp.MethodInitialize && req.IsCall() {
+		if !isModernRequest(req) {
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "not a 2026-07-28 request: %s", req.Params)
+		}
+	}
+	switch req.Method {
+	case mcp.MethodInitialize:
+		return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "initialize is not a method of 2026-07-28")
+	case mcp.MethodServerDiscover:
+		return json.RawMessage(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true}},` +
+			`"resultType":"complete","ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"modern","version":"9"}}}`), nil
+	case mcp.MethodToolsList:
+		ms.mu.Lock()
+		ms.lists++
+		more := ms.more
+		ms.mu.Unlock()
+		tools := `{"name":"ask","inputSchema":{"type":"object"}}`
+		if more {
+			tools += `,{"name":"more","inputSchema":{"type":"object"}}`
+		}
+		return json.RawMessage(`{"tools":[` + tools + `],"resultType":"complete","ttlMs":0,"cacheScope":"public"}`), nil
+	case mcp.MethodResourcesList:
+		return json.RawMessage(`{"resources":[{"uri":"modern://r","name":"r"}],"resultType":"complete","ttlMs":0,"cacheScope":"public"}`), nil
+	case mcp.MethodResourcesTemplatesList:
+		return json.RawMessage(`{"resourceTemplates":[],"resultType":"complete","ttlMs":0,"cacheScope":"public"}`), nil
+	case mcp.MethodSubscriptionsListen:
+		var p struct {
+			Notifications json.RawMessage `json:"notifications"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		ms.mu.Lock()
+		ms.streams[req.ID.String()] = p.Notifications
+		ms.mu.Unlock()
+		ms.opened <- p.Notifications
+		_ = ms.p.Notify(ctx, mcp.NotificationSubscriptionsAcknowledged, json.RawMessage(`{"notifications":`+string(p.Notifications)+
+			`,"_meta":{"io.modelcontextprotocol/subscriptionId":`+req.ID.String()+`}}`))
+		<-ctx.Done()
+		ms.mu.Lock()
+		delete(ms.streams, req.ID.String())
+		ms.mu.Unlock()
+		return nil, ctx.Err()
+	case mcp.MethodToolsCall:
+		ms.mu.Lock()
+		ms.calls = append(ms.calls, req.Params)
+		ms.mu.Unlock()
+		answer, ok := jsonrpc.Member(req.Params, "inputResponses")
+		if !ok {
+			return json.RawMessage(`{"resultType":"input_required","inputRequests":{"q":{"method":"sampling/createMessage",` +
+				`"params":{"messages":[{"role":"user","content":{"type":"text","text":"Why?"}}],"maxTokens":9}}},"requestState":"s1"}`), nil
+		}
+		state, _ := jsonrpc.StringMember(req.Params, "requestState")
+		q, _ := jsonrpc.Member(answer, "q")
+		var sample mcp.CreateMessageResult
+		if state != "s1" || json.Unmarshal(q, &sample) != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "bad retry")
+		}
+		return json.RawMessage(`{"content":[{"type":"text","text":"the model said: ` + sample.Content.Text + `"}],"resultType":"complete"}`), nil
+	}
+	if req.IsCall() {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "%s", req.Method)
+	}
+	return nil, nil
+}
+
+// notifyStreams sends a notification on the server's listen stream whose
+// filter mentions what.
+func (ms *modernServer) notifyStreams(method, params, what string) {
+	ms.mu.Lock()
+	var ids []string
+	for id, filter := range ms.streams {
+		if strings.Contains(string(filter), what) {
+			ids = append(ids, id)
+		}
+	}
+	ms.mu.Unlock()
+	require.NotEmpty(ms.t, ids, "no listen stream asks for %s", what)
+	for _, id := range ids {
+		body := `{"_meta":{"io.modelcontextprotocol/subscriptionId":` + id + `}`
+		if params != "" {
+			body += "," + params
+		}
+		require.NoError(ms.t, ms.p.Notify(context.Background(), method, json.RawMessage(body+"}")))
+	}
+}
+
+// TestModern_modernServer: a server of the 2026-07-28 revision is discovered
+// after it refuses initialize, and serves clients of both eras: a
+// session-based client's call gets its input requests asked by the hub, a
+// modern client gets them as they are; list changes and resource updates
+// come on the listen stream the hub keeps open.
+func TestModern_modernServer(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	ms := startModernServer(t, th, "modern")
+	first := <-ms.opened
+	assert.JSONEq(t, `{"toolsListChanged":true,"resourcesListChanged":true}`, string(first), "list changes are listened for from the start")
+	ri := th.reg.view().servers["modern"][0]
+	assert.Equal(t, "2026-07-28", ri.ProtocolVersion)
+	assert.Equal(t, "9", ri.ServerInfo.Version, "serverInfo from the discover result's _meta")
+
+	notes := newNotes()
+	c := th.client(&mcp.ClientOptions{
+		OnNotification: notes.add,
+		Sampling: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: mcp.TextContent("because")}, nil
+		},
+	})
+	res, err := c.CallTool(ctxFor(t), "modern__ask", map[string]any{}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "the model said: because", res.Content[0].Text, "the hub asked the client and retried")
+	ms.mu.Lock()
+	require.Len(t, ms.calls, 2)
+	assert.Contains(t, string(ms.calls[0]), `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`)
+	assert.Contains(t, string(ms.calls[0]), `"io.modelcontextprotocol/clientCapabilities":{"sampling":{}`, "the server learns what the client can do")
+	ms.mu.Unlock()
+
+	// A modern client gets the server's input requests as they are.
+	url := th.srv.URL + "/mcp"
+	resp, _ := modernPost(t, url, retryBody(1, "modern__ask", `{}`, `{"sampling":{}}`, "", ""), nil).answer(t)
+	key, _, state, _ := inputRequests(t, resp)
+	assert.Equal(t, "q", key)
+	assert.Equal(t, "s1", state)
+	resp, _ = modernPost(t, url, retryBody(2, "modern__ask", `{}`, `{"sampling":{}}`, `"q":`+sampled, state), nil).answer(t)
+	assert.Equal(t, "the model said: Blue, mostly.", firstText(t, resultOf(t, resp)))
+
+	// A subscription reopens the stream with the URI; the update reaches the
+	// client without the server's stream id.
+	require.NoError(t, c.Subscribe(ctxFor(t), "modern://r"))
+	assert.JSONEq(t, `{"toolsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["modern://r"]}`, string(<-ms.opened))
+	ms.notifyStreams(mcp.NotificationResourceUpdated, `"uri":"modern://r"`, "modern://r")
+	upd := notes.wait(t, mcp.NotificationResourceUpdated, 1, nil)
+	assert.JSONEq(t, `{"uri":"modern://r"}`, string(upd))
+
+	ms.mu.Lock()
+	ms.more = true
+	ms.mu.Unlock()
+	ms.notifyStreams(mcp.NotificationToolsListChanged, "", "toolsListChanged")
+	notes.wait(t, mcp.NotificationToolsListChanged, 1, nil)
+	tools, err := c.AllTools(ctxFor(t))
+	require.NoError(t, err)
+	assert.Len(t, tools, 2, "the hub listed the tools again")
 }

@@ -35,10 +35,16 @@ type replica struct {
 	notes   *bucket  // its notifications' rate limit; nil for none
 	roots   []string // the roots given on its URL (?root=), for roots/list outside any call
 
+	// modern marks a server of the 2026-07-28 revision (replica_modern.go);
+	// set by the handshake, before the replica is registered.
+	modern bool
+	listen upstreamListen // a modern server's listen stream
+
 	mu         sync.Mutex
 	info       *replicaInfo // published; nil until registered
 	calls      map[jsonrpc.ID]*upstreamCall
-	tokens     map[string]*upstreamCall // by the raw JSON of the hub's progress token
+	tokens     map[string]*upstreamCall     // by the raw JSON of the hub's progress token
+	acks       map[jsonrpc.ID]chan struct{} // listen streams waiting for their acknowledgement
 	refreshing bool
 	dirty      [numKinds]bool
 }
@@ -60,6 +66,7 @@ func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
 		release: release,
 		calls:   map[jsonrpc.ID]*upstreamCall{},
 		tokens:  map[string]*upstreamCall{},
+		acks:    map[jsonrpc.ID]chan struct{}{},
 	}
 	if h.cfg.ServerNotificationRate > 0 {
 		rp.notes = newBucket(h.cfg.ServerNotificationRate, h.cfg.ServerNotificationBurst)
@@ -147,17 +154,22 @@ func (rp *replica) handshake(nameHint string) error {
 	var init mcp.InitializeResult
 	err := rp.peer.Call(ctx, mcp.MethodInitialize, &mcp.InitializeParams{
 		ProtocolVersion: mcp.LatestVersion,
-		Capabilities: mcp.ClientCapabilities{
-			Sampling:    &mcp.SamplingCap{Context: &struct{}{}, Tools: &struct{}{}},
-			Elicitation: &mcp.ElicitationCap{Form: &struct{}{}, URL: &struct{}{}},
-			Roots:       &mcp.ListChangedCap{ListChanged: true},
-		},
-		ClientInfo: mcp.Implementation{Name: "switchboard", Title: "Switchboard hub", Version: Version},
+		Capabilities:    hubCaps,
+		ClientInfo:      hubClientInfo,
 	}, &init)
+	if refusedInitialize(err) {
+		// A server of the stateless revision has no initialize: it says
+		// what it is when discovered.
+		d, derr := rp.discover(ctx)
+		if derr != nil {
+			return fmt.Errorf("initialize failed: %w; server/discover failed too: %v", err, derr)
+		}
+		init, err, rp.modern = *d, nil, true
+	}
 	if err != nil {
 		return fmt.Errorf("initialize failed: %w", err)
 	}
-	if !mcp.IsSupportedVersion(init.ProtocolVersion) {
+	if !rp.modern && !mcp.IsSupportedVersion(init.ProtocolVersion) {
 		return fmt.Errorf("unsupported protocol version %q", init.ProtocolVersion)
 	}
 	// The name comes from the credentials when they fix one, else from
@@ -181,8 +193,10 @@ func (rp *replica) handshake(nameHint string) error {
 	if err := h.claimName(ctx, name, rp.who.name); err != nil {
 		return err
 	}
-	if err := rp.peer.Notify(ctx, mcp.NotificationInitialized, nil); err != nil {
-		return err
+	if !rp.modern {
+		if err := rp.peer.Notify(ctx, mcp.NotificationInitialized, nil); err != nil {
+			return err
+		}
 	}
 	info := &replicaInfo{
 		ID:              rp.id,
@@ -215,6 +229,13 @@ func (rp *replica) handshake(nameHint string) error {
 	rp.info = info
 	rp.mu.Unlock()
 	rp.log = rp.log.With("server", name)
+	if rp.modern {
+		// Its list_changed come on a listen stream, open before it is
+		// registered so that no change goes unheard.
+		if err := rp.relisten(ctx, "", false); err != nil {
+			return err
+		}
+	}
 	if err := h.setLocal(info); err != nil {
 		return err
 	}
@@ -260,7 +281,7 @@ func (rp *replica) fetchList(ctx context.Context, k listKind, server string) ([]
 			params["cursor"] = cursor
 		}
 		var raw json.RawMessage
-		if err := rp.peer.Call(ctx, k.method(), params, &raw); err != nil {
+		if err := rp.call(ctx, k.method(), params, &raw); err != nil {
 			if k == kindTemplates && errors.Is(err, jsonrpc.ErrMethodNotFound) {
 				return nil, nil // a server with resources but no templates
 			}
@@ -444,18 +465,19 @@ func init() {
 				rp.peer.Cancel(p.RequestID)
 			}
 		}),
-		mcp.NotificationResourceUpdated:      notification((*replica).resourceUpdated),
-		mcp.NotificationMessage:              notification((*replica).forwardLog),
-		mcp.NotificationToolsListChanged:     refresh(kindTools),
-		mcp.NotificationResourcesListChanged: refresh(kindResources, kindTemplates),
-		mcp.NotificationPromptsListChanged:   refresh(kindPrompts),
+		mcp.NotificationResourceUpdated:           notification((*replica).resourceUpdated),
+		mcp.NotificationSubscriptionsAcknowledged: notification((*replica).acknowledged),
+		mcp.NotificationMessage:                   notification((*replica).forwardLog),
+		mcp.NotificationToolsListChanged:          refresh(kindTools),
+		mcp.NotificationResourcesListChanged:      refresh(kindResources, kindTemplates),
+		mcp.NotificationPromptsListChanged:        refresh(kindPrompts),
 	}
 }
 
 // handle answers the server's requests and notifications by the method
 // table.
 func (rp *replica) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	if req.IsNotification() && req.Method != mcp.NotificationCancelled && rp.notes != nil {
+	if req.IsNotification() && req.Method != mcp.NotificationCancelled && req.Method != mcp.NotificationSubscriptionsAcknowledged && rp.notes != nil {
 		if ok, _ := rp.notes.take(time.Now()); !ok {
 			// A flood from one server must not drown its clients: beyond
 			// its rate, its notifications are dropped.
@@ -486,7 +508,7 @@ func (rp *replica) resourceUpdated(ctx context.Context, params json.RawMessage) 
 		rp.hub.metrics.refused.WithLabelValues("foreign_update").Inc()
 		return
 	}
-	rp.hub.subs.publishUpdate(ctx, name, params)
+	rp.hub.subs.publishUpdate(ctx, name, withoutSubscriptionID(params))
 }
 
 // forwardLog passes on a server's notifications/message, tagged with its server:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -47,6 +48,10 @@ type caller interface {
 	// client identifies the client across the cluster: the calls of one
 	// client have equal client().
 	client() string
+	// logLevel is the least severe log level the client wants of the call
+	// ("" for none), for a server of the stateless revision, which is told
+	// per request.
+	logLevel() mcp.LoggingLevel
 }
 
 // sessionCall is a call of a client of this instance, known by the id the
@@ -93,6 +98,20 @@ func (c sessionCall) caps() clientCaps {
 	return c.s.caps()
 }
 func (c sessionCall) client() string { return c.s.key() }
+
+// logLevel is a modern request's own; a session's is the level it set, or
+// every level until it sets one.
+func (c sessionCall) logLevel() mcp.LoggingLevel {
+	if c.meta != nil {
+		return c.meta.LogLevel
+	}
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.s.level == "" {
+		return mcp.LevelDebug
+	}
+	return c.s.level
+}
 
 // withRelated returns params with _meta["switchboard/relatedRequest"] set to
 // id.
@@ -337,30 +356,67 @@ func (h *Hub) forward(t *target, c caller, method string, done func(json.RawMess
 		done(nil, errDraining)
 		return func(error) {}
 	}
+	f := &flight{}
+	h.attempt(f, t, c, method, t.params, done)
+	return f.cancel
+}
+
+// attempt sends one attempt of a call to a replica. There is one unless a
+// server of the stateless revision answers a session-based client's call
+// with input requests: the hub asks the client (answerInput, input.go) and
+// sends the call again with the answers, under the same flight: one
+// timeout and one way to cancel, however many rounds.
+func (h *Hub) attempt(f *flight, t *target, c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) {
 	ri := h.pick(t.replicas)
 	if ri == nil {
-		done(nil, errServerGone(t.server))
-		return func(error) {}
+		if f.end() {
+			done(nil, errServerGone(t.server))
+		}
+		return
 	}
-	f := &flight{}
+	gen := f.generation()
 	ri.inflight.Add(1)
 	start := time.Now()
+	var once atomic.Bool
 	finish := func(raw json.RawMessage, err error) {
-		if !f.end() {
+		if !once.CompareAndSwap(false, true) {
 			return
 		}
 		ri.inflight.Add(-1)
 		h.metrics.observeRouted(method, ri.local != nil, start)
+		if err == nil && h.mustAnswerInput(ri, c, method, raw) {
+			ctx, stop := context.WithCancelCause(h.ctx)
+			if !f.next(stop) {
+				stop(nil)
+				return // cancelled meanwhile: the flight ended
+			}
+			if !h.goOwned(func() {
+				defer stop(nil)
+				next, err := h.answerInput(ctx, c, raw, params)
+				if err != nil {
+					if f.end() {
+						done(nil, h.upstreamError(t.server, err))
+					}
+					return
+				}
+				h.attempt(f, t, c, method, next, done)
+			}) && f.end() {
+				done(nil, errDraining)
+			}
+			return
+		}
+		if !f.end() {
+			return
+		}
 		done(raw, h.upstreamError(t.server, err))
 	}
 	var abort func(error)
 	if ri.local != nil {
-		abort = ri.local.send(c, method, t.params, finish)
+		abort = ri.local.send(c, method, params, finish)
 	} else {
-		abort = h.cluster.call(ri, t.server, c, method, t.params, finish)
+		abort = h.cluster.call(ri, t.server, c, method, params, finish)
 	}
-	f.started(abort, h.cfg.CallTimeout)
-	return f.cancel
+	f.started(gen, abort, h.cfg.CallTimeout)
 }
 
 // call is forward for a caller that waits: it returns when the answer
@@ -382,22 +438,32 @@ func (h *Hub) call(ctx context.Context, t *target, c caller, method string) (jso
 }
 
 // flight is the life of one forwarded call: it ends once, by its answer, its
-// cancellation or its timeout, whichever comes first.
+// cancellation or its timeout, whichever comes first. A call answered in
+// rounds (attempt) is one flight.
 type flight struct {
 	mu      sync.Mutex
 	ended   bool
-	abort   func(error) // ends the call at the replica, which then answers done
+	gen     int         // the attempt running now
+	abort   func(error) // ends what runs now (an attempt at the replica, which then answers done, or the asking between attempts)
 	pending error       // a cancellation that came before the call was sent
 	timer   *time.Timer
 }
 
-// started arms the call's timeout, unless it already ended; a cancellation
+// generation returns the number of the attempt about to start.
+func (f *flight) generation() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gen
+}
+
+// started records how to end attempt gen and arms the call's timeout once,
+// unless the call ended or moved on to another attempt; a cancellation
 // that came while the call was being sent takes effect now. (Another
 // instance's cancel can find the call between its registration and here:
 // it was lost, once in a few runs under -race.)
-func (f *flight) started(abort func(error), timeout time.Duration) {
+func (f *flight) started(gen int, abort func(error), timeout time.Duration) {
 	f.mu.Lock()
-	if f.ended {
+	if f.ended || gen != f.gen {
 		f.mu.Unlock()
 		return
 	}
@@ -407,8 +473,23 @@ func (f *flight) started(abort func(error), timeout time.Duration) {
 		abort(cause)
 		return
 	}
-	f.timer = time.AfterFunc(timeout, func() { f.cancel(context.DeadlineExceeded) })
+	if f.timer == nil {
+		f.timer = time.AfterFunc(timeout, func() { f.cancel(context.DeadlineExceeded) })
+	}
 	f.mu.Unlock()
+}
+
+// next moves the call on from an attempt that asked for input: abort now
+// ends the asking. It reports false if the call ended meanwhile.
+func (f *flight) next(abort func(error)) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		return false
+	}
+	f.gen++
+	f.abort = abort
+	return true
 }
 
 // end marks the call ended; it reports false if it had ended already.
@@ -458,6 +539,9 @@ type upstreamCall struct {
 // id.
 func (rp *replica) send(c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	id := rp.peer.NextID()
+	if rp.modern {
+		params = rp.modernMeta(c, params)
+	}
 	params, token := rp.register(id, c, params)
 	finish := func(resp *jsonrpc.Response, err error) {
 		rp.unregister(id, token)

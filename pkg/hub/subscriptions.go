@@ -315,7 +315,7 @@ func (s *subscriptions) coordAdd(ctx context.Context, rp *replica, uri, instance
 	c := &coordSub{replica: rp, instances: map[string]struct{}{instance: {}}}
 	s.coord[key] = c
 	s.mu.Unlock()
-	err := rp.peer.Call(ctx, mcp.MethodResourcesSubscribe, &mcp.ResourceParams{URI: uri}, nil)
+	err := rp.subscribe(ctx, uri)
 	if err != nil {
 		s.mu.Lock()
 		if s.coord[key] == c {
@@ -347,7 +347,7 @@ func (s *subscriptions) coordRemove(uri, replicaID, instance string) {
 	h.goOwned(func() {
 		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CallTimeout)
 		defer cancel()
-		if err := c.replica.peer.Call(ctx, mcp.MethodResourcesUnsubscribe, &mcp.ResourceParams{URI: uri}, nil); err != nil {
+		if err := c.replica.unsubscribe(ctx, uri); err != nil {
 			h.log.Debug("unsubscribing upstream failed", "uri", uri, "err", err)
 		}
 	})

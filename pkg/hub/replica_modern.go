@@ -1,0 +1,300 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
+)
+
+// Servers of the 2026-07-28 revision. The hub sends a server initialize
+// first, as it always has; a server of the stateless revision only
+// refuses it (the method is gone), and is then discovered with
+// server/discover. From then on every request the hub sends it describes
+// itself in _meta (the revision, what the client can do, the log level it
+// wants), list_changed and resource updates come on a subscriptions/listen
+// stream the hub keeps open, and the server's input requests come back as
+// InputRequiredResults: a modern client gets them as they are, and for a
+// session-based one the hub asks the client and retries the call
+// (input.go).
+
+// hubClientInfo is who the hub is to its servers.
+var hubClientInfo = mcp.Implementation{Name: "switchboard", Title: "Switchboard hub", Version: Version}
+
+// hubCaps is what the hub can do for its servers: whatever its clients can.
+var hubCaps = mcp.ClientCapabilities{
+	Sampling:    &mcp.SamplingCap{Context: &struct{}{}, Tools: &struct{}{}},
+	Elicitation: &mcp.ElicitationCap{Form: &struct{}{}, URL: &struct{}{}},
+	Roots:       &mcp.ListChangedCap{ListChanged: true},
+}
+
+// upstreamListen is the subscriptions/listen stream the hub keeps open at
+// a modern server: list_changed of every kind the server offers, and the
+// resources the cluster subscribed at it.
+type upstreamListen struct {
+	mu   sync.Mutex // held while the stream is replaced: one change at a time
+	uris map[string]bool
+	id   jsonrpc.ID // the stream open now
+	open bool
+}
+
+// discover asks a server that refused initialize whether it speaks the
+// stateless revision, and returns what it offers as an InitializeResult.
+func (rp *replica) discover(ctx context.Context) (*mcp.InitializeResult, error) {
+	var d mcp.DiscoverResult
+	if err := rp.peer.Call(ctx, mcp.MethodServerDiscover, rp.modernMeta(nil, nil), &d); err != nil {
+		return nil, err
+	}
+	if !slices.Contains(d.SupportedVersions, mcp.ModernVersion) {
+		return nil, fmt.Errorf("it supports none of the hub's protocol versions (it has %v)", d.SupportedVersions)
+	}
+	init := &mcp.InitializeResult{ProtocolVersion: mcp.ModernVersion, Capabilities: d.Capabilities, Instructions: d.Instructions}
+	if raw, ok := d.Meta[mcp.MetaServerInfo]; ok {
+		b, _ := json.Marshal(raw)
+		_ = json.Unmarshal(b, &init.ServerInfo)
+	}
+	return init, nil
+}
+
+// refusedInitialize reports whether initialize failed as a server of the
+// stateless revision fails it: with an error answer, the connection open.
+func refusedInitialize(err error) bool {
+	var rpcErr *jsonrpc.Error
+	return errors.As(err, &rpcErr) && rpcErr != peer.ErrClosed
+}
+
+// modernMeta returns params (an object, or nil) with the _meta of a request
+// of the stateless revision. The hub's own requests (lists, listen) declare
+// what the hub can do; a call for a client declares what that client can
+// do, and the log level it wants. A request that already describes itself
+// (a modern client's) is sent as it is.
+func (rp *replica) modernMeta(c caller, params json.RawMessage) json.RawMessage {
+	if len(params) == 0 || params[0] != '{' {
+		params = json.RawMessage(`{}`)
+	}
+	meta, ok := jsonrpc.Member(params, "_meta")
+	if !ok || len(meta) == 0 || meta[0] != '{' {
+		meta = []byte(`{}`)
+	}
+	if _, ok := jsonrpc.Member(meta, mcp.MetaProtocolVersion); ok {
+		return params
+	}
+	caps, level := hubCaps, mcp.LoggingLevel("")
+	if c != nil {
+		caps, level = c.caps().declared(), c.logLevel()
+	}
+	set := func(key string, v any) {
+		raw, err := jsonrpc.Marshal(v)
+		if err != nil {
+			return
+		}
+		if m, err := jsonrpc.SetMember(meta, key, raw); err == nil {
+			meta = m
+		}
+	}
+	set(mcp.MetaProtocolVersion, mcp.ModernVersion)
+	set(mcp.MetaClientCapabilities, caps)
+	set(mcp.MetaClientInfo, hubClientInfo)
+	if level != "" {
+		set(mcp.MetaLogLevel, level)
+	}
+	if p, err := jsonrpc.SetMember(params, "_meta", meta); err == nil {
+		params = p
+	}
+	return params
+}
+
+// call sends the server one of the hub's own requests, in the server's
+// revision.
+func (rp *replica) call(ctx context.Context, method string, params any, result any) error {
+	if !rp.modern {
+		return rp.peer.Call(ctx, method, params, result)
+	}
+	raw, err := jsonrpc.Marshal(params)
+	if err != nil {
+		return err
+	}
+	return rp.peer.Call(ctx, method, rp.modernMeta(nil, raw), result)
+}
+
+// subscribe keeps uri subscribed at the server (for subscriptions.go):
+// resources/subscribe, or for a modern server its listen stream, reopened
+// with the URI.
+func (rp *replica) subscribe(ctx context.Context, uri string) error {
+	if !rp.modern {
+		return rp.peer.Call(ctx, mcp.MethodResourcesSubscribe, &mcp.ResourceParams{URI: uri}, nil)
+	}
+	return rp.relisten(ctx, uri, true)
+}
+
+// unsubscribe is subscribe undone.
+func (rp *replica) unsubscribe(ctx context.Context, uri string) error {
+	if !rp.modern {
+		return rp.peer.Call(ctx, mcp.MethodResourcesUnsubscribe, &mcp.ResourceParams{URI: uri}, nil)
+	}
+	return rp.relisten(ctx, uri, false)
+}
+
+// relisten replaces a modern server's listen stream with one whose filter
+// adds (or drops) uri: the new stream is acknowledged before the old one is
+// cancelled, so that no notification falls between them.
+func (rp *replica) relisten(ctx context.Context, uri string, add bool) error {
+	l := &rp.listen
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.uris == nil {
+		l.uris = map[string]bool{}
+	}
+	if uri != "" {
+		if l.uris[uri] == add {
+			return nil
+		}
+		if add {
+			l.uris[uri] = true
+		} else {
+			delete(l.uris, uri)
+		}
+	}
+	caps := rp.currentInfo()
+	var offered mcp.ServerCapabilities
+	if caps != nil {
+		_ = json.Unmarshal(caps.Capabilities, &offered)
+	}
+	filter := mcp.SubscriptionFilter{
+		ToolsListChanged:     offered.Tools != nil && offered.Tools.ListChanged,
+		PromptsListChanged:   offered.Prompts != nil && offered.Prompts.ListChanged,
+		ResourcesListChanged: offered.Resources != nil && offered.Resources.ListChanged,
+	}
+	for u := range l.uris {
+		filter.ResourceSubscriptions = append(filter.ResourceSubscriptions, u)
+	}
+	slices.Sort(filter.ResourceSubscriptions)
+	old, wasOpen := l.id, l.open
+	if filter.ToolsListChanged || filter.PromptsListChanged || filter.ResourcesListChanged || len(filter.ResourceSubscriptions) > 0 {
+		id, err := rp.openListen(ctx, &filter)
+		if err != nil {
+			if uri != "" {
+				if add {
+					delete(l.uris, uri)
+				} else {
+					l.uris[uri] = true
+				}
+			}
+			return err
+		}
+		l.id, l.open = id, true
+	} else {
+		l.open = false
+	}
+	if wasOpen {
+		rp.peer.Abort(old, context.Canceled) // the server hears notifications/cancelled
+	}
+	return nil
+}
+
+// openListen opens a listen stream and waits for its acknowledgement.
+func (rp *replica) openListen(ctx context.Context, filter *mcp.SubscriptionFilter) (jsonrpc.ID, error) {
+	raw, err := jsonrpc.Marshal(&mcp.ListenParams{Notifications: filter})
+	if err != nil {
+		return jsonrpc.ID{}, err
+	}
+	id := rp.peer.NextID()
+	acked := make(chan struct{})
+	ended := make(chan error, 1)
+	rp.mu.Lock()
+	rp.acks[id] = acked
+	rp.mu.Unlock()
+	defer func() {
+		rp.mu.Lock()
+		delete(rp.acks, id)
+		rp.mu.Unlock()
+	}()
+	if err := rp.peer.Go(id, mcp.MethodSubscriptionsListen, rp.modernMeta(nil, raw), func(resp *jsonrpc.Response, err error) {
+		if err == nil && resp.Error != nil {
+			err = resp.Error
+		}
+		ended <- err
+	}); err != nil {
+		return jsonrpc.ID{}, err
+	}
+	select {
+	case <-acked:
+		return id, nil
+	case err := <-ended:
+		if err == nil {
+			err = errors.New("the server ended its listen stream at once")
+		}
+		return jsonrpc.ID{}, fmt.Errorf("subscriptions/listen: %w", err)
+	case <-ctx.Done():
+		rp.peer.Abort(id, context.Canceled)
+		return jsonrpc.ID{}, ctx.Err()
+	}
+}
+
+// acknowledged takes a modern server's notifications/subscriptions/acknowledged.
+func (rp *replica) acknowledged(_ context.Context, params json.RawMessage) {
+	meta, _ := jsonrpc.Member(params, "_meta")
+	raw, ok := jsonrpc.Member(meta, mcp.MetaSubscriptionID)
+	if !ok {
+		return
+	}
+	var id jsonrpc.ID
+	if json.Unmarshal(raw, &id) != nil {
+		return
+	}
+	rp.mu.Lock()
+	ch := rp.acks[id]
+	delete(rp.acks, id)
+	rp.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// withoutSubscriptionID returns a notification's params without the
+// server's stream id, which is the hub's business, not its clients'.
+func withoutSubscriptionID(params json.RawMessage) json.RawMessage {
+	if !mayHaveMeta(params) {
+		return params
+	}
+	o, err := mcp.ParseObject(params)
+	if err != nil {
+		return params
+	}
+	if _, ok := o.MetaValue(mcp.MetaSubscriptionID); !ok {
+		return params
+	}
+	o.DeleteMeta(mcp.MetaSubscriptionID)
+	return o.Raw()
+}
+
+// declared turns what routing knows of a client's capabilities back into
+// the capabilities object a modern server reads.
+func (c clientCaps) declared() mcp.ClientCapabilities {
+	var out mcp.ClientCapabilities
+	if c.Sampling {
+		out.Sampling = &mcp.SamplingCap{}
+		if c.SamplingTools {
+			out.Sampling.Tools = &struct{}{}
+		}
+	}
+	if c.ElicitForm || c.ElicitURL {
+		out.Elicitation = &mcp.ElicitationCap{}
+		if c.ElicitForm {
+			out.Elicitation.Form = &struct{}{}
+		}
+		if c.ElicitURL {
+			out.Elicitation.URL = &struct{}{}
+		}
+	}
+	if c.Roots {
+		out.Roots = &mcp.ListChangedCap{}
+	}
+	return out
+}
