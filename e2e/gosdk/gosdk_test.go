@@ -109,14 +109,33 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // gets.
 type urlFunc func(t *testing.T, s *mcp.Server, rec *recorder) (string, *http.Client)
 
+// endpoint is one way of reaching a server: where, and which protocol
+// version the SDK asks for ("" for its default: 2026-07-28 first, with
+// fallback).
+type endpoint struct {
+	url     urlFunc
+	version string
+	modern  bool // the SDK ends up speaking 2026-07-28
+}
+
+// connect connects the SDK to s served this way.
+func (e endpoint) connect(t *testing.T, s *mcp.Server, rec *recorder, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	url, hc := e.url(t, s, rec)
+	return connectVersion(t, url, hc, e.version, opts)
+}
+
 // everywhere runs a test against each endpoint: the fixture served by
-// pkg/mcp's Streamable HTTP handler directly, and the hub's own endpoint
-// of the fixture (/servers/switchboard-fixture/mcp), with the fixture
-// dialed out to the hub over a WebSocket. What the SDK sees must not
-// differ.
-func everywhere(t *testing.T, test func(t *testing.T, serverURL urlFunc)) {
-	t.Run("direct", func(t *testing.T) { test(t, directURL) })
-	t.Run("hub", func(t *testing.T) { test(t, hubURL) })
+// pkg/mcp's Streamable HTTP handler directly (which speaks the
+// session-based revisions only: the SDK falls back to 2025-11-25), and the
+// hub's own endpoint of the fixture (/servers/switchboard-fixture/mcp),
+// with the fixture dialed out to the hub over a WebSocket, where the SDK
+// in its default mode speaks 2026-07-28 and, asked to, 2025-11-25. What
+// the SDK sees must not differ but for what the revisions differ in.
+func everywhere(t *testing.T, test func(t *testing.T, e endpoint)) {
+	t.Run("direct", func(t *testing.T) { test(t, endpoint{url: directURL}) })
+	t.Run("hub", func(t *testing.T) { test(t, endpoint{url: hubURL, modern: true}) })
+	t.Run("hub-2025-11-25", func(t *testing.T) { test(t, endpoint{url: hubURL, version: "2025-11-25"}) })
 }
 
 // directURL serves s with pkg/mcp's Streamable HTTP handler.
@@ -212,14 +231,34 @@ func dialOut(t *testing.T, s *mcp.Server, srv *httptest.Server, name string) {
 	}, wait, 10*time.Millisecond, "the server registers on the hub")
 }
 
-// connect connects the Go SDK's client over its StreamableClientTransport.
+// connect connects the Go SDK's client over its StreamableClientTransport,
+// in its default mode.
 func connect(t *testing.T, url string, hc *http.Client, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
+	return connectVersion(t, url, hc, "", opts)
+}
+
+// connectVersion connects the SDK asking for version ("" for its default).
+func connectVersion(t *testing.T, url string, hc *http.Client, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-client", Version: "1.8.0"}, opts)
-	cs, err := c.Connect(testCtx(t), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	cs, err := c.Connect(testCtx(t), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc},
+		&sdk.ClientSessionOptions{ProtocolVersion: version})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// stillWorks checks that a session goes on after what a test did: a ping in
+// a session, a list in 2026-07-28 (which has no ping).
+func stillWorks(t *testing.T, cs *sdk.ClientSession, modern bool) {
+	t.Helper()
+	if !modern {
+		require.NoError(t, cs.Ping(testCtx(t), nil), "the session keeps working")
+		return
+	}
+	_, err := cs.ListTools(testCtx(t), nil)
+	require.NoError(t, err, "the client keeps working")
 }
 
 // fixture is a server with one of everything the tests call.
@@ -288,40 +327,50 @@ func newFixture() *fixture {
 	return f
 }
 
-// TestGoSDK_connect checks the handshake, and what v1.8.0 does first: it
-// tries the 2026-07-28 revision's server/discover, which the handler
-// refuses (400, -32022 listing the versions it speaks), then falls back to
-// initialize with 2025-11-25.
+// TestGoSDK_connect checks the handshake. v1.8.0 first tries the 2026-07-28
+// revision's server/discover: the hub answers it, and the SDK speaks that
+// revision, without a session; pkg/mcp's handler alone refuses it (400,
+// -32022 listing the versions it speaks) and the SDK falls back to
+// initialize with 2025-11-25, as it does when asked for that version.
 func TestGoSDK_connect(t *testing.T) { everywhere(t, testGoSDK_connect) }
 
-func testGoSDK_connect(t *testing.T, serverURL urlFunc) {
+func testGoSDK_connect(t *testing.T, e endpoint) {
 	f := newFixture()
 	rec := &recorder{}
-	url, hc := serverURL(t, f.Server, rec)
-	cs := connect(t, url, hc, nil)
+	cs := e.connect(t, f.Server, rec, nil)
 
 	init := cs.InitializeResult()
-	assert.Equal(t, "2025-11-25", init.ProtocolVersion)
 	assert.Equal(t, "switchboard-fixture", init.ServerInfo.Name)
 	assert.Equal(t, "be kind", init.Instructions)
 	assert.NotNil(t, init.Capabilities.Tools)
-	assert.NotEmpty(t, cs.ID(), "the session id from Mcp-Session-Id")
-
-	require.NoError(t, cs.Ping(testCtx(t), nil))
+	stillWorks(t, cs, e.modern)
 	ex := rec.exchanges()
-	require.GreaterOrEqual(t, len(ex), 3)
-	assert.Equal(t, exchange{"POST", "server/discover", http.StatusBadRequest}, ex[0], "v1.8.0 tries the stateless revision first")
-	assert.Equal(t, exchange{"POST", "initialize", http.StatusOK}, ex[1], "and falls back to initialize")
-	assert.Equal(t, exchange{"POST", "notifications/initialized", http.StatusAccepted}, ex[2])
 	t.Logf("requests: %v", ex)
+	if e.modern {
+		assert.Equal(t, "2026-07-28", init.ProtocolVersion, "no fallback")
+		assert.Empty(t, cs.ID(), "no session")
+		assert.Equal(t, exchange{"POST", "server/discover", http.StatusOK}, ex[0])
+		for _, x := range ex {
+			assert.NotEqual(t, "initialize", x.mcpMethod, "the session-based handshake never happens")
+		}
+		return
+	}
+	assert.Equal(t, "2025-11-25", init.ProtocolVersion)
+	assert.NotEmpty(t, cs.ID(), "the session id from Mcp-Session-Id")
+	if e.version == "" {
+		require.GreaterOrEqual(t, len(ex), 3)
+		assert.Equal(t, exchange{"POST", "server/discover", http.StatusBadRequest}, ex[0], "v1.8.0 tries the stateless revision first")
+		ex = ex[1:]
+	}
+	assert.Equal(t, exchange{"POST", "initialize", http.StatusOK}, ex[0], "the session-based handshake")
+	assert.Equal(t, exchange{"POST", "notifications/initialized", http.StatusAccepted}, ex[1])
 }
 
 func TestGoSDK_lists(t *testing.T) { everywhere(t, testGoSDK_lists) }
 
-func testGoSDK_lists(t *testing.T, serverURL urlFunc) {
+func testGoSDK_lists(t *testing.T, e endpoint) {
 	f := newFixture()
-	url, hc := serverURL(t, f.Server, nil)
-	cs := connect(t, url, hc, nil)
+	cs := e.connect(t, f.Server, nil, nil)
 	ctx := testCtx(t)
 
 	var tools []string
@@ -353,7 +402,12 @@ func testGoSDK_lists(t *testing.T, serverURL urlFunc) {
 	_, err = cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "test://nothing"})
 	var rpcErr *sdkrpc.Error
 	require.ErrorAs(t, err, &rpcErr)
-	assert.EqualValues(t, mcp.CodeResourceNotFound, rpcErr.Code)
+	if e.modern {
+		assert.EqualValues(t, jsonrpc.CodeInvalidParams, rpcErr.Code, "2026-07-28: invalid params naming the URI")
+		assert.JSONEq(t, `{"uri":"test://nothing"}`, string(rpcErr.Data))
+	} else {
+		assert.EqualValues(t, mcp.CodeResourceNotFound, rpcErr.Code)
+	}
 
 	prompt, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "Ada"}})
 	require.NoError(t, err)
@@ -369,12 +423,11 @@ func testGoSDK_lists(t *testing.T, serverURL urlFunc) {
 
 func TestGoSDK_calls(t *testing.T) { everywhere(t, testGoSDK_calls) }
 
-func testGoSDK_calls(t *testing.T, serverURL urlFunc) {
+func testGoSDK_calls(t *testing.T, e endpoint) {
 	f := newFixture()
-	url, hc := serverURL(t, f.Server, nil)
 	progress := make(chan float64, 16)
 	logs := make(chan string, 16)
-	cs := connect(t, url, hc, &sdk.ClientOptions{
+	cs := e.connect(t, f.Server, nil, &sdk.ClientOptions{
 		ProgressNotificationHandler: func(ctx context.Context, req *sdk.ProgressNotificationClientRequest) {
 			progress <- req.Params.Progress
 		},
@@ -394,8 +447,12 @@ func testGoSDK_calls(t *testing.T, serverURL urlFunc) {
 	require.ErrorAs(t, err, &rpcErr, "bad arguments are invalid params, got %v", res)
 	assert.EqualValues(t, jsonrpc.CodeInvalidParams, rpcErr.Code)
 
-	require.NoError(t, cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}))
 	params := &sdk.CallToolParams{Name: "slow"}
+	if e.modern {
+		params.Meta = sdk.Meta{"io.modelcontextprotocol/logLevel": "info"} // 2026-07-28: a level per request
+	} else {
+		require.NoError(t, cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}))
+	}
 	params.SetProgressToken("tok-1")
 	res, err = cs.CallTool(ctx, params)
 	require.NoError(t, err)
@@ -407,7 +464,16 @@ func testGoSDK_calls(t *testing.T, serverURL urlFunc) {
 		assert.Equal(t, fmt.Sprintf("step %d", i), recv(t, logs), "info logs, and no debug ones")
 	}
 
-	require.NoError(t, cs.Ping(ctx, nil), "the session keeps working")
+	if e.modern {
+		_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "slow"})
+		require.NoError(t, err)
+		select {
+		case l := <-logs:
+			t.Fatalf("a call that asked for no log level got a log: %q", l)
+		default:
+		}
+	}
+	stillWorks(t, cs, e.modern)
 }
 
 // TestGoSDK_cancel checks that cancelling a call's context reaches the
@@ -415,7 +481,7 @@ func testGoSDK_calls(t *testing.T, serverURL urlFunc) {
 // that the session goes on.
 func TestGoSDK_cancel(t *testing.T) { everywhere(t, testGoSDK_cancel) }
 
-func testGoSDK_cancel(t *testing.T, serverURL urlFunc) {
+func testGoSDK_cancel(t *testing.T, e endpoint) {
 	f := newFixture()
 	started := make(chan struct{})
 	f.AddTool(&mcp.Tool{Name: "wait", Description: "waits"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
@@ -424,8 +490,7 @@ func testGoSDK_cancel(t *testing.T, serverURL urlFunc) {
 		f.cancelled <- struct{}{}
 		return nil, ctx.Err()
 	})
-	url, hc := serverURL(t, f.Server, nil)
-	cs := connect(t, url, hc, nil)
+	cs := e.connect(t, f.Server, nil, nil)
 	callCtx, cancel := context.WithCancel(testCtx(t))
 	errc := make(chan error, 1)
 	go func() {
@@ -436,15 +501,15 @@ func testGoSDK_cancel(t *testing.T, serverURL urlFunc) {
 	cancel()
 	assert.ErrorIs(t, recv(t, errc), context.Canceled)
 	recv(t, f.cancelled)
-	require.NoError(t, cs.Ping(testCtx(t), nil))
+	stillWorks(t, cs, e.modern)
 }
 
 func TestGoSDK_serverRequests(t *testing.T) { everywhere(t, testGoSDK_serverRequests) }
 
-func testGoSDK_serverRequests(t *testing.T, serverURL urlFunc) {
+func testGoSDK_serverRequests(t *testing.T, e endpoint) {
 	f := newFixture()
-	url, hc := serverURL(t, f.Server, nil)
-	cs := connect(t, url, hc, &sdk.ClientOptions{
+	rec := &recorder{}
+	cs := e.connect(t, f.Server, rec, &sdk.ClientOptions{
 		CreateMessageHandler: func(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 			if len(req.Params.Messages) != 1 {
 				return nil, errors.New("want one message")
@@ -466,15 +531,25 @@ func testGoSDK_serverRequests(t *testing.T, serverURL urlFunc) {
 	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "form"})
 	require.NoError(t, err)
 	assert.Equal(t, "accept Ada", res.Content[0].(*sdk.TextContent).Text)
+	if e.modern {
+		// The server asked as a session-based server does, by a request of
+		// its own; the SDK got input requests and sent each call again.
+		calls := 0
+		for _, x := range rec.exchanges() {
+			if x.mcpMethod == "tools/call" {
+				calls++
+			}
+		}
+		assert.Equal(t, 4, calls, "each call twice: input requests, then the answer")
+	}
 }
 
 func TestGoSDK_subscribe(t *testing.T) { everywhere(t, testGoSDK_subscribe) }
 
-func testGoSDK_subscribe(t *testing.T, serverURL urlFunc) {
+func testGoSDK_subscribe(t *testing.T, e endpoint) {
 	f := newFixture()
-	url, hc := serverURL(t, f.Server, nil)
 	updated := make(chan string, 16)
-	cs := connect(t, url, hc, &sdk.ClientOptions{
+	cs := e.connect(t, f.Server, nil, &sdk.ClientOptions{
 		ResourceUpdatedHandler: func(ctx context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
 			updated <- req.Params.URI
 		},
@@ -483,7 +558,7 @@ func testGoSDK_subscribe(t *testing.T, serverURL urlFunc) {
 	require.NoError(t, cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "test://one"}))
 	f.ResourceUpdated(ctx, "test://one")
 	f.ResourceUpdated(ctx, "test://two") // not subscribed
-	assert.Equal(t, "test://one", recv(t, updated), "on the GET stream")
+	assert.Equal(t, "test://one", recv(t, updated), "on the GET stream, or the listen stream")
 
 	require.NoError(t, cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: "test://one"}))
 	f.ResourceUpdated(ctx, "test://one")
@@ -495,11 +570,10 @@ func testGoSDK_subscribe(t *testing.T, serverURL urlFunc) {
 
 func TestGoSDK_listChanged(t *testing.T) { everywhere(t, testGoSDK_listChanged) }
 
-func testGoSDK_listChanged(t *testing.T, serverURL urlFunc) {
+func testGoSDK_listChanged(t *testing.T, e endpoint) {
 	f := newFixture()
-	url, hc := serverURL(t, f.Server, nil)
 	changed := make(chan struct{}, 16)
-	cs := connect(t, url, hc, &sdk.ClientOptions{
+	cs := e.connect(t, f.Server, nil, &sdk.ClientOptions{
 		ToolListChangedHandler: func(ctx context.Context, req *sdk.ToolListChangedRequest) { changed <- struct{}{} },
 	})
 	f.AddTool(&mcp.Tool{Name: "late", Description: "added later"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
@@ -512,17 +586,24 @@ func testGoSDK_listChanged(t *testing.T, serverURL urlFunc) {
 }
 
 // TestGoSDK_close checks that closing the SDK's session DELETEs it: the
-// server's session ends.
+// server's session ends. In 2026-07-28 there is no session to delete: the
+// SDK's listen streams end, and nothing else is sent.
 func TestGoSDK_close(t *testing.T) { everywhere(t, testGoSDK_close) }
 
-func testGoSDK_close(t *testing.T, serverURL urlFunc) {
+func testGoSDK_close(t *testing.T, e endpoint) {
 	f := newFixture()
 	rec := &recorder{}
-	url, hc := serverURL(t, f.Server, rec)
+	url, hc := e.url(t, f.Server, rec)
 	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-client", Version: "1.8.0"}, nil)
-	cs, err := c.Connect(testCtx(t), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	cs, err := c.Connect(testCtx(t), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: e.version})
 	require.NoError(t, err)
 	require.NoError(t, cs.Close())
+	if e.modern {
+		for _, x := range rec.exchanges() {
+			assert.NotEqual(t, http.MethodDelete, x.httpMethod, "nothing to delete")
+		}
+		return
+	}
 	require.Eventually(t, func() bool {
 		return slices.ContainsFunc(rec.exchanges(), func(e exchange) bool {
 			return e.httpMethod == http.MethodDelete && e.status == http.StatusNoContent

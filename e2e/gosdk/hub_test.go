@@ -14,23 +14,44 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
+
+// bothEras runs a test with the SDK in its default mode (2026-07-28) and
+// asking for 2025-11-25.
+func bothEras(t *testing.T, test func(t *testing.T, version string)) {
+	t.Run("2026-07-28", func(t *testing.T) { test(t, "") })
+	t.Run("2025-11-25", func(t *testing.T) { test(t, "2025-11-25") })
+}
+
+// negotiated checks that the SDK speaks the revision it asked for.
+func negotiated(t *testing.T, cs *sdk.ClientSession, version string) {
+	t.Helper()
+	want := version
+	if want == "" {
+		want = "2026-07-28"
+	}
+	assert.Equal(t, want, cs.InitializeResult().ProtocolVersion)
+}
 
 // TestGoSDK_hubAggregates points the SDK at the hub's /mcp, where two
 // servers are one: their tools under <server>__<name>, each call routed to
 // its own server.
-func TestGoSDK_hubAggregates(t *testing.T) {
+func TestGoSDK_hubAggregates(t *testing.T) { bothEras(t, testGoSDK_hubAggregates) }
+
+func testGoSDK_hubAggregates(t *testing.T, version string) {
 	srv := startHub(t, nil, nil)
 	one, two := newFixture(), newFixture()
 	dialOut(t, one.Server, srv, "one")
 	dialOut(t, two.Server, srv, "two")
-	cs := connect(t, srv.URL+"/mcp", srv.Client(), &sdk.ClientOptions{
+	cs := connectVersion(t, srv.URL+"/mcp", srv.Client(), version, &sdk.ClientOptions{
 		CreateMessageHandler: func(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 			return &sdk.CreateMessageResult{Role: "assistant", Model: "m", Content: &sdk.TextContent{Text: "Paris"}}, nil
 		},
 	})
 	ctx := testCtx(t)
+	negotiated(t, cs, version)
 	assert.Equal(t, "switchboard", cs.InitializeResult().ServerInfo.Name)
 	var tools []string
 	for tool, err := range cs.Tools(ctx, nil) {
@@ -50,8 +71,11 @@ func TestGoSDK_hubAggregates(t *testing.T) {
 
 // TestGoSDK_acrossInstances puts two hub instances behind a round-robin
 // load balancer without affinity, the server on the second: the SDK's
-// session works wherever its requests land.
-func TestGoSDK_acrossInstances(t *testing.T) {
+// session (or, in 2026-07-28, its requests, a sampling call's retry
+// included) works wherever its requests land.
+func TestGoSDK_acrossInstances(t *testing.T) { bothEras(t, testGoSDK_acrossInstances) }
+
+func testGoSDK_acrossInstances(t *testing.T, version string) {
 	broker := pubsub.NewMemory()
 	t.Cleanup(func() { broker.Close() })
 	a, b := startHub(t, broker, nil), startHub(t, broker, nil)
@@ -71,7 +95,9 @@ func TestGoSDK_acrossInstances(t *testing.T) {
 
 	progress := make(chan float64, 16)
 	updated := make(chan string, 16)
-	cs := connect(t, lb.URL+"/mcp", lb.Client(), &sdk.ClientOptions{
+	changed := make(chan struct{}, 16)
+	cs := connectVersion(t, lb.URL+"/mcp", lb.Client(), version, &sdk.ClientOptions{
+		ToolListChangedHandler: func(ctx context.Context, req *sdk.ToolListChangedRequest) { changed <- struct{}{} },
 		ProgressNotificationHandler: func(ctx context.Context, req *sdk.ProgressNotificationClientRequest) {
 			progress <- req.Params.Progress
 		},
@@ -83,6 +109,7 @@ func TestGoSDK_acrossInstances(t *testing.T) {
 		},
 	})
 	ctx := testCtx(t)
+	negotiated(t, cs, version)
 	for range 4 {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "switchboard-fixture__add", Arguments: map[string]int{"a": 1, "b": 2}})
 		require.NoError(t, err)
@@ -101,4 +128,31 @@ func TestGoSDK_acrossInstances(t *testing.T) {
 	require.NoError(t, cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "test://one"}))
 	f.ResourceUpdated(ctx, "test://one")
 	assert.Equal(t, "test://one", recv(t, updated))
+
+	f.AddTool(&mcp.Tool{Name: "late", Description: "added later"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("late")}}, nil
+	})
+	recv(t, changed)
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "switchboard-fixture__late"})
+	require.NoError(t, err)
+	assert.Equal(t, "late", res.Content[0].(*sdk.TextContent).Text)
+
+	callCtx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	started := make(chan struct{})
+	f.AddTool(&mcp.Tool{Name: "wait", Description: "waits"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		close(started)
+		<-ctx.Done()
+		f.cancelled <- struct{}{}
+		return nil, ctx.Err()
+	})
+	recv(t, changed)
+	go func() {
+		_, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: "switchboard-fixture__wait"})
+		errc <- err
+	}()
+	recv(t, started)
+	cancel()
+	assert.ErrorIs(t, recv(t, errc), context.Canceled)
+	recv(t, f.cancelled)
 }
