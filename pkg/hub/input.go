@@ -33,9 +33,9 @@ import (
 // requestState names this instance, the call and the round, with a MAC of
 // this instance's, so that a retry reaching another instance is sent here
 // (cluster.go, kindResume) and a forged, altered or reused state is
-// refused (-32602). A retry that does not come within the call timeout
-// ends the call: the server's requests fail and the server is told the
-// call is cancelled.
+// refused (-32602). The call's timeout runs from its first request, over
+// every round: a retry that does not come in time ends the call, the
+// server's requests fail and the server is told the call is cancelled.
 
 // stateVersion prefixes the hub's requestStates; anything else is a
 // server's own, passed to it as it is.
@@ -147,8 +147,8 @@ type inputCall struct {
 	final    *askAnswer // the call's answer, kept for a retry to come
 	ended    bool       // the answer went out, or never will: the call is forgotten
 	cancel   func(error)
-	gaveUp   error // a cancellation that came before the call was started
-	deadline *time.Timer
+	gaveUp   error       // a cancellation that came before the call was started
+	deadline *time.Timer // ends a kept answer no retry came for
 }
 
 var _ caller = (*inputCall)(nil)
@@ -231,9 +231,19 @@ func (ic *inputCall) finish(raw json.RawMessage, err error) {
 	}
 	w := ic.cur
 	if w == nil {
-		if ic.final == nil { // a refusal already decided stands
-			ic.final = &askAnswer{raw: raw, err: err}
+		switch {
+		case ic.final != nil: // a refusal already decided stands
+		case err != nil:
+			// It failed (timed out, say) with no one waiting: it ends now,
+			// and a retry is told its state no longer holds.
+			ic.endLocked()
+			ic.mu.Unlock()
+			return
+		default:
+			ic.final = &askAnswer{raw: raw}
 		}
+		// Kept for the retry to come, for a while.
+		ic.deadline = time.AfterFunc(ic.in.h.cfg.CallTimeout, ic.expire)
 		ic.mu.Unlock()
 		return
 	}
@@ -255,14 +265,14 @@ func (ic *inputCall) giveUp(w *inputWaiter) {
 	ic.abortLocked(context.Canceled)
 }
 
-// expire ends a call whose retry did not come in time.
+// expire forgets a call whose answer waited for a retry that did not come.
 func (ic *inputCall) expire() {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
 	if ic.cur != nil || ic.ended {
 		return
 	}
-	ic.in.h.log.Debug("a client did not come back with the input a server asked for", "server", ic.server, "method", ic.method)
+	ic.in.h.log.Debug("a client did not come back for the answer of a call that asked for input", "server", ic.server, "method", ic.method)
 	ic.abortLocked(context.DeadlineExceeded)
 }
 
@@ -278,11 +288,6 @@ func (ic *inputCall) askLocked() func() {
 		RequestState: ic.in.state(ic.id, ic.round)})
 	w := ic.cur
 	ic.cur = nil
-	if ic.deadline == nil {
-		ic.deadline = time.AfterFunc(ic.in.h.cfg.CallTimeout, ic.expire)
-	} else {
-		ic.deadline.Reset(ic.in.h.cfg.CallTimeout)
-	}
 	return func() { w.send(res, err) }
 }
 
