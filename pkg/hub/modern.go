@@ -38,6 +38,9 @@ func (s *session) modernMeta(req *jsonrpc.Request) (*mcp.RequestMeta, error) {
 	if !ok || spec.Eras&mcp.StatelessEra == 0 || spec.Direction&mcp.ClientToServer == 0 {
 		return nil, errMethodNotFound(req.Method) // first: a method that does not exist needs no valid _meta
 	}
+	if !s.offers(spec.ServerCap) {
+		return nil, errMethodNotFound(req.Method) // what this endpoint's server does not offer does not exist
+	}
 	m, err := mcp.ParseRequestMeta(req.Params)
 	if err != nil {
 		return nil, err
@@ -47,6 +50,27 @@ func (s *session) modernMeta(req *jsonrpc.Request) (*mcp.RequestMeta, error) {
 	}
 	s.modernSeen.Store(true)
 	return m, nil
+}
+
+// offers reports whether the session's endpoint has a server capability
+// ("" for a method that needs none): the hub's /mcp has them all, a
+// server's own endpoint those of its server.
+func (s *session) offers(capability string) bool {
+	if s.scope == "" || capability == "" {
+		return true
+	}
+	c := s.initializeResult(mcp.ModernVersion).Capabilities
+	switch capability {
+	case "tools":
+		return c.Tools != nil
+	case "resources":
+		return c.Resources != nil
+	case "prompts":
+		return c.Prompts != nil
+	case "completions":
+		return c.Completions != nil
+	}
+	return true
 }
 
 // isModernRequest reports whether a request on a connection that may carry

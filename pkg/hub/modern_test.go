@@ -261,10 +261,28 @@ func TestModern_overHTTP(t *testing.T) {
 		}
 	}
 
+	// A server's own endpoint offers what its server offers: one without
+	// prompts has no prompts/list.
+	plain := mcp.NewServer(mcp.Implementation{Name: "plain", Version: "1"}, nil)
+	plain.AddTool(&mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.ToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
+	th.runServer(plain, "plain")
+	st = modernPost(t, th.srv.URL+"/servers/plain/mcp", modernBody(22, "prompts/list", "", "{}"), nil)
+	assert.Equal(t, http.StatusNotFound, st.status)
+	resp, _ = st.answer(t)
+	code, _ = errorOf(t, resp)
+	assert.Equal(t, jsonrpc.CodeMethodNotFound, code)
+	resp, _ = modernPost(t, th.srv.URL+"/servers/demo/mcp", modernBody(23, "tools/call", `"name":"add","arguments":{"a":1,"b":2}`, "{}"), nil).answer(t)
+	assert.Equal(t, "3", firstText(t, resultOf(t, resp)), "its own names")
+
 	// A request of a session-based client without a session is still told
-	// to initialize; the hub's legacy face is unchanged.
+	// to initialize; the hub's legacy face is unchanged. An unknown method
+	// is -32601 there too.
 	status, _, _ := post(t, url, nil, `{"jsonrpc":"2.0","id":30,"method":"tools/list"}`)
 	assert.Equal(t, http.StatusBadRequest, status)
+	status, _, body = post(t, url, nil, `{"jsonrpc":"2.0","id":31,"method":"no/such"}`)
+	assert.Equal(t, http.StatusBadRequest, status)
+	code, _ = errorOf(t, json.RawMessage(body))
+	assert.Equal(t, jsonrpc.CodeMethodNotFound, code)
 	c := httpClient(t, url, nil)
 	_, err := c.CallTool(ctxFor(t), "demo__add", map[string]int{"a": 1, "b": 1}, nil)
 	require.NoError(t, err)
