@@ -44,7 +44,15 @@
 //	session.go        a client session: the method table, lists, routing entry
 //	routing.go        the call path: resolve, pick, forward; id and progress-
 //	                  token rewriting; server requests routed to their client
+//	modern.go         clients of the 2026-07-28 revision: requests without a
+//	                  session, their checks, answers and cache hints
+//	listen.go         subscriptions/listen streams, and the session's holds
+//	                  on resource subscriptions
+//	input.go          translation between eras: a server's requests as a
+//	                  modern client's input requests, and back
 //	replica.go        a server connection: handshake, lists, what it sends
+//	replica_modern.go servers of the 2026-07-28 revision: discover, _meta,
+//	                  their listen stream
 //	registry.go       every replica of every instance, and the immutable view
 //	subscriptions.go  resource subscriptions counted cluster-wide; fan-out
 //	cluster.go        instances: heartbeats, snapshots, calls between them
