@@ -483,6 +483,15 @@ func TestGoSDK_cancel(t *testing.T) { everywhere(t, testGoSDK_cancel) }
 
 func testGoSDK_cancel(t *testing.T, e endpoint) {
 	f := newFixture()
+	started := f.addWait()
+	cs := e.connect(t, f.Server, nil, nil)
+	cancelCall(t, cs, f, "wait", started)
+	stillWorks(t, cs, e.modern)
+}
+
+// addWait adds a tool "wait" that waits until its call is cancelled; the
+// channel is closed once it is called.
+func (f *fixture) addWait() <-chan struct{} {
 	started := make(chan struct{})
 	f.AddTool(&mcp.Tool{Name: "wait", Description: "waits"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
 		close(started)
@@ -490,18 +499,23 @@ func testGoSDK_cancel(t *testing.T, e endpoint) {
 		f.cancelled <- struct{}{}
 		return nil, ctx.Err()
 	})
-	cs := e.connect(t, f.Server, nil, nil)
+	return started
+}
+
+// cancelCall calls tool (f's "wait") and cancels the call once it started:
+// the SDK returns context.Canceled and the tool sees its call cancelled.
+func cancelCall(t *testing.T, cs *sdk.ClientSession, f *fixture, tool string, started <-chan struct{}) {
+	t.Helper()
 	callCtx, cancel := context.WithCancel(testCtx(t))
 	errc := make(chan error, 1)
 	go func() {
-		_, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: "wait"})
+		_, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: tool})
 		errc <- err
 	}()
 	recv(t, started)
 	cancel()
 	assert.ErrorIs(t, recv(t, errc), context.Canceled)
 	recv(t, f.cancelled)
-	stillWorks(t, cs, e.modern)
 }
 
 func TestGoSDK_serverRequests(t *testing.T) { everywhere(t, testGoSDK_serverRequests) }

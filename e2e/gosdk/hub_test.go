@@ -137,22 +137,7 @@ func testGoSDK_acrossInstances(t *testing.T, version string) {
 	require.NoError(t, err)
 	assert.Equal(t, "late", res.Content[0].(*sdk.TextContent).Text)
 
-	callCtx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	started := make(chan struct{})
-	f.AddTool(&mcp.Tool{Name: "wait", Description: "waits"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-		close(started)
-		<-ctx.Done()
-		f.cancelled <- struct{}{}
-		return nil, ctx.Err()
-	})
+	started := f.addWait()
 	recv(t, changed)
-	go func() {
-		_, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: "switchboard-fixture__wait"})
-		errc <- err
-	}()
-	recv(t, started)
-	cancel()
-	assert.ErrorIs(t, recv(t, errc), context.Canceled)
-	recv(t, f.cancelled)
+	cancelCall(t, cs, f, "switchboard-fixture__wait", started)
 }
