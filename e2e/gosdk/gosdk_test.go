@@ -477,8 +477,9 @@ func testGoSDK_calls(t *testing.T, e endpoint) {
 }
 
 // TestGoSDK_cancel checks that cancelling a call's context reaches the
-// tool (the SDK sends notifications/cancelled in a POST of its own) and
-// that the session goes on.
+// tool (in a session the SDK sends notifications/cancelled in a POST of its
+// own; in 2026-07-28 it drops the call's request, and the hub cancels the
+// call upstream) and that the client goes on.
 func TestGoSDK_cancel(t *testing.T) { everywhere(t, testGoSDK_cancel) }
 
 func testGoSDK_cancel(t *testing.T, e endpoint) {
