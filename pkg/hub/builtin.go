@@ -13,6 +13,10 @@ import (
 const (
 	uriServers   = "switchboard://servers"
 	uriInstances = "switchboard://instances"
+	uriStats     = "switchboard://stats"             // stats_doc.go
+	uriClients   = "switchboard://clients"           // clients.go; operators only
+	uriCalls     = "switchboard://calls"             // calllog.go; operators only
+	uriCallsArgs = "switchboard://calls?arguments=1" // the same with arguments; admins only
 )
 
 func isBuiltin(uri string) bool { return strings.HasPrefix(uri, "switchboard://") }
@@ -25,6 +29,15 @@ var builtinItems = func() []*aggItem {
 			Description: "The hub instances of this cluster and what is connected to each.", MIMEType: "application/json"},
 		{URI: uriServers, Name: "servers", Title: "Connected servers",
 			Description: "Every MCP server connected to the hub, its replicas and what they offer.", MIMEType: "application/json"},
+		{URI: uriStats, Name: "stats", Title: "Traffic",
+			Description: "Calls/s, errors/s by code and p50/p99 latency per server and tool, and each instance's connections, over the cluster; updated every second while subscribed.",
+			MIMEType:    "application/json"},
+		{URI: uriClients, Name: "clients", Title: "Connected clients",
+			Description: "Every client connected to the cluster: name, version, transport, token, instance, connected since, calls in flight. Operators only.",
+			MIMEType:    "application/json"},
+		{URI: uriCalls, Name: "calls", Title: "Call log",
+			Description: "The cluster's last calls: time, client, tool, duration, outcome. Operators only; switchboard://calls?arguments=1 adds the arguments, for admins.",
+			MIMEType:    "application/json"},
 	} {
 		r.Meta = mcp.Meta{mcp.MetaServer: reservedName}
 		raw, _ := json.Marshal(r)
@@ -98,6 +111,9 @@ func (h *Hub) instanceDocs(v *view) []instanceDoc {
 // admins and dashboards see which token each replica uses, where instances
 // listen, how loaded replicas are, and which items were refused.
 func (h *Hub) readBuiltin(s *session, uri string) (any, error) {
+	if watchBit(uri) != 0 {
+		return h.readTraffic(s, uri)
+	}
 	v := h.reg.view()
 	operator := s.who.has(RoleDashboard) // admins too
 	instances := h.instanceDocs(v)
@@ -171,4 +187,44 @@ func (h *Hub) builtinsChanged() {
 	for _, uri := range []string{uriServers, uriInstances} {
 		h.subs.deliverLocal(uri, encodeNotification(mcp.NotificationResourceUpdated, &mcp.ResourceUpdatedParams{URI: uri}))
 	}
+}
+
+// builtinAccess refuses a session one of the hub's resources its token may
+// not read: the clients and the call log are for operators, the arguments
+// of calls for admins.
+func (h *Hub) builtinAccess(s *session, uri string) error {
+	switch uri {
+	case uriClients, uriCalls:
+		if !s.who.has(RoleDashboard) {
+			return forbidden(s.who, "read "+uri+" (operators only: dashboard and admin tokens)")
+		}
+	case uriCallsArgs:
+		if !s.who.roles[RoleAdmin] {
+			return forbidden(s.who, "read "+uri+" (admins only: arguments may hold what only the caller should see)")
+		}
+	}
+	return nil
+}
+
+// readTraffic reads switchboard://stats, clients or calls, which keeps the
+// statistics' loop running for a while.
+func (h *Hub) readTraffic(s *session, uri string) (any, error) {
+	if err := h.builtinAccess(s, uri); err != nil {
+		return nil, err
+	}
+	h.stats.watched(uri, true)
+	var text []byte
+	var err error
+	switch uri {
+	case uriStats:
+		text, err = h.stats.statsJSON(s)
+	case uriClients:
+		text, err = h.stats.clientsJSON()
+	default:
+		text, err = h.stats.callsJSON(uri == uriCallsArgs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(text)}}}, nil
 }

@@ -58,6 +58,11 @@
 //	cluster.go        instances: heartbeats, snapshots, calls between them
 //	envelope.go       the wire format between instances
 //	errors.go         every JSON-RPC error the hub gives, built in one place
+//	stats.go          traffic statistics: counters per call, the window
+//	                  kept while someone watches; stats_doc.go renders
+//	                  switchboard://stats, stats_cluster.go adds up the
+//	                  instances' summaries, calllog.go and clients.go are
+//	                  switchboard://calls and switchboard://clients
 //	caps.go, builtin.go, names.go, metrics.go
 //
 // # Inside
@@ -80,8 +85,9 @@
 // or the broker. When two are held, they are taken in this order:
 // registry.mu (held while a registry change is announced), then Hub.mu,
 // then replica.mu; registry.mu, then subscriptions.mu or Hub.changedMu.
-// cluster.mu, subscriptions.mu, session.mu and flight.mu are leaves:
-// nothing else is taken while one is held.
+// cluster.mu, subscriptions.mu, session.mu, flight.mu, stats.mu,
+// stats.rmu and callLog.mu are leaves: nothing else is taken while one is
+// held.
 //
 // docs/architecture.md follows one call and one notification through all
 // of this; docs/protocol.md says how each ambiguity of MCP and JSON-RPC was

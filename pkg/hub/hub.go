@@ -114,6 +114,10 @@ type Config struct {
 	// kind to one client (the last change is always told). Default 100 ms.
 	ListChangedInterval time.Duration
 
+	// StatsInterval is how often switchboard://stats is brought up to date
+	// while someone watches it; its window spans 60 intervals. Default 1 s.
+	StatsInterval time.Duration
+
 	// SessionIdleTimeout ends a Streamable HTTP session with no request in
 	// progress and no stream open for this long, releasing its
 	// subscriptions. Default 10 minutes.
@@ -159,6 +163,7 @@ const (
 	DefaultMaxSubscriptions         = 1000
 	DefaultMaxSubscriptionsPerToken = 10000
 	DefaultListChangedInterval      = 100 * time.Millisecond
+	DefaultStatsInterval            = time.Second
 )
 
 func (cfg *Config) setDefaults() {
@@ -203,6 +208,7 @@ func (cfg *Config) setDefaults() {
 	def(&cfg.MaxSubscriptions, DefaultMaxSubscriptions)
 	def(&cfg.MaxSubscriptionsPerToken, DefaultMaxSubscriptionsPerToken)
 	defDur(&cfg.ListChangedInterval, DefaultListChangedInterval)
+	defDur(&cfg.StatsInterval, DefaultStatsInterval)
 	def(&cfg.ReplayEvents, mcp.DefaultReplayEvents)
 	def(&cfg.ReplayBytes, mcp.DefaultReplayBytes)
 	def(&cfg.SendQueue, DefaultSendQueue)
@@ -233,6 +239,7 @@ type Hub struct {
 	cluster    *cluster
 	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
 	gone       departures             // servers that left lately
+	stats      *stats                 // traffic statistics: switchboard://stats, clients, calls
 	mux        http.Handler
 
 	changedMu sync.Mutex
@@ -283,6 +290,7 @@ func New(cfg Config) (*Hub, error) {
 	h.reg = newRegistry(h.viewChanged)
 	h.subs = newSubscriptions(h)
 	h.inputs = newInputs(h)
+	h.stats = newStats(h)
 	h.cluster = newCluster(h)
 	h.streamable = h.newStreamable()
 	h.mux = h.newMux()
@@ -293,6 +301,10 @@ func New(cfg Config) (*Hub, error) {
 	if err := h.cluster.start(h.ctx); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("hub: joining the cluster: %w", err)
+	}
+	if err := h.stats.start(h.ctx); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("hub: subscribing to the statistics: %w", err)
 	}
 	return h, nil
 }
@@ -382,6 +394,7 @@ func (h *Hub) Close() error {
 	h.wg.Wait()
 	h.subs.close()
 	h.cluster.close()
+	h.stats.close()
 	var err error
 	if h.ownsBroker {
 		err = h.broker.Close()

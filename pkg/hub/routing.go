@@ -160,6 +160,7 @@ type target struct {
 	server   string
 	replicas []*replicaInfo
 	params   json.RawMessage
+	item     string // the tool or prompt, by the server's name for it, for the statistics
 }
 
 // resolve finds the target of tools/call, prompts/get and resources/read.
@@ -227,7 +228,7 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 		if names > 1 {
 			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `params hold "name" more than once`)
 		}
-		return &target{server: it.server, replicas: it.replicas, params: req.Params}, nil // already the server's own name
+		return &target{server: it.server, replicas: it.replicas, params: req.Params, item: it.orig}, nil // already the server's own name
 	}
 	orig := jsonrpc.AppendString(nil, it.orig)
 	params, ok := jsonrpc.Splice(req.Params, rawName, orig)
@@ -239,7 +240,7 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 			return nil, errParamsNotObject
 		}
 	}
-	return &target{server: it.server, replicas: it.replicas, params: params}, nil
+	return &target{server: it.server, replicas: it.replicas, params: params, item: it.orig}, nil
 }
 
 // resourceServer finds the server of a resource the session may use: one
@@ -356,7 +357,7 @@ func (h *Hub) forward(t *target, c caller, method string, done func(json.RawMess
 		done(nil, errDraining)
 		return func(error) {}
 	}
-	f := &flight{}
+	f := &flight{start: time.Now()}
 	h.attempt(f, t, c, method, t.params, done)
 	return f.cancel
 }
@@ -370,7 +371,7 @@ func (h *Hub) attempt(f *flight, t *target, c caller, method string, params json
 	ri := h.pick(t.replicas)
 	if ri == nil {
 		if f.end() {
-			done(nil, errServerGone(t.server))
+			h.ended(f, t, c, method, nil, errServerGone(t.server), done)
 		}
 		return
 	}
@@ -395,20 +396,20 @@ func (h *Hub) attempt(f *flight, t *target, c caller, method string, params json
 				next, err := h.answerInput(ctx, c, raw, params)
 				if err != nil {
 					if f.end() {
-						done(nil, h.upstreamError(t.server, err))
+						h.ended(f, t, c, method, nil, h.upstreamError(t.server, err), done)
 					}
 					return
 				}
 				h.attempt(f, t, c, method, next, done)
 			}) && f.end() {
-				done(nil, errDraining)
+				h.ended(f, t, c, method, nil, errDraining, done)
 			}
 			return
 		}
 		if !f.end() {
 			return
 		}
-		done(raw, h.upstreamError(t.server, err))
+		h.ended(f, t, c, method, raw, h.upstreamError(t.server, err), done)
 	}
 	var abort func(error)
 	if ri.local != nil {
@@ -441,6 +442,7 @@ func (h *Hub) call(ctx context.Context, t *target, c caller, method string) (jso
 // cancellation or its timeout, whichever comes first. A call answered in
 // rounds (attempt) is one flight.
 type flight struct {
+	start   time.Time // of its first attempt, for the statistics
 	mu      sync.Mutex
 	ended   bool
 	gen     int         // the attempt running now

@@ -93,7 +93,8 @@ func TestHub_aggregatesAndRoutes(t *testing.T) {
 	for _, r := range resources {
 		uris = append(uris, r.URI)
 	}
-	assert.Equal(t, []string{"demo://clock", "demo://counter", "switchboard://instances", "switchboard://servers"}, uris)
+	assert.Equal(t, []string{"demo://clock", "demo://counter", "switchboard://calls", "switchboard://clients", "switchboard://instances",
+		"switchboard://servers", "switchboard://stats"}, uris)
 	templates, err := c.AllResourceTemplates(ctx)
 	require.NoError(t, err)
 	require.Len(t, templates, 1)

@@ -32,6 +32,7 @@ type session struct {
 	limit     *bucket // nil: no rate limit
 	release   func()  // frees the token's connection slot
 	initTimer *time.Timer
+	since     time.Time // when it connected
 
 	listChanges *coalescer // list_changed to this client
 	rootChanges *coalescer // roots/list_changed from this client, by replica
@@ -49,6 +50,7 @@ type session struct {
 	subscribed  map[string]bool        // the URIs it subscribed with resources/subscribe
 	initialized bool
 	name        string           // its clientInfo.name, for logs
+	version     string           // its clientInfo.version, for switchboard://clients
 	declared    clientCaps       // what it can do for servers
 	level       mcp.LoggingLevel // "" until the client sets one: then everything is sent
 	calling     map[string]int   // calls in flight, by server
@@ -61,7 +63,7 @@ const sessionMaxConcurrent = 64
 // conn. Start it with start.
 func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transport, scope string) *session {
 	s := &session{hub: h, id: h.nextID(), who: who, role: "client", transport: transport, scope: scope,
-		limit: h.bucketFor(who), release: release}
+		limit: h.bucketFor(who), release: release, since: time.Now()}
 	if !who.has(RoleClient) {
 		s.role = "dashboard"
 	}
@@ -397,6 +399,7 @@ func (s *session) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 	}
 	if err != nil {
 		h.metrics.observeRequest(req.Method, err)
+		h.stats.refused(s, req, err)
 		reply.Send(nil, err)
 		return true
 	}
@@ -491,7 +494,7 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 		return nil, errAlreadyInitialized
 	}
 	s.initialized = true
-	s.name = p.ClientInfo.Name
+	s.name, s.version = p.ClientInfo.Name, p.ClientInfo.Version
 	s.declared = parseClientCaps(raw.Capabilities)
 	return s.initializeResult(mcp.NegotiateVersion(p.ProtocolVersion)), nil
 }

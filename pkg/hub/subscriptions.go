@@ -99,6 +99,8 @@ func (s *subscriptions) subscribe(ctx context.Context, ss *session, uri string) 
 		if server, ok = h.reg.view().serverOfURI(uri); !ok {
 			return errResourceNotFound(uri)
 		}
+	} else if err := h.builtinAccess(ss, uri); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	// The check is made under the lock that dropSession takes after the
@@ -130,6 +132,7 @@ func (s *subscriptions) subscribe(ctx context.Context, ss *session, uri string) 
 	s.bySession[ss][uri] = struct{}{}
 	if server == reservedName {
 		s.mu.Unlock()
+		h.stats.watched(uri, false) // the traffic resources update while subscribed
 		return nil
 	}
 	up := s.upstream[uri]

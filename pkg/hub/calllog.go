@@ -1,0 +1,225 @@
+package hub
+
+import (
+	"encoding/json"
+	"errors"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// The call log: the last calls of the cluster's clients, for operators
+// (switchboard://calls), with their arguments for admins
+// (switchboard://calls?arguments=1). Entries are made only while someone
+// watches it, here or on another instance: one allocation per call then,
+// none otherwise. Each instance keeps its own in a ring without a lock,
+// sends the new ones with its summary each interval, and keeps the other
+// instances' latest.
+const (
+	callRing        = 256  // entries each instance keeps of its own, and of the others'
+	callDocMax      = 200  // entries in switchboard://calls
+	maxCallMessage  = 200  // bytes of an error message kept
+	maxCallArgument = 1024 // bytes of arguments kept
+)
+
+// callEntry is one call in the call log.
+type callEntry struct {
+	At         time.Time `json:"at"`
+	Instance   string    `json:"instance"`
+	Client     string    `json:"client"`             // its clientInfo.name
+	ClientID   string    `json:"clientId,omitempty"` // "<instance>/<session>"
+	Token      string    `json:"token,omitempty"`    // the name of its token
+	Server     string    `json:"server,omitempty"`   // "" when the hub refused it
+	Method     string    `json:"method"`
+	Name       string    `json:"name,omitempty"` // the tool or prompt, by the server's name for it
+	DurationMs float64   `json:"durationMs"`
+	// Outcome is "ok", "error" (Code and Message say which), "cancelled"
+	// (by its client) or "tool error" (a result with isError).
+	Outcome   string `json:"outcome"`
+	Code      int64  `json:"code,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Arguments string `json:"arguments,omitempty"` // JSON, cut at maxCallArgument bytes; in the arguments view only
+	seq       uint64
+}
+
+// callLog holds this instance's entries in a ring written without a lock,
+// and the other instances' latest.
+type callLog struct {
+	next atomic.Uint64 // sequence number of the last entry made
+	ring [callRing]atomic.Pointer[callEntry]
+
+	mu        sync.Mutex // guards what follows; a leaf
+	published uint64     // our entries up to this one went out with a summary
+	told      uint64     // our entries up to this one were told to subscribers
+	remote    []*callEntry
+	remoteNew bool // others' entries came since subscribers were told
+}
+
+// add puts an entry in the ring.
+func (l *callLog) add(e *callEntry) {
+	n := l.next.Add(1)
+	e.seq = n
+	l.ring[n%callRing].Store(e)
+}
+
+// since returns our entries after sequence number from, oldest first, at
+// most limit (the newest).
+func (l *callLog) since(from uint64, limit int) []*callEntry {
+	last := l.next.Load()
+	first := max(from+1, last-min(last, uint64(limit))+1)
+	out := make([]*callEntry, 0, last-min(last, first-1))
+	for n := first; n <= last; n++ {
+		if e := l.ring[n%callRing].Load(); e != nil && e.seq == n {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// unpublished returns our entries made since the last call, at most limit.
+func (l *callLog) unpublished(limit int) []*callEntry {
+	l.mu.Lock()
+	from := l.published
+	l.published = l.next.Load()
+	l.mu.Unlock()
+	return l.since(from, limit)
+}
+
+// addRemote keeps entries another instance sent.
+func (l *callLog) addRemote(entries []*callEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.remote = append(l.remote, entries...)
+	if n := len(l.remote) - callRing; n > 0 {
+		l.remote = append([]*callEntry(nil), l.remote[n:]...)
+	}
+	l.remoteNew = true
+}
+
+// changed reports whether entries came since it last said so.
+func (l *callLog) changed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.next.Load()
+	ch := n != l.told || l.remoteNew
+	l.told, l.remoteNew = n, false
+	return ch
+}
+
+// entries returns the cluster's last entries, oldest first.
+func (l *callLog) entries() []*callEntry {
+	out := l.since(0, callRing)
+	l.mu.Lock()
+	out = append(out, l.remote...)
+	l.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	if len(out) > callDocMax {
+		out = out[len(out)-callDocMax:]
+	}
+	return out
+}
+
+// logCall makes the entry of a routed call.
+func (st *stats) logCall(want uint32, t *target, c caller, method string, d time.Duration, raw json.RawMessage, err error, o int) {
+	e := &callEntry{At: time.Now().UTC(), Instance: st.hub.id, Server: t.server, Method: method, Name: t.item,
+		DurationMs: round3(float64(d) / 1e6)}
+	if sc, ok := c.(sessionCall); ok {
+		e.Client, e.ClientID, e.Token = sc.s.clientName(), sc.s.key(), sc.s.who.name
+	}
+	e.outcome(o, err)
+	if o == outcomeOK && method == mcp.MethodToolsCall {
+		if v, ok := jsonrpc.Member(raw, "isError"); ok && string(v) == "true" {
+			e.Outcome = "tool error"
+		}
+	}
+	if want&watchArgs != 0 {
+		e.Arguments = callArguments(method, t.params)
+	}
+	st.log.add(e)
+}
+
+// logRefused makes the entry of a call the hub refused.
+func (st *stats) logRefused(s *session, req *jsonrpc.Request, err error, o int) {
+	e := &callEntry{At: time.Now().UTC(), Instance: st.hub.id, Method: req.Method,
+		Client: s.clientName(), ClientID: s.key(), Token: s.who.name}
+	if req.Method == mcp.MethodToolsCall || req.Method == mcp.MethodPromptsGet {
+		e.Name, _ = jsonrpc.StringMember(req.Params, "name")
+		e.Name = cut(e.Name, maxCallMessage)
+	}
+	e.outcome(o, err)
+	st.log.add(e)
+}
+
+// outcome fills the entry's outcome from the call's.
+func (e *callEntry) outcome(o int, err error) {
+	switch o {
+	case outcomeOK:
+		e.Outcome = "ok"
+	case outcomeCancelled:
+		e.Outcome = "cancelled"
+	default:
+		e.Outcome = "error"
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			e.Code, e.Message = int64(rpcErr.Code), cut(rpcErr.Message, maxCallMessage)
+		} else {
+			e.Code = int64(jsonrpc.CodeOf(err))
+		}
+	}
+}
+
+// callArguments returns what the call log shows of a call's params: a tool's
+// or prompt's arguments, the rest of another method's params.
+func callArguments(method string, params json.RawMessage) string {
+	if method == mcp.MethodToolsCall || method == mcp.MethodPromptsGet {
+		args, ok := jsonrpc.Member(params, "arguments")
+		if !ok {
+			return ""
+		}
+		params = args
+	}
+	return cut(string(params), maxCallArgument)
+}
+
+// cut shortens s to at most n bytes, on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// callsDoc is the content of switchboard://calls.
+type callsDoc struct {
+	Instance  string       `json:"instance"`
+	Arguments bool         `json:"arguments"` // whether entries carry their arguments
+	Calls     []*callEntry `json:"calls"`     // oldest first
+}
+
+// callsJSON returns the call log; with args, with the arguments of the
+// calls made while someone watched them.
+func (st *stats) callsJSON(args bool) ([]byte, error) {
+	entries := st.log.entries()
+	doc := callsDoc{Instance: st.hub.id, Arguments: args, Calls: make([]*callEntry, 0, len(entries))}
+	for _, e := range entries {
+		if !args && e.Arguments != "" {
+			c := *e
+			c.Arguments = ""
+			e = &c
+		}
+		doc.Calls = append(doc.Calls, e)
+	}
+	return json.Marshal(doc)
+}
