@@ -16,6 +16,7 @@ import { refreshTools, resetTools } from './panels/tools.js';
 import { refreshResources, resetResources, resourceUpdated, want } from './panels/resources.js';
 import { refreshPrompts, resetPrompts } from './panels/prompts.js';
 import { roots, renderRoots } from './panels/roots.js';
+import { trafficOpened, trafficUpdated, resetTraffic } from './panels/traffic.js';
 
 let connectGen = 0;
 
@@ -81,6 +82,7 @@ async function onOpen(reconnected) {
     want(SERVERS_URI, 'sidebar').catch((err) => log('error', `subscribing to ${SERVERS_URI}: ${err.message}`));
     applyLogLevel(c);
   }
+  trafficOpened();
   await Promise.all([refreshServers(), refreshTools(), refreshResources(), refreshPrompts()]);
 }
 
@@ -98,6 +100,7 @@ function onNotification({ method, params }) {
       break;
     case 'notifications/resources/updated':
       if (params.uri === SERVERS_URI) refreshServers();
+      trafficUpdated(params.uri);
       resourceUpdated(params.uri);
       break;
   }
@@ -111,6 +114,7 @@ function resetWorkspace() {
   resetTools();
   resetResources();
   resetPrompts();
+  resetTraffic();
 }
 
 const params = new URLSearchParams(location.search);

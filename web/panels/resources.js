@@ -125,7 +125,7 @@ export async function want(uri, owner) {
 }
 
 /** unwant drops owner's interest in uri; the last one unsubscribes. */
-async function unwant(uri, owner) {
+export async function unwant(uri, owner) {
   const s = subs.get(uri);
   if (!s?.owners.delete(owner)) return;
   s.updates = 0;
