@@ -57,7 +57,6 @@ type callLog struct {
 	published uint64     // our entries up to this one went out with a summary
 	told      uint64     // our entries up to this one were told to subscribers
 	remote    []*callEntry
-	remoteNew bool // others' entries came since subscribers were told
 }
 
 // add puts an entry in the ring.
@@ -90,10 +89,11 @@ func (l *callLog) unpublished(limit int) []*callEntry {
 	return l.since(from, limit)
 }
 
-// addRemote keeps entries another instance sent.
-func (l *callLog) addRemote(entries []*callEntry) {
+// addRemote keeps entries another instance sent; it reports whether there
+// were any.
+func (l *callLog) addRemote(entries []*callEntry) bool {
 	if len(entries) == 0 {
-		return
+		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -101,16 +101,17 @@ func (l *callLog) addRemote(entries []*callEntry) {
 	if n := len(l.remote) - callRing; n > 0 {
 		l.remote = append([]*callEntry(nil), l.remote[n:]...)
 	}
-	l.remoteNew = true
+	return true
 }
 
-// changed reports whether entries came since it last said so.
+// changed reports whether this instance made entries since it last said
+// so (the others' are told as they come).
 func (l *callLog) changed() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := l.next.Load()
-	ch := n != l.told || l.remoteNew
-	l.told, l.remoteNew = n, false
+	ch := n != l.told
+	l.told = n
 	return ch
 }
 

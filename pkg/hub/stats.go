@@ -389,9 +389,12 @@ func (st *stats) watched(uri string, read bool) {
 		bit |= watchCalls
 	}
 	// Calls record what it needs from now on, not from the next tick,
-	// which may have looked before this watcher came (pending).
+	// which may have looked before this watcher came (pending); the other
+	// instances hear of it at once too.
 	st.pending.Or(bit)
-	st.want.Or(bit)
+	if old := st.want.Or(bit); old&bit != bit {
+		st.announce()
+	}
 	st.wake()
 }
 

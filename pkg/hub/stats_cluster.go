@@ -245,19 +245,50 @@ func (st *stats) publish(sum *summary) {
 	}
 }
 
+// announce tells the other instances at once what this one's watchers
+// watch, when that grew between two ticks: the latest summary again, with
+// the new watch bits (and without the call log entries it already sent).
+// The loop wakes the instances that were not running.
+func (st *stats) announce() {
+	h := st.hub
+	st.mu.Lock()
+	latest, readAt := st.latest, st.readAt
+	st.mu.Unlock()
+	if latest == nil || !h.hasRemoteInstances() {
+		return
+	}
+	sum := *latest
+	sum.Watch = latest.Watch | st.localWatch(time.Now(), readAt)
+	sum.Calls = nil
+	st.publish(&sum)
+}
+
 // onSummary keeps another instance's summary; one that says someone
-// watches there wakes this instance's loop.
+// watches there makes this instance record what they watch from now on,
+// and wakes its loop.
 func (st *stats) onSummary(_ context.Context, _ string, payload []byte) {
 	sum, ok := decodeSummary(payload)
 	if !ok || sum.Instance == st.hub.id {
 		return
 	}
 	st.rmu.Lock()
-	st.remote[sum.Instance] = &remoteSummary{sum: sum, at: time.Now()}
+	if old := st.remote[sum.Instance]; old == nil || !sum.At.Before(old.sum.At) {
+		st.remote[sum.Instance] = &remoteSummary{sum: sum, at: time.Now()}
+	}
 	st.rmu.Unlock()
-	st.log.addRemote(sum.Calls)
-	if sum.Watch != 0 && !st.isRunning() {
-		st.hub.goOwned(st.wake)
+	if st.log.addRemote(sum.Calls) {
+		st.tell(uriCalls) // at once: the entries are already a summary's interval old
+		st.tell(uriCallsArgs)
+	}
+	if w := sum.Watch; w != 0 {
+		if w&watchArgs != 0 {
+			w |= watchCalls
+		}
+		st.pending.Or(w)
+		st.want.Or(w)
+		if !st.isRunning() {
+			st.hub.goOwned(st.wake)
+		}
 	}
 }
 
