@@ -212,7 +212,7 @@ func (h *Hub) readTraffic(s *session, uri string) (any, error) {
 	if err := h.builtinAccess(s, uri); err != nil {
 		return nil, err
 	}
-	h.stats.watched(uri, true)
+	h.stats.watched(uri, !h.subs.subscribedTo(s, uri)) // a poller's read keeps the loop running a while; a subscriber does anyway
 	var text []byte
 	var err error
 	switch uri {

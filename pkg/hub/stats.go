@@ -258,6 +258,15 @@ func newStats(h *Hub) *stats {
 	st := &stats{hub: h, rec: newRecorder(), interval: h.cfg.StatsInterval, remote: map[string]*remoteSummary{},
 		counters: prometheus.NewRegistry()}
 	st.counters.MustRegister(h.metrics.rateLimited, h.metrics.slowConsumers, h.metrics.dropped)
+	h.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchboard_stats_watched",
+		Help: "1 while someone watches switchboard://stats, clients or calls, here or on another instance, and the hub keeps their window.",
+	}, func() float64 {
+		if st.isRunning() {
+			return 1
+		}
+		return 0
+	}))
 	return st
 }
 
@@ -468,6 +477,14 @@ func (st *stats) localWatch(now time.Time, readAt [numWatchBits]time.Time) uint3
 		w |= watchCalls
 	}
 	return w
+}
+
+// subscribedTo reports whether a session subscribes to uri.
+func (s *subscriptions) subscribedTo(ss *session, uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.bySession[ss][uri]
+	return ok
 }
 
 // hasLocal reports whether a session of this instance subscribes to uri.

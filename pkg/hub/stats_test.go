@@ -332,6 +332,7 @@ func TestStats_updatesOnlyWhileWatched(t *testing.T) {
 	assert.False(t, th.stats.isRunning(), "nobody watches yet")
 	w := watch(t, th, "", uriStats)
 	require.True(t, th.stats.isRunning())
+	assert.Equal(t, 1.0, scrape(t, th, "switchboard_stats_watched"))
 
 	var ticks []time.Time
 	for k := 1; len(ticks) < 4; k++ {
@@ -346,8 +347,9 @@ func TestStats_updatesOnlyWhileWatched(t *testing.T) {
 	}
 
 	require.NoError(t, w.c.Unsubscribe(ctxFor(t), uriStats))
-	// The reads above keep it running for readLinger intervals.
+	// The subscriber's reads did not keep it running: a poller's would.
 	require.Eventually(t, func() bool { return !th.stats.isRunning() }, wait, 10*time.Millisecond)
+	assert.Equal(t, 0.0, scrape(t, th, "switchboard_stats_watched"))
 	th.stats.mu.Lock()
 	assert.Nil(t, th.stats.windows, "the window is freed")
 	th.stats.mu.Unlock()
