@@ -197,6 +197,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	if rep.statsCost, err = runStatsCost(ctx, cfg, env.solo, progress); err != nil {
+		return fmt.Errorf("traffic statistics' cost: %w", err)
+	}
 	if rep.churn, err = runChurn(ctx, cfg, env.solo, progress); err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ type report struct {
 	fanout     []*fanoutResult
 	idle       *idleResult
 	churn      *churnResult
+	statsCost  *statsCostResult // statscost.go
 	profiles   []*profileResult
 	profileDir string
 	notes      []string // what could not be measured, and why
@@ -200,6 +201,7 @@ func (r *report) table() *table {
 				rateRatio, p99Ratio, fmtDuration(c.cpuPerCall()), fmtDuration(c.allCPUPerCall()), allocs, "", target)
 		}
 	}
+	r.statsCostRows(t)
 	if len(r.fanout) > 0 {
 		t.section("fan-out: one notifications/resources/updated, server send -> each subscriber (p999/max: max)")
 		for _, f := range r.fanout {
@@ -328,6 +330,7 @@ func (r *report) markdown() string {
 	w("- Idle: RSS (/proc/PID/status VmRSS) of a fresh hub before and after the clients connect and initialize, once\n")
 	w("  it stops moving; heap in use and goroutines from the hub's runtime counters where exposed.\n")
 	w("- Churn: %d workers each connect, initialize and close a session, over and over, for %v.\n", r.cfg.churnWorkers, r.cfg.churn)
+	w("%s", r.statsCostMethod())
 	w("- Processes: `bin/hub` (built from this tree, run with `SWITCHBOARD_RATE_LIMIT=-1`: the per-connection rate\n")
 	w("  limit is a policy, not a cost), redis-server (`--save '' --appendonly no`), and hubbench itself\n")
 	w("  in hidden roles: `-role echo-server`, `-role peer-server`, `-role mcp-server`, and for profiles only\n")

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"sort"
@@ -45,6 +46,20 @@ type callEntry struct {
 	Message   string `json:"message,omitempty"`
 	Arguments string `json:"arguments,omitempty"` // JSON, cut at maxCallArgument bytes; in the arguments view only
 	seq       uint64
+	from      *session // this instance's caller, whose names fill the entry when it is shown
+}
+
+// shown returns the entry as documents show it: a copy, with its client's
+// names, and its arguments only with args.
+func (e *callEntry) shown(args bool) *callEntry {
+	c := *e
+	if s := e.from; s != nil {
+		c.Client, c.ClientID, c.Token, c.from = s.clientName(), s.key(), s.who.name, nil
+	}
+	if !args {
+		c.Arguments = ""
+	}
+	return &c
 }
 
 // callLog holds this instance's entries in a ring written without a lock,
@@ -80,13 +95,19 @@ func (l *callLog) since(from uint64, limit int) []*callEntry {
 	return out
 }
 
-// unpublished returns our entries made since the last call, at most limit.
+// unpublished returns our entries made since the last call, at most
+// limit, as shown (with arguments, which only an instance watching them
+// records).
 func (l *callLog) unpublished(limit int) []*callEntry {
 	l.mu.Lock()
 	from := l.published
 	l.published = l.next.Load()
 	l.mu.Unlock()
-	return l.since(from, limit)
+	entries := l.since(from, limit)
+	for i, e := range entries {
+		entries[i] = e.shown(true)
+	}
+	return entries
 }
 
 // addRemote keeps entries another instance sent; it reports whether there
@@ -128,15 +149,16 @@ func (l *callLog) entries() []*callEntry {
 	return out
 }
 
-// logCall makes the entry of a routed call.
-func (st *stats) logCall(want uint32, t *target, c caller, method string, d time.Duration, raw json.RawMessage, err error, o int) {
-	e := &callEntry{At: time.Now().UTC(), Instance: st.hub.id, Server: t.server, Method: method, Name: t.item,
+// logCall makes the entry of a routed call that started at start and took
+// d: one allocation; the client's names are read when it is shown.
+func (st *stats) logCall(want uint32, t *target, c caller, method string, start time.Time, d time.Duration, raw json.RawMessage, err error, o int) {
+	e := &callEntry{At: start.Add(d).UTC(), Instance: st.hub.id, Server: t.server, Method: method, Name: t.item,
 		DurationMs: round3(float64(d) / 1e6)}
 	if sc, ok := c.(sessionCall); ok {
-		e.Client, e.ClientID, e.Token = sc.s.clientName(), sc.s.key(), sc.s.who.name
+		e.from = sc.s
 	}
 	e.outcome(o, err)
-	if o == outcomeOK && method == mcp.MethodToolsCall {
+	if o == outcomeOK && method == mcp.MethodToolsCall && bytes.Contains(raw, []byte(`"isError"`)) {
 		if v, ok := jsonrpc.Member(raw, "isError"); ok && string(v) == "true" {
 			e.Outcome = "tool error"
 		}
@@ -149,8 +171,7 @@ func (st *stats) logCall(want uint32, t *target, c caller, method string, d time
 
 // logRefused makes the entry of a call the hub refused.
 func (st *stats) logRefused(s *session, req *jsonrpc.Request, err error, o int) {
-	e := &callEntry{At: time.Now().UTC(), Instance: st.hub.id, Method: req.Method,
-		Client: s.clientName(), ClientID: s.key(), Token: s.who.name}
+	e := &callEntry{At: time.Now().UTC(), Instance: st.hub.id, Method: req.Method, from: s}
 	if req.Method == mcp.MethodToolsCall || req.Method == mcp.MethodPromptsGet {
 		e.Name, _ = jsonrpc.StringMember(req.Params, "name")
 		e.Name = cut(e.Name, maxCallMessage)
@@ -215,12 +236,7 @@ func (st *stats) callsJSON(args bool) ([]byte, error) {
 	entries := st.log.entries()
 	doc := callsDoc{Instance: st.hub.id, Arguments: args, Calls: make([]*callEntry, 0, len(entries))}
 	for _, e := range entries {
-		if !args && e.Arguments != "" {
-			c := *e
-			c.Arguments = ""
-			e = &c
-		}
-		doc.Calls = append(doc.Calls, e)
+		doc.Calls = append(doc.Calls, e.shown(args))
 	}
 	return json.Marshal(doc)
 }

@@ -280,7 +280,7 @@ func (st *stats) observe(t *target, c caller, method string, start time.Time, ra
 	ctr.outcomes[o].Add(1)
 	ctr.hist[bucketOf(d)].Add(1)
 	if want := st.want.Load(); want&watchCalls != 0 {
-		st.logCall(want, t, c, method, d, raw, err, o)
+		st.logCall(want, t, c, method, start, d, raw, err, o)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -528,4 +530,93 @@ func FuzzStatsSummary(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func BenchmarkStats_observeLogged(b *testing.B) {
+	h, err := New(Config{Logger: testLogger()})
+	require.NoError(b, err)
+	defer h.Close()
+	tg := &target{server: "demo", item: "add"}
+	s := &session{hub: h, id: "1", who: anonymous}
+	var c caller = sessionCall{s: s}
+	h.stats.want.Store(watchCalls)
+	raw := json.RawMessage(`{"content":[{"type":"text","text":"3"}],"structuredContent":{"sum":3}}`)
+	start := time.Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			h.stats.observe(tg, c, mcp.MethodToolsCall, start, raw, nil)
+		}
+	})
+}
+
+// BenchmarkStats_watched measures, in one run, calls through the hub with
+// nobody watching the traffic and with a client subscribed to
+// switchboard://stats, clients and calls (what the dashboard's Traffic view
+// does), and reports both rates and their ratio.
+func BenchmarkStats_watched(b *testing.B) {
+	th := benchHub(b, nil)
+	s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ok")}}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	dialed := make(chan struct{})
+	go func() { defer close(dialed); s.Dial(ctx, th.wsURL("/mcp/server"), nil) }()
+	b.Cleanup(func() { cancel(); <-dialed })
+	wctx, wcancel := context.WithTimeout(context.Background(), wait)
+	defer wcancel()
+	if err := th.waitView(wctx, func(v *view) bool { return len(v.servers["bench"]) == 1 }); err != nil {
+		b.Fatal("the bench server never registered")
+	}
+	const conns, inflight = 4, 8
+	clients := make([]*mcp.Client, conns)
+	for i := range clients {
+		c, err := mcp.Connect(context.Background(), th.wsURL("/mcp"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	run := func(n int) time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		var left atomic.Int64
+		left.Store(int64(n))
+		for _, c := range clients {
+			for range inflight {
+				wg.Go(func() {
+					for left.Add(-1) >= 0 {
+						if _, err := c.CallTool(context.Background(), "bench__echo", nil, nil); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	var without, with time.Duration
+	for range 3 { // alternate, so that the machine's drift hits both alike
+		without += run(b.N)
+		w, err := mcp.Connect(context.Background(), th.wsURL("/mcp"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, uri := range []string{uriStats, uriClients, uriCalls} {
+			if err := w.Subscribe(context.Background(), uri); err != nil {
+				b.Fatal(err)
+			}
+		}
+		with += run(b.N)
+		w.Close()
+		require.Eventually(b, func() bool { return !th.stats.isRunning() }, wait, 10*time.Millisecond, "the statistics never stopped")
+	}
+	rate := func(d time.Duration) float64 { return float64(3*b.N) / d.Seconds() }
+	b.ReportMetric(rate(without), "calls/s-unwatched")
+	b.ReportMetric(rate(with), "calls/s-watched")
+	b.ReportMetric(rate(with)/rate(without), "ratio")
 }
