@@ -57,6 +57,11 @@
 // has it. Idle: the fresh hub's RSS before and after those clients connect.
 // Churn: workers connecting, initializing and closing sessions in a loop.
 //
+// Traffic statistics (statscost.go): the hub's 64x16 load with nobody
+// watching its traffic, and with a client doing what the dashboard's
+// Traffic view does (subscribed to switchboard://stats, clients and calls),
+// in alternating rounds; the table gives the ratio of their calls/s.
+//
 // Profiles: when the 64x16 throughput target is missed (or -profile DIR is
 // given), the twin runs the same 64x16 load while it records a CPU profile;
 // the top functions go into docs/benchmarks.md.
