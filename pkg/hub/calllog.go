@@ -54,7 +54,10 @@ type callEntry struct {
 func (e *callEntry) shown(args bool) *callEntry {
 	c := *e
 	if s := e.from; s != nil {
-		c.Client, c.ClientID, c.Token, c.from = s.clientName(), s.key(), s.who.name, nil
+		if c.Client == "" {
+			c.Client = s.clientName()
+		}
+		c.ClientID, c.Token, c.from = s.key(), s.who.name, nil
 	}
 	if !args {
 		c.Arguments = ""
@@ -154,8 +157,19 @@ func (l *callLog) entries() []*callEntry {
 func (st *stats) logCall(want uint32, t *target, c caller, method string, start time.Time, d time.Duration, raw json.RawMessage, err error, o int) {
 	e := &callEntry{At: start.Add(d).UTC(), Instance: st.hub.id, Server: t.server, Method: method, Name: t.item,
 		DurationMs: round3(float64(d) / 1e6)}
-	if sc, ok := c.(sessionCall); ok {
-		e.from = sc.s
+	switch cl := c.(type) {
+	case sessionCall:
+		e.from = cl.s
+		if cl.meta != nil && cl.meta.ClientInfo != nil {
+			e.Client = cl.meta.ClientInfo.Name // a modern request names its client itself
+		}
+	case *inputCall:
+		e.ClientID = cl.client()
+		cl.mu.Lock()
+		if cl.meta != nil && cl.meta.ClientInfo != nil {
+			e.Client = cl.meta.ClientInfo.Name
+		}
+		cl.mu.Unlock()
 	}
 	e.outcome(o, err)
 	if o == outcomeOK && method == mcp.MethodToolsCall && bytes.Contains(raw, []byte(`"isError"`)) {

@@ -237,6 +237,7 @@ func (s *session) routeModern(req *jsonrpc.Request, m *mcp.RequestMeta, reply *p
 	if err != nil {
 		err = modernError(err)
 		h.metrics.observeRequest(req.Method, err)
+		h.stats.refused(s, req, err)
 		reply.Send(nil, err)
 		return true
 	}
