@@ -186,6 +186,12 @@ func (st *stats) logCall(want uint32, t *target, c caller, method string, start 
 // logRefused makes the entry of a call the hub refused.
 func (st *stats) logRefused(s *session, req *jsonrpc.Request, err error, o int) {
 	e := &callEntry{At: time.Now().UTC(), Instance: st.hub.id, Method: req.Method, from: s}
+	if meta, ok := jsonrpc.Member(req.Params, "_meta"); ok {
+		if info, ok := jsonrpc.Member(meta, mcp.MetaClientInfo); ok {
+			name, _ := jsonrpc.StringMember(info, "name") // a modern request names its client itself
+			e.Client = cut(name, maxCallMessage)
+		}
+	}
 	if req.Method == mcp.MethodToolsCall || req.Method == mcp.MethodPromptsGet {
 		e.Name, _ = jsonrpc.StringMember(req.Params, "name")
 		e.Name = cut(e.Name, maxCallMessage)

@@ -620,3 +620,34 @@ func BenchmarkStats_watched(b *testing.B) {
 	b.ReportMetric(rate(with), "calls/s-watched")
 	b.ReportMetric(rate(with)/rate(without), "ratio")
 }
+
+// A stateless request of the 2026-07-28 revision is counted and logged like
+// any call, its client named by the clientInfo of its _meta; one the hub
+// refuses is counted as refused.
+func TestStats_countsModernCalls(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{StatsInterval: testStatsInterval})
+	th.runServer(trafficServer("traffic"), "traffic")
+	w := watch(t, th, "", uriStats, uriCalls)
+	url := th.srv.URL + "/mcp"
+	resp, _ := modernPost(t, url, modernBody(1, mcp.MethodToolsCall, `"name":"traffic__ok","arguments":{}`, "{}"), nil).answer(t)
+	assert.Equal(t, "ok", firstText(t, resultOf(t, resp)))
+	resp, _ = modernPost(t, url, modernBody(2, mcp.MethodToolsCall, `"name":"traffic__fail","arguments":{}`, "{}"), nil).answer(t)
+	code, _ := errorOf(t, resp)
+	require.Equal(t, jsonrpc.CodeInvalidParams, code)
+	resp, _ = modernPost(t, url, modernBody(3, mcp.MethodToolsCall, `"name":"traffic__none","arguments":{}`, "{}"), nil).answer(t)
+	code, _ = errorOf(t, resp)
+	require.Equal(t, jsonrpc.CodeInvalidParams, code)
+
+	doc := until(w, uriStats, "3 modern calls", func(d *statsDoc) bool { return d.Hub.Total == 3 })
+	srv := doc.server("traffic")
+	require.NotNil(t, srv)
+	assert.Equal(t, map[string]int64{"ok": 1, "-32602": 1}, srv.Outcomes)
+	require.NotNil(t, doc.Refused)
+	assert.Equal(t, int64(1), doc.Refused.Total)
+
+	calls := until(w, uriCalls, "3 modern calls logged", func(d *callsDoc) bool { return len(d.Calls) == 3 })
+	for _, e := range calls.Calls {
+		assert.Equal(t, "modern-test", e.Client, "%+v", e)
+	}
+}
