@@ -112,9 +112,10 @@ func runStatsCost(ctx context.Context, cfg *config, h *hubRef, progress func(str
 	return res, nil
 }
 
-// statsCostRounds is at least 3, even in a quick run: the ratio is a
-// median, and one pair of short windows on a shared machine says little.
-func statsCostRounds(cfg *config) int { return max(cfg.rounds, 3) }
+// statsCostRounds is at least 5, even in a quick run: the ratio is a
+// median, and on a shared machine two rounds of the same load alike can
+// differ by a third.
+func statsCostRounds(cfg *config) int { return max(cfg.rounds, 5) }
 
 // waitWatched polls the hub's /metrics until switchboard_stats_watched is 1
 // (watched) or 0.

@@ -20,8 +20,14 @@ import (
 // watches it, here or on another instance: one allocation per call then,
 // none otherwise. Each instance keeps its own in a ring without a lock,
 // sends the new ones with its summary each interval, and keeps the other
-// instances' latest.
+// instances' latest. Under load it logs at most callLogPerTick calls an
+// interval, and callLogErrorsPerTick failed ones beyond: the log shows 200
+// calls, so that more than that per second is lost work (and costs calls/s);
+// the calls left out are counted (skipped).
 const (
+	callLogPerTick       = 100
+	callLogErrorsPerTick = 100
+
 	callRing        = 256  // entries each instance keeps of its own, and of the others'
 	callDocMax      = 200  // entries in switchboard://calls
 	maxCallMessage  = 200  // bytes of an error message kept
@@ -71,10 +77,29 @@ type callLog struct {
 	next atomic.Uint64 // sequence number of the last entry made
 	ring [callRing]atomic.Pointer[callEntry]
 
+	left, errorsLeft atomic.Int64 // what this interval may still log
+	skipped          atomic.Int64 // calls not logged for those bounds, since the instance started
+
 	mu        sync.Mutex // guards what follows; a leaf
 	published uint64     // our entries up to this one went out with a summary
 	told      uint64     // our entries up to this one were told to subscribers
 	remote    []*callEntry
+}
+
+// refill gives a new interval its bounds.
+func (l *callLog) refill() {
+	l.left.Store(callLogPerTick)
+	l.errorsLeft.Store(callLogErrorsPerTick)
+}
+
+// admit reports whether a call may be logged in this interval, and counts
+// it as skipped otherwise.
+func (l *callLog) admit(failed bool) bool {
+	if l.left.Add(-1) >= 0 || failed && l.errorsLeft.Add(-1) >= 0 {
+		return true
+	}
+	l.skipped.Add(1)
+	return false
 }
 
 // add puts an entry in the ring.
@@ -155,6 +180,9 @@ func (l *callLog) entries() []*callEntry {
 // logCall makes the entry of a routed call that started at start and took
 // d: one allocation; the client's names are read when it is shown.
 func (st *stats) logCall(want uint32, t *target, c caller, method string, start time.Time, d time.Duration, raw json.RawMessage, err error, o int) {
+	if !st.log.admit(o >= outcomeFirstCode) {
+		return
+	}
 	e := &callEntry{At: start.Add(d).UTC(), Instance: st.hub.id, Server: t.server, Method: method, Name: t.item,
 		DurationMs: round3(float64(d) / 1e6)}
 	switch cl := c.(type) {
@@ -185,6 +213,9 @@ func (st *stats) logCall(want uint32, t *target, c caller, method string, start 
 
 // logRefused makes the entry of a call the hub refused.
 func (st *stats) logRefused(s *session, req *jsonrpc.Request, err error, o int) {
+	if !st.log.admit(o >= outcomeFirstCode) {
+		return
+	}
 	e := &callEntry{At: time.Now().UTC(), Instance: st.hub.id, Method: req.Method, from: s}
 	if meta, ok := jsonrpc.Member(req.Params, "_meta"); ok {
 		if info, ok := jsonrpc.Member(meta, mcp.MetaClientInfo); ok {
@@ -248,13 +279,19 @@ type callsDoc struct {
 	Instance  string       `json:"instance"`
 	Arguments bool         `json:"arguments"` // whether entries carry their arguments
 	Calls     []*callEntry `json:"calls"`     // oldest first
+	// Skipped counts the calls the instances did not log, beyond
+	// callLogPerTick (and callLogErrorsPerTick failed ones) an interval.
+	Skipped int64 `json:"skipped"`
 }
 
 // callsJSON returns the call log; with args, with the arguments of the
 // calls made while someone watched them.
 func (st *stats) callsJSON(args bool) ([]byte, error) {
 	entries := st.log.entries()
-	doc := callsDoc{Instance: st.hub.id, Arguments: args, Calls: make([]*callEntry, 0, len(entries))}
+	doc := callsDoc{Instance: st.hub.id, Arguments: args, Calls: make([]*callEntry, 0, len(entries)), Skipped: st.log.skipped.Load()}
+	for _, sum := range st.remoteSummaries(time.Now()) {
+		doc.Skipped += sum.Counts.CallsSkipped
+	}
 	for _, e := range entries {
 		doc.Calls = append(doc.Calls, e.shown(args))
 	}

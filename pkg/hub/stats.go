@@ -544,6 +544,7 @@ func (st *stats) tick(gen uint64, now time.Time) bool {
 	st.latest, st.docCache = sum, nil
 	st.tickNo++
 	st.mu.Unlock()
+	st.log.refill()
 
 	if h.hasRemoteInstances() {
 		st.publish(sum)

@@ -50,6 +50,7 @@ type instanceCounts struct {
 	RateLimited    int64 `json:"rl,omitempty"` // requests refused with -32004 by the rate limit
 	SlowConsumers  int64 `json:"sc,omitempty"` // connections closed for not reading
 	DroppedNotices int64 `json:"dn,omitempty"` // notifications not sent to clients that read too slowly
+	CallsSkipped   int64 `json:"cs,omitempty"` // calls its call log left out (callLogPerTick)
 }
 
 // clientsSummary lists an instance's clients.
@@ -119,7 +120,7 @@ func (st *stats) instanceSummary(now time.Time, local, want uint32) *summary {
 		sum.Conns["server/websocket"] = n
 	}
 	h.mu.Unlock()
-	sum.Counts = instanceCounts{InFlight: h.inflight.Load(), Serving: h.cluster.serving()}
+	sum.Counts = instanceCounts{InFlight: h.inflight.Load(), Serving: h.cluster.serving(), CallsSkipped: st.log.skipped.Load()}
 	if mfs, err := st.counters.Gather(); err == nil {
 		for _, mf := range mfs {
 			var v float64

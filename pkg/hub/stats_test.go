@@ -545,9 +545,32 @@ func BenchmarkStats_observeLogged(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
+			h.stats.log.left.Store(1) // every call logged: the worst case, beyond the log's bound per interval
 			h.stats.observe(tg, c, mcp.MethodToolsCall, start, raw, nil)
 		}
 	})
+}
+
+// Under load the call log keeps a bounded number of calls an interval, and
+// failed ones beyond, and counts the rest.
+func TestStats_callLogBound(t *testing.T) {
+	t.Parallel()
+	var l callLog
+	l.refill()
+	admitted := func(n int, failed bool) (k int) {
+		for range n {
+			if l.admit(failed) {
+				k++
+			}
+		}
+		return k
+	}
+	assert.Equal(t, callLogPerTick, admitted(callLogPerTick+10, false), "successes up to the bound")
+	assert.Equal(t, callLogErrorsPerTick, admitted(callLogErrorsPerTick+5, true), "failures beyond it, up to theirs")
+	assert.Zero(t, admitted(3, false))
+	assert.Equal(t, int64(10+5+3), l.skipped.Load())
+	l.refill()
+	assert.Equal(t, 1, admitted(1, false), "a new interval logs again")
 }
 
 // BenchmarkStats_watched measures, in one run, calls through the hub with

@@ -496,6 +496,9 @@ function renderCalls() {
   replaceChildren(
     callsEl,
     h('p', { class: 'muted small', 'aria-live': 'polite', text: `${plural(shownEntries.length, 'call')} shown of the last ${entries.length}` }),
+    calls.skipped > 0
+      ? h('p', { class: 'hint', text: `${plural(calls.skipped, 'call')} not logged: under load each instance logs at most 100 calls a second, and 100 failed ones beyond.` })
+      : null,
     table(
       'Call log',
       ['Time', 'Client', 'Tool', 'Duration', 'Result'],
