@@ -157,6 +157,7 @@ type dashboard struct {
 	reads int64
 }
 
+// openDashboard connects a dashboard to h and subscribes it; close it.
 func openDashboard(ctx context.Context, h *hubRef) (*dashboard, error) {
 	d := &dashboard{}
 	ctx, d.cancel = context.WithCancel(ctx)

@@ -154,6 +154,7 @@ func (t *tally) addSeries(s *seriesDoc, missing bool) {
 	}
 }
 
+// outcomeIndex is outcomeName's inverse; -1 for a name it never gives.
 func outcomeIndex(name string) int {
 	for o := range numOutcomes {
 		if outcomeName(o) == name {
@@ -193,6 +194,7 @@ func (t *tally) figures(withSeries bool) figures {
 	return f
 }
 
+// round3 rounds to three decimals: documents need no more.
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // rateSpan is the seconds a summary's rates are averaged over.
@@ -210,11 +212,14 @@ type statsView struct {
 	sep      string
 }
 
+// statsViewOf returns what of the statistics s sees.
 func (h *Hub) statsViewOf(s *session) statsView {
 	operator := s.who.has(RoleDashboard)
 	return statsView{s: s, operator: operator, all: operator || s.who.roles[RoleAdmin] || len(s.who.tools) == 0, sep: h.cfg.Separator}
 }
 
+// seesServer reports whether the session sees a server's figures ("" for
+// the hub's own refusals: operators only).
 func (sv statsView) seesServer(server string) bool {
 	if server == "" {
 		return sv.operator
@@ -222,6 +227,9 @@ func (sv statsView) seesServer(server string) bool {
 	return sv.all || sv.s.who.mayUseServer(server, sv.sep)
 }
 
+// seesItem reports whether the session sees an item: a restricted client
+// sees the tools and prompts its patterns name, and its servers' other
+// methods.
 func (sv statsView) seesItem(is *itemSummary) bool {
 	if !sv.seesServer(is.Server) {
 		return false
