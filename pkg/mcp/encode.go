@@ -36,7 +36,7 @@ func (r *CallToolResult) AppendJSON(b []byte) ([]byte, error) {
 	if !ok && r.StructuredContent != nil {
 		return appendMarshal(b, r)
 	}
-	if r.Meta == nil && !slices.ContainsFunc(r.Content, notPlainText) {
+	if r.Meta == nil && r.InputRequests == nil && r.RequestState == "" && !slices.ContainsFunc(r.Content, notPlainText) {
 		if len(raw) > 0 && !jsonrpc.Valid(raw) {
 			return nil, fmt.Errorf("mcp: structuredContent is not valid JSON")
 		}

@@ -241,3 +241,108 @@ func FuzzServerRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzModernRequest sends requests of protocol version 2026-07-28 with
+// arbitrary params: as given (so arbitrary _meta, which ParseRequestMeta
+// reads), and with a valid _meta set in them (so arbitrary
+// inputResponses, requestState and arguments reach the handlers). The
+// server answers with a result carrying resultType, or a client error:
+// never an internal error, which is what a handler panic turns into.
+func FuzzModernRequest(f *testing.F) {
+	s := modernServer(&mcp.ServerOptions{PageSize: 1})
+	s.AddTool(&mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		if r, ok := mcp.InputResponse[mcp.ElicitResult](req.InputResponses, "name"); ok {
+			return textResult(r.Action + req.RequestState), nil
+		}
+		return &mcp.CallToolResult{RequestState: "s", InputRequests: map[string]mcp.InputRequest{
+			"name": mcp.ElicitInput(&mcp.ElicitParams{Message: "name?"}),
+		}}, nil
+	})
+	serverEnd, clientEnd := peer.Pipe(64)
+	ss := s.Serve(context.Background(), serverEnd)
+	p := peer.New(clientEnd, nil)
+	p.Start(context.Background())
+	f.Cleanup(func() {
+		p.Close()
+		ss.Wait()
+	})
+
+	methods := []string{
+		mcp.MethodServerDiscover, mcp.MethodToolsList, mcp.MethodToolsCall, mcp.MethodResourcesList,
+		mcp.MethodResourcesTemplatesList, mcp.MethodResourcesRead, mcp.MethodPromptsList, mcp.MethodPromptsGet,
+		mcp.MethodInitialize, mcp.MethodPing, "unknown/method",
+	}
+	for i, params := range []string{
+		`{}`, `{"cursor":"1"}`, `{"name":"ask","inputResponses":{"name":{"action":"accept"}},"requestState":"s"}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, `{"cursor":"x"}`,
+		`{"uri":"mem://a","inputResponses":null}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}`,
+		`{"name":"p","requestState":7}`, `{"_meta":[]}`, `{"_meta":{"io.modelcontextprotocol/logLevel":"x"}}`,
+	} {
+		f.Add(uint8(i), false, []byte(params))
+		f.Add(uint8(i), true, []byte(params))
+	}
+	f.Add(uint8(2), true, []byte(`{"name":"ask","inputResponses":{"name":12345}}`))
+	f.Add(uint8(2), true, []byte(`{"name":"ask","inputResponses":[1]}`))
+
+	f.Fuzz(func(t *testing.T, m uint8, withMeta bool, params []byte) {
+		trimmed := bytes.TrimSpace(params)
+		if !json.Valid(params) || len(trimmed) == 0 || trimmed[0] != '{' ||
+			bytes.Count(params, []byte("{"))+bytes.Count(params, []byte("[")) > 32 {
+			return // not params a client can send in a well-formed request
+		}
+		raw := json.RawMessage(trimmed)
+		if withMeta {
+			obj, err := mcp.ParseObject(raw)
+			if err != nil {
+				return
+			}
+			obj.SetMeta(mcp.MetaProtocolVersion, mcp.ModernVersion)
+			obj.SetMeta(mcp.MetaClientCapabilities, map[string]any{"elicitation": map[string]any{}})
+			raw = obj.Raw()
+		} else if !mcp.IsModernRequest(raw) {
+			return // a request of a session: FuzzServerRequest's
+		}
+		method := methods[int(m)%len(methods)]
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var res json.RawMessage
+		err := p.Call(ctx, method, raw, &res)
+		require.NoError(t, ctx.Err(), "%s %s was never answered", method, raw)
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			assert.NotEqual(t, jsonrpc.CodeInternalError, rpcErr.Code, "%s %s: %v", method, raw, err)
+			return
+		}
+		require.NoError(t, err, "%s %s", method, raw)
+		_, ok := jsonrpc.StringMember(res, "resultType")
+		assert.True(t, ok, "%s answered without resultType: %s", method, res)
+	})
+}
+
+// FuzzInputResponse: whatever a client sends as an answer, InputResponse
+// never panics, and what it accepts is what its type promises.
+func FuzzInputResponse(f *testing.F) {
+	for _, s := range []string{
+		`{"action":"accept","content":{"a":1}}`, `{"action":"maybe"}`, `{"role":"assistant","content":{"type":"text","text":"x"}}`,
+		`{"roots":[{"uri":"file:///"}]}`, `{"roots":null}`, `12345`, `null`, `[]`, `{"role":""}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		if !json.Valid(answer) {
+			return
+		}
+		responses := map[string]json.RawMessage{"k": answer}
+		if r, ok := mcp.InputResponse[mcp.ElicitResult](responses, "k"); ok {
+			assert.Contains(t, []string{"accept", "decline", "cancel"}, r.Action)
+		}
+		if r, ok := mcp.InputResponse[mcp.CreateMessageResult](responses, "k"); ok {
+			assert.NotEmpty(t, r.Role)
+		}
+		if r, ok := mcp.InputResponse[mcp.ListRootsResult](responses, "k"); ok {
+			assert.NotNil(t, r.Roots)
+		}
+		_, ok := mcp.InputResponse[mcp.ElicitResult](responses, "other")
+		assert.False(t, ok)
+	})
+}

@@ -43,8 +43,10 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 	}
 }
 
-// connect serves a new pipe with s and connects a client to its other end.
-// It returns once the server has seen notifications/initialized. Cleanup
+// connect serves a new pipe with s and connects a client to its other end,
+// with a session (initialize at LatestVersion unless opts ask for another
+// session-based version: connectModern is the other era). It returns once
+// the server has seen notifications/initialized. Cleanup
 // closes the server side first: it flushes what it queued before closing,
 // whereas a client closing while the server's writer is mid-write can end
 // the session with a write error (see TestServer_sessionEndsWhenClientCloses).
@@ -54,10 +56,41 @@ func connect(t *testing.T, s *mcp.Server, opts *mcp.ClientOptions) (*mcp.Client,
 	return connectConn(t, s, serverEnd, clientEnd, opts)
 }
 
+// legacy returns opts asking for a session at LatestVersion, unless they
+// name a version.
+func legacy(opts *mcp.ClientOptions) *mcp.ClientOptions {
+	o := mcp.ClientOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = mcp.LatestVersion
+	}
+	return &o
+}
+
+// connectModern serves a new pipe with s and connects a client in its
+// default mode (2026-07-28 first) to its other end. Cleanup closes both.
+func connectModern(t *testing.T, s *mcp.Server, opts *mcp.ClientOptions) (*mcp.Client, *mcp.ServerSession) {
+	t.Helper()
+	serverEnd, clientEnd := peer.Pipe(64)
+	ss := s.Serve(context.Background(), serverEnd)
+	c, err := mcp.ConnectConn(testCtx(t), clientEnd, opts)
+	if err != nil {
+		_ = ss.Close()
+		require.NoError(t, err, "connecting the client")
+	}
+	t.Cleanup(func() {
+		assert.NoError(t, c.Close(), "closing the client")
+		assert.NoError(t, ss.Wait(), "the server session ends with the client")
+	})
+	return c, ss
+}
+
 func connectConn(t *testing.T, s *mcp.Server, serverEnd, clientEnd peer.Conn, opts *mcp.ClientOptions) (*mcp.Client, *mcp.ServerSession) {
 	t.Helper()
 	ss := s.Serve(context.Background(), serverEnd)
-	c, err := mcp.ConnectConn(testCtx(t), clientEnd, opts)
+	c, err := mcp.ConnectConn(testCtx(t), clientEnd, legacy(opts))
 	if err != nil {
 		_ = ss.Close()
 		require.NoError(t, err, "connecting the client")

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -32,12 +33,28 @@ type Server struct {
 	prompts   []*serverPrompt
 	complete  CompletionHandler
 	sessions  map[*ServerSession]struct{}
+	listeners map[*listener]struct{}
 }
 
 // ServerOptions configure a Server. The zero value is usable.
 type ServerOptions struct {
-	// Instructions are returned to the hub in the initialize result.
+	// Instructions are returned to the hub in the initialize result (and
+	// the server/discover result).
 	Instructions string
+	// ProtocolVersions are the versions the server speaks; default
+	// AllVersions. Without a session-based version the server speaks
+	// 2026-07-28 only: it answers initialize with -32601, which is how a
+	// client (the hub among them) learns to use server/discover instead.
+	// Without 2026-07-28, requests of that version get -32022.
+	ProtocolVersions []string
+	// CacheTTL is how long a client of protocol version 2026-07-28 may
+	// reuse a list, read or discover result (its ttlMs). The default, 0,
+	// says not at all: registrations change whenever the program calls
+	// AddTool and the like, and a client learns of it only through
+	// subscriptions/listen. Lists and discover are the same for every
+	// client, so their cacheScope is "public"; a read's is "private", since
+	// a handler may answer each client differently.
+	CacheTTL time.Duration
 	// PageSize splits list results into pages of this many items; 0 sends
 	// everything in one page.
 	PageSize int
@@ -84,10 +101,14 @@ type CompletionHandler func(ctx context.Context, s *ServerSession, params *Compl
 
 // NewServer returns a server that introduces itself as info.
 func NewServer(info Implementation, opts *ServerOptions) *Server {
-	s := &Server{info: info, sessions: make(map[*ServerSession]struct{})}
+	s := &Server{info: info, sessions: make(map[*ServerSession]struct{}), listeners: make(map[*listener]struct{})}
 	if opts != nil {
 		s.opts = *opts
 	}
+	if len(s.opts.ProtocolVersions) == 0 {
+		s.opts.ProtocolVersions = AllVersions
+	}
+	s.opts.ProtocolVersions = slices.Clone(s.opts.ProtocolVersions)
 	s.log = s.opts.Logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -178,19 +199,31 @@ func (s *Server) SetCompletionHandler(h CompletionHandler) {
 	s.mu.Unlock()
 }
 
-// ResourceUpdated tells every session subscribed to uri that it changed.
+// ResourceUpdated tells every session subscribed to uri
+// (resources/subscribe), and every subscriptions/listen stream that asked
+// for it, that it changed.
 func (s *Server) ResourceUpdated(ctx context.Context, uri string) {
 	for _, ss := range s.liveSessions() {
 		if ss.subscribed(uri) {
 			_ = ss.peer.Notify(ctx, NotificationResourceUpdated, &ResourceUpdatedParams{URI: uri})
 		}
 	}
+	for _, l := range s.liveListeners() {
+		if slices.Contains(l.filter.ResourceSubscriptions, uri) {
+			l.notify(NotificationResourceUpdated, &ResourceUpdatedParams{URI: uri})
+		}
+	}
 }
 
-// Log sends a log message to every session whose level admits it.
+// Log sends a log message to every session opened with initialize whose
+// level admits it. It reaches no request of protocol version 2026-07-28:
+// those get the messages their handler sends (ToolRequest.Log), at the
+// level their _meta asks for.
 func (s *Server) Log(ctx context.Context, level LoggingLevel, logger string, data any) {
 	for _, ss := range s.liveSessions() {
-		ss.log(ctx, level, logger, data, nil)
+		if ss.opened() {
+			ss.log(ctx, level, logger, data, nil)
+		}
 	}
 }
 
@@ -204,10 +237,19 @@ func (s *Server) liveSessions() []*ServerSession {
 	return out
 }
 
+// notifyAll announces a list change to every initialized session and every
+// subscriptions/listen stream that asked for it.
 func (s *Server) notifyAll(method string) {
 	for _, ss := range s.liveSessions() {
 		if ss.isInitialized() {
 			_ = ss.peer.Notify(context.Background(), method, nil)
+		}
+	}
+	for _, l := range s.liveListeners() {
+		if l.wants(method) {
+			l.notify(method, &struct {
+				Meta Meta `json:"_meta,omitempty"`
+			}{})
 		}
 	}
 }
@@ -262,7 +304,7 @@ func (s *Server) Dial(ctx context.Context, url string, opts *DialOptions) error 
 			if o.OnDisconnect != nil {
 				o.OnDisconnect(ss, err)
 			}
-			if ss.wasInitialized() {
+			if ss.wasInitialized() || ss.served.Load() {
 				backoff = o.MinBackoff
 			}
 		}
@@ -287,11 +329,16 @@ func (s *Server) Dial(ctx context.Context, url string, opts *DialOptions) error 
 }
 
 // Serve serves one connection to the hub (or to any MCP client) until it
-// ends; the session's Wait tells when.
+// ends; the session's Wait tells when. On the conn of a StreamSession
+// (served with its Context) that carries one stateless request, the
+// request is served as one of protocol version 2026-07-28 whatever it says.
 func (s *Server) Serve(ctx context.Context, conn peer.Conn) *ServerSession {
 	ss := &ServerSession{server: s, ready: make(chan struct{}), subs: map[string]bool{}}
+	if st := StreamSessionFromContext(ctx); st != nil && st.conn == conn {
+		ss.stateless = st.stateless
+	}
 	ss.peer = peer.New(conn, &peer.Options{
-		Handler:       peer.HandlerFunc(ss.handle),
+		Handler:       sessionHandler{ss},
 		MaxConcurrent: 64,
 		MaxPending:    1024,
 		Logger:        s.log,
@@ -324,9 +371,11 @@ func cancelNotifier(p func() *peer.Peer) func(id jsonrpc.ID, cause error) {
 
 // ServerSession is one connection of a Server.
 type ServerSession struct {
-	server *Server
-	peer   *peer.Peer
-	ready  chan struct{}
+	server    *Server
+	peer      *peer.Peer
+	ready     chan struct{}
+	stateless bool        // every request is modern: see Serve
+	served    atomic.Bool // a request was answered
 
 	mu          sync.Mutex
 	initParams  *InitializeParams
@@ -347,7 +396,9 @@ func (ss *ServerSession) Wait() error { return ss.peer.Wait() }
 // Close closes the connection.
 func (ss *ServerSession) Close() error { return ss.peer.Close() }
 
-// ClientCapabilities returns what the client declared in initialize.
+// ClientCapabilities returns what the client declared in initialize. A
+// request of protocol version 2026-07-28 declares its own: see
+// ToolRequest.ClientCapabilities.
 func (ss *ServerSession) ClientCapabilities() ClientCapabilities {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -355,6 +406,13 @@ func (ss *ServerSession) ClientCapabilities() ClientCapabilities {
 		return ClientCapabilities{}
 	}
 	return ss.initParams.Capabilities
+}
+
+// opened reports whether the client sent initialize.
+func (ss *ServerSession) opened() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.initParams != nil
 }
 
 func (ss *ServerSession) isInitialized() bool {
@@ -402,33 +460,184 @@ func decodeParams[T any](req *jsonrpc.Request) (*T, error) {
 	return v, nil
 }
 
-// serverMethods is what a Server answers, by method: the session-era
-// requests and notifications of MethodSpec's table that a client sends.
-// Anything else is -32601 (a notification is ignored).
-var serverMethods map[string]func(ss *ServerSession, ctx context.Context, req *jsonrpc.Request) (any, error)
+// inbound is a request being served: its session, and what a request of
+// protocol version 2026-07-28 says of itself.
+type inbound struct {
+	ss   *ServerSession
+	req  *jsonrpc.Request
+	meta *RequestMeta // nil for a request of a session
+}
+
+// clientCapabilities returns what the client can do for this request: what
+// it declared in _meta, or in initialize.
+func (in *inbound) clientCapabilities() ClientCapabilities {
+	if in.meta != nil {
+		return in.meta.Capabilities
+	}
+	return in.ss.ClientCapabilities()
+}
+
+// classify tells a request of protocol version 2026-07-28 from one of a
+// session and checks the former as that revision asks, in its order: the
+// method (-32601: unknown, removed, or of a capability the server lacks),
+// then the _meta (-32602), then the version (-32022). A request is of
+// 2026-07-28 when its _meta names a protocol version (IsModernRequest),
+// when it came alone on a stateless HTTP session, or when the server
+// speaks no session-based version at all.
+func (in *inbound) classify() error {
+	s, req := in.ss.server, in.req
+	if !in.ss.stateless && s.speaksSessions() && !IsModernRequest(req.Params) {
+		if spec, ok := LookupMethod(req.Method); ok && spec.Eras&SessionEra == 0 {
+			return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "%s is a method of protocol version %s, whose requests carry params._meta[%q]",
+				req.Method, ModernVersion, MetaProtocolVersion)
+		}
+		return nil
+	}
+	spec, ok := LookupMethod(req.Method)
+	if !ok || spec.Eras&StatelessEra == 0 || spec.Direction&ClientToServer == 0 || !s.offers(spec.ServerCap) {
+		return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "%q is not a method of this server in protocol version %s", req.Method, ModernVersion)
+	}
+	if req.IsNotification() {
+		return nil
+	}
+	meta, err := ParseRequestMeta(req.Params)
+	if err != nil {
+		return err
+	}
+	if !IsModernVersion(meta.ProtocolVersion) || !slices.Contains(s.opts.ProtocolVersions, meta.ProtocolVersion) {
+		e := ErrUnsupportedVersion(meta.ProtocolVersion)
+		if IsSupportedVersion(meta.ProtocolVersion) {
+			e.Message += " without a session (send initialize)"
+		}
+		return e.WithData(map[string]any{
+			"requested": meta.ProtocolVersion, "supported": s.opts.ProtocolVersions,
+		})
+	}
+	in.meta = meta
+	return nil
+}
+
+// speaksSessions reports whether the server speaks a session-based version.
+func (s *Server) speaksSessions() bool {
+	return slices.ContainsFunc(s.opts.ProtocolVersions, IsSupportedVersion)
+}
+
+// offers reports whether the server has the capability a method needs
+// ("" for none).
+func (s *Server) offers(capability string) bool {
+	c := s.capabilities()
+	switch capability {
+	case "tools":
+		return c.Tools != nil
+	case "resources":
+		return c.Resources != nil
+	case "prompts":
+		return c.Prompts != nil
+	case "completions":
+		return c.Completions != nil
+	}
+	return true
+}
+
+// negotiate answers initialize's protocol version: the one asked for when
+// the server speaks it, else its latest session-based one.
+func (s *Server) negotiate(requested string) string {
+	if IsSupportedVersion(requested) && slices.Contains(s.opts.ProtocolVersions, requested) {
+		return requested
+	}
+	latest := ""
+	for _, v := range s.opts.ProtocolVersions {
+		if IsSupportedVersion(v) && v > latest {
+			latest = v
+		}
+	}
+	return latest
+}
+
+// decorate gives a modern request's result what the revision asks of
+// every result: resultType, ttlMs and cacheScope where they apply (see
+// ServerOptions.CacheTTL), and the server's name in _meta.
+func (s *Server) decorate(method string, res any) (json.RawMessage, error) {
+	raw, err := jsonrpc.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	ttl, scope := int64(-1), CachePublic
+	if IsCacheable(method) {
+		ttl = s.opts.CacheTTL.Milliseconds()
+		if method == MethodResourcesRead {
+			scope = CachePrivate
+		}
+	}
+	return s.stamp(Decorate(raw, ttl, scope)), nil
+}
+
+// stamp sets _meta["io.modelcontextprotocol/serverInfo"] in a result.
+func (s *Server) stamp(result json.RawMessage) json.RawMessage {
+	info, err := json.Marshal(s.info)
+	if err != nil {
+		return result
+	}
+	meta, ok := jsonrpc.Member(result, "_meta")
+	if !ok || len(meta) == 0 || meta[0] != '{' {
+		meta = []byte(`{}`)
+	}
+	meta, err = jsonrpc.SetMember(meta, MetaServerInfo, info)
+	if err != nil {
+		return result
+	}
+	out, err := jsonrpc.SetMember(result, "_meta", meta)
+	if err != nil {
+		return result
+	}
+	return out
+}
+
+// serverMethods is what a Server answers, by method: the requests and
+// notifications of MethodSpec's table that a client sends (classify has
+// checked which revision defines them). Anything else is -32601 (a
+// notification is ignored).
+var serverMethods map[string]func(ctx context.Context, in *inbound) (any, error)
 
 func init() {
-	list := func(fn func(ss *ServerSession, req *jsonrpc.Request) (any, error)) func(*ServerSession, context.Context, *jsonrpc.Request) (any, error) {
-		return func(ss *ServerSession, _ context.Context, req *jsonrpc.Request) (any, error) { return fn(ss, req) }
+	list := func(fn func(s *Server, req *jsonrpc.Request) (any, error)) func(context.Context, *inbound) (any, error) {
+		return func(_ context.Context, in *inbound) (any, error) { return fn(in.ss.server, in.req) }
 	}
-	serverMethods = map[string]func(*ServerSession, context.Context, *jsonrpc.Request) (any, error){
-		MethodInitialize: func(ss *ServerSession, _ context.Context, req *jsonrpc.Request) (any, error) {
-			p, err := decodeParams[InitializeParams](req)
+	serverMethods = map[string]func(context.Context, *inbound) (any, error){
+		MethodInitialize: func(_ context.Context, in *inbound) (any, error) {
+			p, err := decodeParams[InitializeParams](in.req)
 			if err != nil {
 				return nil, err
 			}
+			ss := in.ss
 			ss.mu.Lock()
 			ss.initParams = p
 			ss.mu.Unlock()
 			s := ss.server
 			return &InitializeResult{
-				ProtocolVersion: NegotiateVersion(p.ProtocolVersion),
+				ProtocolVersion: s.negotiate(p.ProtocolVersion),
 				Capabilities:    s.capabilities(),
 				ServerInfo:      s.info,
 				Instructions:    s.opts.Instructions,
 			}, nil
 		},
-		NotificationInitialized: func(ss *ServerSession, _ context.Context, _ *jsonrpc.Request) (any, error) {
+		MethodServerDiscover: func(_ context.Context, in *inbound) (any, error) {
+			s := in.ss.server
+			return &DiscoverResult{
+				SupportedVersions: s.opts.ProtocolVersions,
+				Capabilities:      s.capabilities(),
+				Instructions:      s.opts.Instructions,
+				ResultType:        ResultComplete,
+				TTLMs:             s.opts.CacheTTL.Milliseconds(),
+				CacheScope:        CachePublic,
+			}, nil
+		},
+		MethodSubscriptionsListen: func(context.Context, *inbound) (any, error) {
+			// Alone in its frame it is served by sessionHandler.HandleAsync.
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "subscriptions/listen cannot be sent in a batch")
+		},
+		NotificationInitialized: func(_ context.Context, in *inbound) (any, error) {
+			ss := in.ss
 			ss.mu.Lock()
 			if !ss.initialized {
 				ss.initialized = true
@@ -437,126 +646,131 @@ func init() {
 			ss.mu.Unlock()
 			return nil, nil
 		},
-		MethodPing: func(*ServerSession, context.Context, *jsonrpc.Request) (any, error) { return struct{}{}, nil },
-		NotificationCancelled: func(ss *ServerSession, _ context.Context, req *jsonrpc.Request) (any, error) {
-			if p, err := decodeParams[CancelledParams](req); err == nil {
-				ss.peer.Cancel(p.RequestID)
+		MethodPing: func(context.Context, *inbound) (any, error) { return struct{}{}, nil },
+		NotificationCancelled: func(_ context.Context, in *inbound) (any, error) {
+			if p, err := decodeParams[CancelledParams](in.req); err == nil {
+				in.ss.peer.Cancel(p.RequestID)
 			}
 			return nil, nil
 		},
-		NotificationRootsListChanged: func(ss *ServerSession, _ context.Context, _ *jsonrpc.Request) (any, error) {
-			if fn := ss.server.opts.OnRootsChanged; fn != nil {
-				fn(ss)
+		NotificationRootsListChanged: func(_ context.Context, in *inbound) (any, error) {
+			if fn := in.ss.server.opts.OnRootsChanged; fn != nil {
+				fn(in.ss)
 			}
 			return nil, nil
 		},
-		MethodToolsList: list(func(ss *ServerSession, req *jsonrpc.Request) (any, error) {
-			s := ss.server
+		MethodToolsList: list(func(s *Server, req *jsonrpc.Request) (any, error) {
 			return listPage(s, req, func() []*Tool {
 				return mapSlice(s.tools, func(t *serverTool) *Tool { return t.tool })
 			}, func(items []*Tool, next string) any { return &ListToolsResult{Tools: items, NextCursor: next} })
 		}),
-		MethodToolsCall: (*ServerSession).callTool,
-		MethodResourcesList: list(func(ss *ServerSession, req *jsonrpc.Request) (any, error) {
-			s := ss.server
+		MethodToolsCall: callTool,
+		MethodResourcesList: list(func(s *Server, req *jsonrpc.Request) (any, error) {
 			return listPage(s, req, func() []*Resource {
 				return mapSlice(s.resources, func(r *serverResource) *Resource { return r.resource })
 			}, func(items []*Resource, next string) any {
 				return &ListResourcesResult{Resources: items, NextCursor: next}
 			})
 		}),
-		MethodResourcesTemplatesList: list(func(ss *ServerSession, req *jsonrpc.Request) (any, error) {
-			s := ss.server
+		MethodResourcesTemplatesList: list(func(s *Server, req *jsonrpc.Request) (any, error) {
 			return listPage(s, req, func() []*ResourceTemplate {
 				return mapSlice(s.templates, func(t *serverTemplate) *ResourceTemplate { return t.template })
 			}, func(items []*ResourceTemplate, next string) any {
 				return &ListResourceTemplatesResult{ResourceTemplates: items, NextCursor: next}
 			})
 		}),
-		MethodResourcesRead: func(ss *ServerSession, ctx context.Context, req *jsonrpc.Request) (any, error) {
-			p, err := decodeParams[ResourceParams](req)
-			if err != nil {
-				return nil, err
-			}
-			h := ss.server.resourceHandler(p.URI)
-			if h == nil {
-				return nil, ErrResourceNotFound.WithData(map[string]string{"uri": p.URI})
-			}
-			return h(ctx, &ResourceRequest{Session: ss, URI: p.URI})
-		},
-		MethodResourcesSubscribe:   (*ServerSession).subscribe,
-		MethodResourcesUnsubscribe: (*ServerSession).subscribe,
-		MethodPromptsList: list(func(ss *ServerSession, req *jsonrpc.Request) (any, error) {
-			s := ss.server
+		MethodResourcesRead:        readResource,
+		MethodResourcesSubscribe:   subscribe,
+		MethodResourcesUnsubscribe: subscribe,
+		MethodPromptsList: list(func(s *Server, req *jsonrpc.Request) (any, error) {
 			return listPage(s, req, func() []*Prompt {
 				return mapSlice(s.prompts, func(p *serverPrompt) *Prompt { return p.prompt })
 			}, func(items []*Prompt, next string) any { return &ListPromptsResult{Prompts: items, NextCursor: next} })
 		}),
-		MethodPromptsGet: func(ss *ServerSession, ctx context.Context, req *jsonrpc.Request) (any, error) {
-			p, err := decodeParams[GetPromptParams](req)
+		MethodPromptsGet: getPrompt,
+		MethodCompletionComplete: func(ctx context.Context, in *inbound) (any, error) {
+			p, err := decodeParams[CompleteParams](in.req)
 			if err != nil {
 				return nil, err
 			}
-			s := ss.server
-			s.mu.RLock()
-			i := slices.IndexFunc(s.prompts, func(x *serverPrompt) bool { return x.prompt.Name == p.Name })
-			var h PromptHandler
-			if i >= 0 {
-				h = s.prompts[i].handler
-			}
-			s.mu.RUnlock()
-			if h == nil {
-				return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown prompt %q", p.Name)
-			}
-			return h(ctx, &PromptRequest{Session: ss, Params: p})
-		},
-		MethodCompletionComplete: func(ss *ServerSession, ctx context.Context, req *jsonrpc.Request) (any, error) {
-			p, err := decodeParams[CompleteParams](req)
-			if err != nil {
-				return nil, err
-			}
-			s := ss.server
+			s := in.ss.server
 			s.mu.RLock()
 			h := s.complete
 			s.mu.RUnlock()
 			if h == nil {
 				return &CompleteResult{Completion: Completion{Values: []string{}}}, nil
 			}
-			return h(ctx, ss, p)
+			return h(ctx, in.ss, p)
 		},
-		MethodLoggingSetLevel: func(ss *ServerSession, _ context.Context, req *jsonrpc.Request) (any, error) {
-			p, err := decodeParams[SetLevelParams](req)
+		MethodLoggingSetLevel: func(_ context.Context, in *inbound) (any, error) {
+			p, err := decodeParams[SetLevelParams](in.req)
 			if err != nil {
 				return nil, err
 			}
 			if p.Level.Severity() < 0 {
 				return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown level %q", p.Level)
 			}
-			ss.mu.Lock()
-			ss.level = p.Level
-			ss.mu.Unlock()
+			in.ss.mu.Lock()
+			in.ss.level = p.Level
+			in.ss.mu.Unlock()
 			return struct{}{}, nil
 		},
 	}
 }
 
-func (ss *ServerSession) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	if fn, ok := serverMethods[req.Method]; ok {
-		return fn(ss, ctx, req)
-	}
-	if req.IsNotification() {
-		return nil, nil
-	}
-	return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "%s", req.Method)
+// sessionHandler is a session's peer.Handler: Handle serves every request,
+// and HandleAsync takes subscriptions/listen, which waits for as long as
+// the client listens without holding a worker.
+type sessionHandler struct{ ss *ServerSession }
+
+var _ peer.AsyncHandler = sessionHandler{}
+
+func (h sessionHandler) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	return h.ss.handle(ctx, req)
 }
 
-func (ss *ServerSession) subscribe(_ context.Context, req *jsonrpc.Request) (any, error) {
-	p, err := decodeParams[ResourceParams](req)
+func (h sessionHandler) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
+	if req.Method != MethodSubscriptionsListen {
+		return false
+	}
+	h.ss.listen(req, reply)
+	return true
+}
+
+func (ss *ServerSession) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	in := &inbound{ss: ss, req: req}
+	if err := in.classify(); err != nil {
+		if req.IsNotification() {
+			return nil, nil
+		}
+		return nil, err
+	}
+	fn, ok := serverMethods[req.Method]
+	if !ok {
+		if req.IsNotification() {
+			return nil, nil
+		}
+		return nil, jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "%s", req.Method)
+	}
+	res, err := fn(ctx, in)
+	if err != nil || req.IsNotification() {
+		return res, err
+	}
+	ss.served.Store(true)
+	if in.meta == nil {
+		return res, nil
+	}
+	return ss.server.decorate(req.Method, res)
+}
+
+func subscribe(_ context.Context, in *inbound) (any, error) {
+	p, err := decodeParams[ResourceParams](in.req)
 	if err != nil {
 		return nil, err
 	}
+	ss := in.ss
 	ss.mu.Lock()
-	if req.Method == MethodResourcesSubscribe {
+	if in.req.Method == MethodResourcesSubscribe {
 		ss.subs[p.URI] = true
 	} else {
 		delete(ss.subs, p.URI)
@@ -636,17 +850,41 @@ func listPage[T any](s *Server, req *jsonrpc.Request, items func() []T, result f
 	return result(all[start:end], next), nil
 }
 
-func (ss *ServerSession) callTool(ctx context.Context, req *jsonrpc.Request) (any, error) {
+// decodeInput reads a retry's inputResponses and requestState members:
+// null or absent is none; anything else that is not an object of answers,
+// or a string, is invalid params.
+func decodeInput(method string, rawResponses, rawState []byte) (map[string]json.RawMessage, string, error) {
+	var responses map[string]json.RawMessage
+	if len(rawResponses) > 0 && string(rawResponses) != "null" {
+		if err := json.Unmarshal(rawResponses, &responses); err != nil {
+			return nil, "", jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "%s: inputResponses must be an object of answers by key", method)
+		}
+	}
+	state := ""
+	if len(rawState) > 0 && string(rawState) != "null" {
+		var ok bool
+		if state, ok = jsonrpc.Unquote(rawState); !ok {
+			return nil, "", jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "%s: requestState must be a string", method)
+		}
+	}
+	return responses, state, nil
+}
+
+func callTool(ctx context.Context, in *inbound) (any, error) {
 	// Read the members in place, in one pass: the arguments stay the bytes
 	// they came in.
-	var rawName, meta []byte
+	var rawName, meta, rawResponses, rawState []byte
 	p := &CallToolParams{}
-	for key, value := range jsonrpc.Members(req.Params) {
+	for key, value := range jsonrpc.Members(in.req.Params) {
 		switch string(key) {
 		case "name":
 			rawName = value
 		case "arguments":
 			p.Arguments = value
+		case "inputResponses":
+			rawResponses = value
+		case "requestState":
+			rawState = value
 		case "_meta":
 			meta = value
 		}
@@ -662,7 +900,11 @@ func (ss *ServerSession) callTool(ctx context.Context, req *jsonrpc.Request) (an
 		}
 		token, _ = jsonrpc.Member(meta, MetaProgressToken)
 	}
-	s := ss.server
+	var err error
+	if p.InputResponses, p.RequestState, err = decodeInput(MethodToolsCall, rawResponses, rawState); err != nil {
+		return nil, err
+	}
+	s := in.ss.server
 	s.mu.RLock()
 	i := slices.IndexFunc(s.tools, func(t *serverTool) bool { return t.tool.Name == p.Name })
 	var h ToolHandler
@@ -673,28 +915,130 @@ func (ss *ServerSession) callTool(ctx context.Context, req *jsonrpc.Request) (an
 	if h == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown tool %q", p.Name)
 	}
-	tr := &ToolRequest{Session: ss, ID: req.ID, Params: p, progressToken: token}
-	res, err := h(ctx, tr)
-	if err != nil {
-		var rpcErr *jsonrpc.Error
-		if errors.As(err, &rpcErr) {
-			return nil, rpcErr
+	return serveInput(ctx, in, p.InputResponses, p.RequestState, func(responses map[string]json.RawMessage, state string) (*CallToolResult, error) {
+		tr := &ToolRequest{Session: in.ss, ID: in.req.ID, Params: p, InputResponses: responses, RequestState: state,
+			servedRequest: servedRequest{in}, progressToken: token}
+		res, err := h(ctx, tr)
+		if err != nil {
+			var rpcErr *jsonrpc.Error
+			if errors.As(err, &rpcErr) {
+				return nil, rpcErr
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return &CallToolResult{Content: []Content{TextContent(err.Error())}, IsError: true}, nil
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if res == nil {
+			res = &CallToolResult{}
 		}
-		return &CallToolResult{Content: []Content{TextContent(err.Error())}, IsError: true}, nil
-	}
-	if res == nil {
-		res = &CallToolResult{}
-	}
-	if res.Content == nil {
-		res.Content = []Content{}
-	}
-	return res, nil
+		if res.Content == nil && len(res.InputRequests) == 0 {
+			res.Content = []Content{}
+		}
+		return res, nil
+	})
 }
 
+func readResource(ctx context.Context, in *inbound) (any, error) {
+	p, err := decodeParams[struct {
+		URI            string          `json:"uri"`
+		InputResponses json.RawMessage `json:"inputResponses"`
+		RequestState   json.RawMessage `json:"requestState"`
+	}](in.req)
+	if err != nil {
+		return nil, err
+	}
+	responses, state, err := decodeInput(MethodResourcesRead, p.InputResponses, p.RequestState)
+	if err != nil {
+		return nil, err
+	}
+	h := in.ss.server.resourceHandler(p.URI)
+	if h == nil {
+		if in.meta != nil {
+			// 2026-07-28 says -32602, with the URI.
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "resource not found").WithData(map[string]string{"uri": p.URI})
+		}
+		return nil, ErrResourceNotFound.WithData(map[string]string{"uri": p.URI})
+	}
+	return serveInput(ctx, in, responses, state, func(responses map[string]json.RawMessage, state string) (*ReadResourceResult, error) {
+		res, err := h(ctx, &ResourceRequest{Session: in.ss, URI: p.URI, InputResponses: responses, RequestState: state,
+			servedRequest: servedRequest{in}})
+		if err == nil && res == nil {
+			res = &ReadResourceResult{}
+		}
+		if err == nil && res.Contents == nil && len(res.InputRequests) == 0 {
+			res.Contents = []ResourceContents{}
+		}
+		return res, err
+	})
+}
+
+func getPrompt(ctx context.Context, in *inbound) (any, error) {
+	p, err := decodeParams[struct {
+		GetPromptParams
+		InputResponses json.RawMessage `json:"inputResponses"`
+		RequestState   json.RawMessage `json:"requestState"`
+	}](in.req)
+	if err != nil {
+		return nil, err
+	}
+	params := &p.GetPromptParams
+	if params.InputResponses, params.RequestState, err = decodeInput(MethodPromptsGet, p.InputResponses, p.RequestState); err != nil {
+		return nil, err
+	}
+	s := in.ss.server
+	s.mu.RLock()
+	i := slices.IndexFunc(s.prompts, func(x *serverPrompt) bool { return x.prompt.Name == params.Name })
+	var h PromptHandler
+	if i >= 0 {
+		h = s.prompts[i].handler
+	}
+	s.mu.RUnlock()
+	if h == nil {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown prompt %q", params.Name)
+	}
+	return serveInput(ctx, in, params.InputResponses, params.RequestState, func(responses map[string]json.RawMessage, state string) (*GetPromptResult, error) {
+		res, err := h(ctx, &PromptRequest{Session: in.ss, Params: params, InputResponses: responses, RequestState: state,
+			servedRequest: servedRequest{in}})
+		if err == nil && res == nil {
+			res = &GetPromptResult{}
+		}
+		if err == nil && res.Messages == nil && len(res.InputRequests) == 0 {
+			res.Messages = []*PromptMessage{}
+		}
+		return res, err
+	})
+}
+
+// servedRequest is what ToolRequest, PromptRequest and ResourceRequest
+// share: the request they serve.
+type servedRequest struct{ in *inbound }
+
+// ClientCapabilities returns what the client can do for this request: for
+// a request of protocol version 2026-07-28, what it declared in its _meta
+// (a server must not infer them from other requests); else what the
+// session's client declared in initialize. A handler checks it before it
+// asks for input (the Server answers -32021 for input the client cannot
+// give).
+func (r servedRequest) ClientCapabilities() ClientCapabilities { return r.in.clientCapabilities() }
+
+// RequestMeta returns what a request of protocol version 2026-07-28 says
+// of itself (its version, capabilities, client and log level), or nil for
+// a request of a session.
+func (r servedRequest) RequestMeta() *RequestMeta { return r.in.meta }
+
 // ToolRequest is a tool call being served.
+//
+// A handler that needs input from the client (a message from its model, a
+// form filled by its user, its roots) returns a CallToolResult with
+// InputRequests (ElicitInput, SamplingInput, RootsInput) by keys of its
+// choosing and, if it wants it back, a RequestState; it is then called
+// again with the client's answers in InputResponses (read them with
+// InputResponse) and that state in RequestState. A client of protocol
+// version 2026-07-28 gets an InputRequiredResult and retries; for a client
+// of a session the Server asks the client itself. State kept in
+// RequestState comes back from the client: protect it (an HMAC) when it
+// matters.
 type ToolRequest struct {
 	Session *ServerSession
 	// ID is the request's id as this server received it. Requests to the
@@ -703,6 +1047,11 @@ type ToolRequest struct {
 	// client that made this call.
 	ID     jsonrpc.ID
 	Params *CallToolParams
+	// InputResponses are the client's answers to the input requests of the
+	// previous round, by key; RequestState is that round's state.
+	InputResponses map[string]json.RawMessage
+	RequestState   string
+	servedRequest
 
 	progressToken json.RawMessage
 }
@@ -718,17 +1067,31 @@ func (r *ToolRequest) Progress(ctx context.Context, progress, total float64, mes
 	})
 }
 
-// Log sends a log message about this call, if the session's level admits
-// it. It names the call in _meta["switchboard/relatedRequest"]: the hub
-// delivers it to the calling client only.
+// Log sends a log message about this call: for a request of a session, if
+// the session's level (logging/setLevel) admits it; for a request of
+// protocol version 2026-07-28, only if its _meta asked for a log level and
+// that level admits it. It names the call in
+// _meta["switchboard/relatedRequest"]: the hub delivers it to the calling
+// client only.
 func (r *ToolRequest) Log(ctx context.Context, level LoggingLevel, logger string, data any) {
+	if m := r.in.meta; m != nil {
+		if m.Admits(level) {
+			_ = r.Session.peer.Notify(ctx, NotificationMessage, &LoggingMessageParams{Level: level, Logger: logger, Data: data, Meta: r.related()})
+		}
+		return
+	}
 	r.Session.log(ctx, level, logger, data, r.related())
 }
 
 func (r *ToolRequest) related() Meta { return Meta{MetaRelatedRequest: r.ID} }
 
-// CreateMessage asks the calling client's model for a message (sampling).
+// CreateMessage asks the calling client's model for a message (sampling),
+// and waits for it. For a request of protocol version 2026-07-28 it returns
+// ErrNoServerRequests: return SamplingInput in InputRequests instead.
 func (r *ToolRequest) CreateMessage(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
+	if r.in.meta != nil {
+		return nil, ErrNoServerRequests
+	}
 	c := *p
 	c.Meta = mergeMeta(p.Meta, r.related())
 	var res CreateMessageResult
@@ -738,8 +1101,13 @@ func (r *ToolRequest) CreateMessage(ctx context.Context, p *CreateMessageParams)
 	return &res, nil
 }
 
-// Elicit asks the calling client's user for input.
+// Elicit asks the calling client's user for input, and waits for it. For a
+// request of protocol version 2026-07-28 it returns ErrNoServerRequests:
+// return ElicitInput in InputRequests instead.
 func (r *ToolRequest) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+	if r.in.meta != nil {
+		return nil, ErrNoServerRequests
+	}
 	c := *p
 	c.Meta = mergeMeta(p.Meta, r.related())
 	var res ElicitResult
@@ -749,8 +1117,13 @@ func (r *ToolRequest) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResul
 	return &res, nil
 }
 
-// ListRoots asks the calling client for its roots.
+// ListRoots asks the calling client for its roots, and waits for them. For
+// a request of protocol version 2026-07-28 it returns ErrNoServerRequests:
+// return RootsInput in InputRequests instead.
 func (r *ToolRequest) ListRoots(ctx context.Context) (*ListRootsResult, error) {
+	if r.in.meta != nil {
+		return nil, ErrNoServerRequests
+	}
 	var res ListRootsResult
 	if err := r.Session.peer.Call(ctx, MethodRootsList, map[string]any{"_meta": r.related()}, &res); err != nil {
 		return nil, err
@@ -769,14 +1142,24 @@ func mergeMeta(a, b Meta) Meta {
 	return out
 }
 
-// ResourceRequest is a resource read being served.
+// ResourceRequest is a resource read being served. It may ask for input
+// as a ToolRequest does.
 type ResourceRequest struct {
 	Session *ServerSession
 	URI     string
+	// InputResponses and RequestState are a retry's, as in ToolRequest.
+	InputResponses map[string]json.RawMessage
+	RequestState   string
+	servedRequest
 }
 
-// PromptRequest is a prompts/get being served.
+// PromptRequest is a prompts/get being served. It may ask for input as a
+// ToolRequest does.
 type PromptRequest struct {
 	Session *ServerSession
 	Params  *GetPromptParams
+	// InputResponses and RequestState are a retry's, as in ToolRequest.
+	InputResponses map[string]json.RawMessage
+	RequestState   string
+	servedRequest
 }

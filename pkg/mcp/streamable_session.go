@@ -78,6 +78,9 @@ type stream struct {
 	finished bool           // every answer is in: no event follows
 	closeReq bool           // CloseStream asked the writer to end the response
 	orphaned bool           // a POST whose client left before any byte of its answer
+	// errorAsJSON: SSE always, but an error answer before anything else
+	// goes as JSON with the status of its code (a stateless request).
+	errorAsJSON bool
 }
 
 type streamMode int
@@ -182,9 +185,10 @@ func (s *StreamSession) CloseStream(id jsonrpc.ID) bool {
 }
 
 // primes reports whether the client reads priming events (an id with empty
-// data): 2025-11-25 and later. Older clients try to parse the empty data.
+// data): 2025-11-25 and later. Older clients try to parse the empty data,
+// and a stateless request's stream cannot be resumed: it has no event ids.
 func (s *StreamSession) primes(header string) bool {
-	return max(s.version, header) >= Version20251125
+	return !s.stateless && max(s.version, header) >= Version20251125
 }
 
 // end ends the session once, for err.
@@ -337,7 +341,10 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, *atta
 	}
 	st := &stream{num: s.nextNum, post: true, owed: map[jsonrpc.ID]string{}, nextSeq: 1}
 	s.nextNum++
-	if s.h.opts.ResponseMode == ResponseSSE {
+	switch {
+	case s.h.opts.ResponseMode == ResponseSSE && s.stateless:
+		st.errorAsJSON = true
+	case s.h.opts.ResponseMode == ResponseSSE:
 		st.mode = modeSSE
 	}
 	for _, c := range calls {
@@ -622,8 +629,12 @@ func (s *StreamSession) dropEventsLocked(st *stream) {
 }
 
 // eventID names event seq of stream num: "<nonce>.<num>.<seq>", unique in
-// the session, and telling on a resumption which stream to resume.
+// the session, and telling on a resumption which stream to resume; "" (no
+// id) on a stateless request's stream, which cannot be resumed.
 func (s *StreamSession) eventID(num, seq int64) string {
+	if s.stateless {
+		return ""
+	}
 	b := make([]byte, 0, 32)
 	b = append(b, s.nonce...)
 	b = append(b, '.')
@@ -766,7 +777,7 @@ func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool) {
 			s.forgetStreamLocked(st, true)
 		}
 		return
-	case st.mode == modePending && last:
+	case st.mode == modePending && last && (!st.errorAsJSON || isErrorAnswer(frame)):
 		st.mode = modeJSON
 		st.jsonBody = frame
 		st.finished = true
@@ -780,6 +791,12 @@ func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool) {
 		st.finished = true
 	}
 	st.wakeLocked()
+}
+
+// isErrorAnswer reports whether frame is an error response.
+func isErrorAnswer(frame []byte) bool {
+	_, ok := jsonrpc.Member(frame, "error")
+	return ok
 }
 
 // appendLocked adds an event to a stream and to the session's window,

@@ -816,7 +816,7 @@ func TestStreamableHandler_stateless(t *testing.T) {
 	defer srv.Close()
 	defer h.Close()
 	c := &rawClient{t: t, url: srv.URL, client: srv.Client()}
-	resp := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+	resp := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 		mcp.HeaderProtocolVersion, "2026-07-28")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Empty(t, resp.Header.Get(mcp.HeaderSessionID), "no session")
@@ -971,7 +971,8 @@ func TestStreamableClientConn_headers(t *testing.T) {
 		mu.Unlock()
 		hs.handler.ServeHTTP(w, r)
 	})
-	c, err := mcp.Connect(testCtx(t), hs.URL, &mcp.ClientOptions{Token: "secret", HTTP: mcp.StreamableClientOptions{HTTPClient: hs.Client()}})
+	c, err := mcp.Connect(testCtx(t), hs.URL, &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion, Token: "secret",
+		HTTP: mcp.StreamableClientOptions{HTTPClient: hs.Client()}})
 	require.NoError(t, err)
 	require.NoError(t, c.Ping(testCtx(t)))
 	require.Eventually(t, func() bool {

@@ -99,20 +99,30 @@ type ListToolsResult struct {
 	NextCursor string  `json:"nextCursor,omitempty"`
 }
 
-// CallToolParams call a tool.
+// CallToolParams call a tool. InputResponses and RequestState are those
+// of a retry (protocol version 2026-07-28): the answers to the input
+// requests of the previous round, by key, and its state, echoed.
 type CallToolParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Meta      Meta            `json:"_meta,omitempty"`
+	Name           string                     `json:"name"`
+	Arguments      json.RawMessage            `json:"arguments,omitempty"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string                     `json:"requestState,omitempty"`
+	Meta           Meta                       `json:"_meta,omitempty"`
 }
 
 // CallToolResult is a tool's answer. IsError marks a failure the model
 // should see, as opposed to a protocol error.
+//
+// A handler that needs input from the client first (sampling, elicitation,
+// roots) returns InputRequests instead of content, and RequestState if it
+// wants it back: see ToolRequest.
 type CallToolResult struct {
-	Content           []Content `json:"content"`
-	StructuredContent any       `json:"structuredContent,omitempty"`
-	IsError           bool      `json:"isError,omitempty"`
-	Meta              Meta      `json:"_meta,omitempty"`
+	Content           []Content               `json:"content"`
+	StructuredContent any                     `json:"structuredContent,omitempty"`
+	IsError           bool                    `json:"isError,omitempty"`
+	InputRequests     map[string]InputRequest `json:"inputRequests,omitempty"`
+	RequestState      string                  `json:"requestState,omitempty"`
+	Meta              Meta                    `json:"_meta,omitempty"`
 }
 
 // Content is a content block: text, image, audio, resource_link or an
@@ -189,10 +199,14 @@ type ListResourceTemplatesResult struct {
 	NextCursor        string              `json:"nextCursor,omitempty"`
 }
 
-// ResourceParams name a resource, for read, subscribe and unsubscribe.
+// ResourceParams name a resource, for read, subscribe and unsubscribe;
+// InputResponses and RequestState are those of a retried read, as in
+// CallToolParams.
 type ResourceParams struct {
-	URI  string `json:"uri"`
-	Meta Meta   `json:"_meta,omitempty"`
+	URI            string                     `json:"uri"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string                     `json:"requestState,omitempty"`
+	Meta           Meta                       `json:"_meta,omitempty"`
 }
 
 // ResourceContents are a resource's contents: Text or Blob (base64).
@@ -204,10 +218,13 @@ type ResourceContents struct {
 	Meta     Meta   `json:"_meta,omitempty"`
 }
 
-// ReadResourceResult answers resources/read.
+// ReadResourceResult answers resources/read; InputRequests and
+// RequestState ask for input first, as in CallToolResult.
 type ReadResourceResult struct {
-	Contents []ResourceContents `json:"contents"`
-	Meta     Meta               `json:"_meta,omitempty"`
+	Contents      []ResourceContents      `json:"contents"`
+	InputRequests map[string]InputRequest `json:"inputRequests,omitempty"`
+	RequestState  string                  `json:"requestState,omitempty"`
+	Meta          Meta                    `json:"_meta,omitempty"`
 }
 
 // ResourceUpdatedParams say a subscribed resource changed.
@@ -239,11 +256,14 @@ type ListPromptsResult struct {
 	NextCursor string    `json:"nextCursor,omitempty"`
 }
 
-// GetPromptParams ask for a prompt with arguments.
+// GetPromptParams ask for a prompt with arguments; InputResponses and
+// RequestState are those of a retry, as in CallToolParams.
 type GetPromptParams struct {
-	Name      string            `json:"name"`
-	Arguments map[string]string `json:"arguments,omitempty"`
-	Meta      Meta              `json:"_meta,omitempty"`
+	Name           string                     `json:"name"`
+	Arguments      map[string]string          `json:"arguments,omitempty"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string                     `json:"requestState,omitempty"`
+	Meta           Meta                       `json:"_meta,omitempty"`
 }
 
 // PromptMessage is one message of a prompt.
@@ -252,11 +272,14 @@ type PromptMessage struct {
 	Content Content `json:"content"`
 }
 
-// GetPromptResult answers prompts/get.
+// GetPromptResult answers prompts/get; InputRequests and RequestState ask
+// for input first, as in CallToolResult.
 type GetPromptResult struct {
-	Description string           `json:"description,omitempty"`
-	Messages    []*PromptMessage `json:"messages"`
-	Meta        Meta             `json:"_meta,omitempty"`
+	Description   string                  `json:"description,omitempty"`
+	Messages      []*PromptMessage        `json:"messages"`
+	InputRequests map[string]InputRequest `json:"inputRequests,omitempty"`
+	RequestState  string                  `json:"requestState,omitempty"`
+	Meta          Meta                    `json:"_meta,omitempty"`
 }
 
 // CompleteParams ask for completions of an argument.
