@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,37 +16,62 @@ import (
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
-// Client is an MCP client connected to the hub (or to any MCP server over
-// WebSocket). It initializes the session on Connect, lists, calls, reads and
-// subscribes, and answers the server's requests with the handlers of its
-// options.
+// Client is an MCP client connected to the hub (or to any MCP server). It
+// speaks both eras of the protocol, as the official SDKs do: protocol
+// version 2026-07-28 when the server does (server/discover, then every
+// request describes itself in its _meta), else a session opened with
+// initialize (see ClientOptions.ProtocolVersion). It lists, calls, reads and
+// subscribes, and answers the server's requests (in 2026-07-28: the input
+// requests of its results) with the handlers of its options.
 type Client struct {
-	peer *peer.Peer
-	opts ClientOptions
-	init InitializeResult
+	peer   *peer.Peer
+	opts   ClientOptions
+	init   InitializeResult
+	modern bool // protocol version 2026-07-28: no session
+	caps   ClientCapabilities
+
+	// ctx ends on Close: the listen streams end with it; wg waits for them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	nextToken atomic.Int64
 	mu        sync.Mutex
+	closed    bool
 	progress  map[string]func(*ProgressParams)
+	level     LoggingLevel             // 2026-07-28: the log level every request asks for
+	streams   map[string]*listenStream // listen streams open, by request id
+	subs      map[string]*listenStream // Subscribe's, by URI
 }
 
 // ClientOptions configure a Client. The zero value is usable.
 type ClientOptions struct {
 	// Info introduces the client; default "switchboard-go-client".
 	Info Implementation
-	// ProtocolVersion to ask for; default LatestVersion.
+	// ProtocolVersion chooses the era. "" (the default) tries 2026-07-28
+	// first (server/discover) and falls back to a session opened with
+	// initialize at LatestVersion when the server answers discover with any
+	// error or speaks no version in common; a session-based version (such as
+	// LatestVersion) opens a session with initialize only; ModernVersion
+	// speaks 2026-07-28 only. Code that relies on sessions (logging/setLevel
+	// once for all requests, resources/subscribe, logs not tied to a
+	// request) asks for a session-based version.
 	ProtocolVersion string
 	// Header is sent with the handshake; Token, when set, adds
 	// "Authorization: Bearer <Token>".
 	Header http.Header
 	Token  string
-	// Sampling, Elicitation and Roots answer the server's requests; each one
-	// set is declared as a capability in initialize.
+	// Sampling, Elicitation and Roots answer the server's requests (in
+	// 2026-07-28 its input requests, see CallTool); each one set is
+	// declared as a capability, in initialize or in every request's _meta.
 	Sampling    func(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error)
 	Elicitation func(ctx context.Context, p *ElicitParams) (*ElicitResult, error)
 	Roots       func(ctx context.Context) ([]Root, error)
 	// OnNotification receives every notification (progress too). It runs
-	// on the connection's read loop: it must return quickly.
+	// on the connection's read loop: it must return quickly. In 2026-07-28,
+	// where a server sends list_changed only on a subscriptions/listen
+	// stream, Connect opens one for the lists the server says may change
+	// when OnNotification is set.
 	OnNotification func(method string, params json.RawMessage)
 	// Peer tunes the JSON-RPC peer (handler limits, queues); its Handler and
 	// OnCancel are the client's own.
@@ -115,20 +141,27 @@ func connectHTTP(ctx context.Context, url string, header http.Header, o *ClientO
 	if sseErr != nil {
 		return nil, fmt.Errorf("%w (and over HTTP+SSE: %w)", err, sseErr)
 	}
-	return ConnectConn(ctx, sse, o)
+	legacy := *o
+	if legacy.ProtocolVersion == "" {
+		legacy.ProtocolVersion = LatestVersion // HTTP+SSE is a transport of sessions
+	}
+	return ConnectConn(ctx, sse, &legacy)
 }
 
-// ConnectConn initializes a session over an established connection.
+// ConnectConn connects over an established connection: with
+// server/discover, initialize or both, as ClientOptions.ProtocolVersion
+// says.
 func ConnectConn(ctx context.Context, conn peer.Conn, opts *ClientOptions) (*Client, error) {
-	c := &Client{progress: map[string]func(*ProgressParams){}}
+	c := &Client{progress: map[string]func(*ProgressParams){}, streams: map[string]*listenStream{}, subs: map[string]*listenStream{}}
 	if opts != nil {
 		c.opts = *opts
 	}
 	if c.opts.Info.Name == "" {
 		c.opts.Info = Implementation{Name: "switchboard-go-client", Version: "0.1.0"}
 	}
-	if c.opts.ProtocolVersion == "" {
-		c.opts.ProtocolVersion = LatestVersion
+	log := c.opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	po := c.opts.Peer
 	po.Handler = peer.HandlerFunc(c.handle)
@@ -136,42 +169,74 @@ func ConnectConn(ctx context.Context, conn peer.Conn, opts *ClientOptions) (*Cli
 	if po.Logger == nil {
 		po.Logger = c.opts.Logger
 	}
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	c.peer = peer.New(conn, &po)
 	c.peer.Start(context.WithoutCancel(ctx))
 
-	caps := ClientCapabilities{}
 	if c.opts.Sampling != nil {
-		caps.Sampling = &SamplingCap{}
+		c.caps.Sampling = &SamplingCap{}
 	}
 	if c.opts.Elicitation != nil {
-		caps.Elicitation = &ElicitationCap{Form: &struct{}{}}
+		c.caps.Elicitation = &ElicitationCap{Form: &struct{}{}}
 	}
 	if c.opts.Roots != nil {
-		caps.Roots = &ListChangedCap{ListChanged: true}
+		c.caps.Roots = &ListChangedCap{ListChanged: true}
 	}
+	var err error
+	switch v := c.opts.ProtocolVersion; {
+	case v == "":
+		if err = c.discover(ctx); err != nil {
+			log.Debug("mcp: server/discover failed; opening a session with initialize", "err", err)
+			err = c.initialize(ctx, LatestVersion)
+		}
+	case IsModernVersion(v):
+		err = c.discover(ctx)
+	default:
+		err = c.initialize(ctx, v)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if c.modern && c.opts.OnNotification != nil {
+		c.listenForChanges(ctx, log)
+	}
+	return c, nil
+}
+
+// initialize opens a session.
+func (c *Client) initialize(ctx context.Context, version string) error {
 	err := c.peer.Call(ctx, MethodInitialize, &InitializeParams{
-		ProtocolVersion: c.opts.ProtocolVersion,
-		Capabilities:    caps,
+		ProtocolVersion: version,
+		Capabilities:    c.caps,
 		ClientInfo:      c.opts.Info,
 	}, &c.init)
 	if err == nil {
 		err = c.peer.Notify(ctx, NotificationInitialized, nil)
 	}
 	if err != nil {
-		c.peer.Close()
-		return nil, fmt.Errorf("mcp: initialize: %w", err)
+		return fmt.Errorf("mcp: initialize: %w", err)
 	}
-	return c, nil
+	return nil
 }
 
-// InitializeResult returns what the server answered to initialize.
+// InitializeResult returns what the server answered to initialize; in
+// protocol version 2026-07-28, the same made of its server/discover answer.
 func (c *Client) InitializeResult() *InitializeResult { return &c.init }
 
 // Peer returns the client's JSON-RPC peer, for raw calls.
 func (c *Client) Peer() *peer.Peer { return c.peer }
 
-// Close closes the connection.
-func (c *Client) Close() error { return c.peer.Close() }
+// Close closes the connection, and with it every listen stream.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	err := c.peer.Close()
+	c.cancel()
+	c.wg.Wait()
+	return err
+}
 
 // Done is closed when the connection ends.
 func (c *Client) Done() <-chan struct{} { return c.peer.Done() }
@@ -224,6 +289,10 @@ func init() {
 			}
 			return nil, nil
 		},
+		NotificationSubscriptionsAcknowledged: func(c *Client, _ context.Context, req *jsonrpc.Request) (any, error) {
+			c.acknowledged(req.Params)
+			return nil, nil
+		},
 		NotificationProgress: func(c *Client, _ context.Context, req *jsonrpc.Request) (any, error) {
 			if p, err := decodeParams[ProgressParams](req); err == nil {
 				c.mu.Lock()
@@ -270,8 +339,12 @@ func tokenKey(token any) string {
 	return fmt.Sprint(token)
 }
 
-// Ping checks that the server answers.
+// Ping checks that the server answers: with ping, or in protocol version
+// 2026-07-28, which has none, with server/discover.
 func (c *Client) Ping(ctx context.Context) error {
+	if c.modern {
+		return c.call(ctx, MethodServerDiscover, nil, nil)
+	}
 	return c.peer.Call(ctx, MethodPing, nil, nil)
 }
 
@@ -286,6 +359,10 @@ type CallOptions struct {
 
 // CallTool calls a tool with arguments (anything that encodes to a JSON
 // object; nil for none). Cancelling ctx cancels the call on the server too.
+// In protocol version 2026-07-28, when the server answers that it needs
+// input first, CallTool fulfils its input requests with the Sampling,
+// Elicitation and Roots handlers and calls again with the answers, until
+// the server answers; GetPrompt and ReadResource do the same.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts *CallOptions) (*CallToolResult, error) {
 	raw, err := jsonrpc.Marshal(args)
 	if err != nil {
@@ -311,7 +388,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts *Call
 		}
 	}
 	var res CallToolResult
-	if err := c.peer.Call(ctx, MethodToolsCall, params, &res); err != nil {
+	if err := c.call(ctx, MethodToolsCall, params, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -320,7 +397,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts *Call
 // ListTools returns one page of tools.
 func (c *Client) ListTools(ctx context.Context, cursor string) (*ListToolsResult, error) {
 	var res ListToolsResult
-	return &res, c.peer.Call(ctx, MethodToolsList, &PaginatedParams{Cursor: cursor}, &res)
+	return &res, c.call(ctx, MethodToolsList, &PaginatedParams{Cursor: cursor}, &res)
 }
 
 // AllTools returns every tool, following cursors.
@@ -331,7 +408,7 @@ func (c *Client) AllTools(ctx context.Context) ([]*Tool, error) {
 // ListResources returns one page of resources.
 func (c *Client) ListResources(ctx context.Context, cursor string) (*ListResourcesResult, error) {
 	var res ListResourcesResult
-	return &res, c.peer.Call(ctx, MethodResourcesList, &PaginatedParams{Cursor: cursor}, &res)
+	return &res, c.call(ctx, MethodResourcesList, &PaginatedParams{Cursor: cursor}, &res)
 }
 
 // AllResources returns every resource, following cursors.
@@ -342,7 +419,7 @@ func (c *Client) AllResources(ctx context.Context) ([]*Resource, error) {
 // ListResourceTemplates returns one page of resource templates.
 func (c *Client) ListResourceTemplates(ctx context.Context, cursor string) (*ListResourceTemplatesResult, error) {
 	var res ListResourceTemplatesResult
-	return &res, c.peer.Call(ctx, MethodResourcesTemplatesList, &PaginatedParams{Cursor: cursor}, &res)
+	return &res, c.call(ctx, MethodResourcesTemplatesList, &PaginatedParams{Cursor: cursor}, &res)
 }
 
 // AllResourceTemplates returns every resource template, following cursors.
@@ -355,7 +432,7 @@ func (c *Client) AllResourceTemplates(ctx context.Context) ([]*ResourceTemplate,
 // ListPrompts returns one page of prompts.
 func (c *Client) ListPrompts(ctx context.Context, cursor string) (*ListPromptsResult, error) {
 	var res ListPromptsResult
-	return &res, c.peer.Call(ctx, MethodPromptsList, &PaginatedParams{Cursor: cursor}, &res)
+	return &res, c.call(ctx, MethodPromptsList, &PaginatedParams{Cursor: cursor}, &res)
 }
 
 // AllPrompts returns every prompt, following cursors.
@@ -386,37 +463,93 @@ func all[R, T any](ctx context.Context, page func(context.Context, string) (*R, 
 // ReadResource reads a resource.
 func (c *Client) ReadResource(ctx context.Context, uri string) (*ReadResourceResult, error) {
 	var res ReadResourceResult
-	return &res, c.peer.Call(ctx, MethodResourcesRead, &ResourceParams{URI: uri}, &res)
+	return &res, c.call(ctx, MethodResourcesRead, &ResourceParams{URI: uri}, &res)
 }
 
-// Subscribe asks for notifications/resources/updated about uri.
+// Subscribe asks for notifications/resources/updated about uri: with
+// resources/subscribe, or in protocol version 2026-07-28 with a
+// subscriptions/listen stream of its own, open until Unsubscribe or Close.
+// It returns once the server has acknowledged it.
 func (c *Client) Subscribe(ctx context.Context, uri string) error {
-	return c.peer.Call(ctx, MethodResourcesSubscribe, &ResourceParams{URI: uri}, nil)
+	if !c.modern {
+		return c.peer.Call(ctx, MethodResourcesSubscribe, &ResourceParams{URI: uri}, nil)
+	}
+	c.mu.Lock()
+	_, dup := c.subs[uri]
+	c.mu.Unlock()
+	if dup {
+		return nil
+	}
+	st, err := c.openListen(ctx, SubscriptionFilter{ResourceSubscriptions: []string{uri}})
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(st.honoured.ResourceSubscriptions, uri) {
+		st.stop()
+		return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "the server offers no subscriptions to resources")
+	}
+	c.mu.Lock()
+	_, dup = c.subs[uri]
+	if !dup {
+		c.subs[uri] = st
+	}
+	c.mu.Unlock()
+	if dup {
+		st.stop() // another Subscribe won
+	}
+	return nil
 }
 
 // Unsubscribe stops notifications about uri.
 func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
-	return c.peer.Call(ctx, MethodResourcesUnsubscribe, &ResourceParams{URI: uri}, nil)
+	if !c.modern {
+		return c.peer.Call(ctx, MethodResourcesUnsubscribe, &ResourceParams{URI: uri}, nil)
+	}
+	c.mu.Lock()
+	st := c.subs[uri]
+	delete(c.subs, uri)
+	c.mu.Unlock()
+	if st != nil {
+		st.stop()
+	}
+	return nil
 }
 
 // GetPrompt renders a prompt.
 func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string) (*GetPromptResult, error) {
 	var res GetPromptResult
-	return &res, c.peer.Call(ctx, MethodPromptsGet, &GetPromptParams{Name: name, Arguments: args}, &res)
+	return &res, c.call(ctx, MethodPromptsGet, &GetPromptParams{Name: name, Arguments: args}, &res)
 }
 
 // Complete asks for completions of an argument.
 func (c *Client) Complete(ctx context.Context, p *CompleteParams) (*CompleteResult, error) {
 	var res CompleteResult
-	return &res, c.peer.Call(ctx, MethodCompletionComplete, p, &res)
+	return &res, c.call(ctx, MethodCompletionComplete, p, &res)
 }
 
-// SetLoggingLevel sets the least severe level of log messages to receive.
+// SetLoggingLevel sets the least severe level of log messages to receive:
+// with logging/setLevel, or in protocol version 2026-07-28, which has none,
+// as the level every later request asks for in its _meta (a server then
+// sends log messages about that request only).
 func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error {
-	return c.peer.Call(ctx, MethodLoggingSetLevel, &SetLevelParams{Level: level}, nil)
+	if !c.modern {
+		return c.peer.Call(ctx, MethodLoggingSetLevel, &SetLevelParams{Level: level}, nil)
+	}
+	if level.Severity() < 0 {
+		return jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown level %q", level)
+	}
+	c.mu.Lock()
+	c.level = level
+	c.mu.Unlock()
+	return nil
 }
 
-// NotifyRootsChanged tells the server the client's roots changed.
+// NotifyRootsChanged tells the server the client's roots changed. In
+// protocol version 2026-07-28 it does nothing: a server asks for the roots
+// whenever it needs them.
 func (c *Client) NotifyRootsChanged(ctx context.Context) error {
+	if c.modern {
+		return nil
+	}
 	return c.peer.Notify(ctx, NotificationRootsListChanged, nil)
 }

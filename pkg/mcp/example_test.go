@@ -154,3 +154,86 @@ func ExampleNegotiateVersion() {
 	// 2025-06-18
 	// 2025-11-25
 }
+
+// A tool that asks its caller for input serves clients of both eras: a
+// client of 2026-07-28 gets the input requests, fulfils them and calls
+// again; for a client of a session, the Server asks the client itself.
+func ExampleElicitInput() {
+	s := mcp.NewServer(mcp.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
+	s.AddTool(&mcp.Tool{Name: "greet", Description: "Greets you by name"},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			form, ok := mcp.InputResponse[mcp.ElicitResult](req.InputResponses, "name")
+			if !ok || form.Action != "accept" {
+				return &mcp.CallToolResult{InputRequests: map[string]mcp.InputRequest{
+					"name": mcp.ElicitInput(&mcp.ElicitParams{Message: "What is your name?",
+						RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}),
+				}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(fmt.Sprintf("Hello, %v!", form.Content["name"]))}}, nil
+		})
+
+	ctx := context.Background()
+	for _, version := range []string{"", mcp.LatestVersion} { // 2026-07-28 first (the default), then a session
+		serverEnd, clientEnd := peer.Pipe(16)
+		ss := s.Serve(ctx, serverEnd)
+		c, err := mcp.ConnectConn(ctx, clientEnd, &mcp.ClientOptions{
+			ProtocolVersion: version,
+			Elicitation: func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+			},
+		})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		res, err := c.CallTool(ctx, "greet", nil, nil)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(c.InitializeResult().ProtocolVersion, res.Content[0].Text)
+		c.Close()
+		ss.Wait()
+	}
+	// Output:
+	// 2026-07-28 Hello, Ada!
+	// 2025-11-25 Hello, Ada!
+}
+
+// In protocol version 2026-07-28 a client hears of changes on
+// subscriptions/listen streams: Subscribe opens one for a resource.
+func ExampleClient_Subscribe() {
+	s := mcp.NewServer(mcp.Implementation{Name: "files", Version: "1.0.0"}, nil)
+	s.AddResource(&mcp.Resource{URI: "file:///notes.txt", Name: "notes"},
+		func(ctx context.Context, req *mcp.ResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: req.URI, Text: "buy milk"}}}, nil
+		})
+
+	ctx := context.Background()
+	serverEnd, clientEnd := peer.Pipe(16)
+	ss := s.Serve(ctx, serverEnd)
+	updated := make(chan string, 1)
+	c, err := mcp.ConnectConn(ctx, clientEnd, &mcp.ClientOptions{
+		OnNotification: func(method string, params json.RawMessage) {
+			if method == mcp.NotificationResourceUpdated {
+				var p mcp.ResourceUpdatedParams
+				_ = json.Unmarshal(params, &p)
+				updated <- p.URI
+			}
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := c.Subscribe(ctx, "file:///notes.txt"); err != nil { // returns once the server acknowledged it
+		fmt.Println(err)
+		return
+	}
+	s.ResourceUpdated(ctx, "file:///notes.txt")
+	fmt.Println("updated:", <-updated)
+	c.Close()
+	ss.Wait()
+	// Output:
+	// updated: file:///notes.txt
+}

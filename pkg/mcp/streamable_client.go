@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,14 @@ type StreamableClientOptions struct {
 // through Read (the HTTP status and the server's message), so calls never
 // hang on a lost POST. A 404 for the session ends the conn with
 // ErrSessionGone.
+//
+// A message of protocol version 2026-07-28 (its _meta names that version)
+// goes in a POST of its own, without a session: MCP-Protocol-Version is
+// the version its _meta names, Mcp-Method its method, Mcp-Name its tool or
+// prompt name or resource URI; notifications that follow such requests
+// (notifications/cancelled) get the same headers. Its stream is not
+// resumed, and writing notifications/cancelled for it ends its POST, which
+// is how a stateless server learns of the cancellation.
 type StreamableClientConn struct {
 	url    string
 	client *http.Client
@@ -72,7 +81,9 @@ type StreamableClientConn struct {
 	mu        sync.Mutex
 	sessionID string
 	version   string
-	initID    jsonrpc.ID // the initialize request in flight
+	modern    string                            // the version of the last stateless request
+	posts     map[jsonrpc.ID]context.CancelFunc // stateless POSTs in flight, by request id
+	initID    jsonrpc.ID                        // the initialize request in flight
 	initOK    bool
 	getOpen   bool // the GET stream was started
 	err       error
@@ -94,7 +105,7 @@ func DialStreamable(ctx context.Context, url string, opts *StreamableClientOptio
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 		return nil, fmt.Errorf("mcp: streamable HTTP URL: scheme %q is not http or https", req.URL.Scheme)
 	}
-	c := &StreamableClientConn{url: url, inbox: make(chan []byte, 64), failed: make(chan struct{})}
+	c := &StreamableClientConn{url: url, inbox: make(chan []byte, 64), failed: make(chan struct{}), posts: map[jsonrpc.ID]context.CancelFunc{}}
 	if opts != nil {
 		c.opts = *opts
 	}
@@ -248,24 +259,37 @@ func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
 				}
 			case req.Method == NotificationInitialized:
 				initialized = true
+			case req.Method == NotificationCancelled:
+				c.cancelPOST(req.Params)
 			}
 		}
 	}
+	var single *jsonrpc.Request
+	if !f.Batch && len(f.Messages) == 1 {
+		single, _ = f.Messages[0].(*jsonrpc.Request)
+	}
+	stateless := c.statelessVersion(single)
+	postCtx, cancel := context.WithCancel(c.ctx)
 	body := append([]byte(nil), frame...)
-	req, err := c.newRequest(c.ctx, http.MethodPost, body)
+	req, err := c.newRequest(postCtx, http.MethodPost, body)
 	if err != nil {
+		cancel()
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if stateless != "" {
+		setStatelessHeaders(req.Header, stateless, single)
+	}
 
 	if len(calls) == 0 {
 		// Notifications and answers: the server says 202 at once.
+		defer cancel()
 		resp, err := c.client.Do(req)
 		if err != nil {
 			return c.transportErr(err)
 		}
-		c.handle(resp, nil)
+		c.handle(postCtx, resp, nil, false)
 		if initialized {
 			c.startGET()
 		}
@@ -278,25 +302,109 @@ func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
 	req.Body = sb
 	req.GetBody = nil
 	if !c.track() {
+		cancel()
 		return net.ErrClosed
+	}
+	if stateless != "" {
+		c.mu.Lock()
+		c.posts[single.ID] = cancel
+		c.mu.Unlock()
 	}
 	go func() {
 		defer c.wg.Done()
+		defer func() {
+			if stateless != "" {
+				c.mu.Lock()
+				delete(c.posts, single.ID)
+				c.mu.Unlock()
+			}
+			cancel()
+		}()
 		resp, err := c.client.Do(req)
 		sb.signal()
 		if err != nil {
-			if c.ctx.Err() == nil {
+			if postCtx.Err() == nil {
 				c.answerErrors(calls, jsonrpc.NewError(CodeConnectionClosed, "POST failed: %v", err))
 			}
 			return
 		}
-		c.handle(resp, calls)
+		c.handle(postCtx, resp, calls, stateless != "")
 	}()
 	select {
 	case <-sb.sent:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// statelessVersion returns the protocol version of a message of 2026-07-28
+// (which its _meta names), or of a notification that follows such
+// requests; "" for a message of a session.
+func (c *StreamableClientConn) statelessVersion(req *jsonrpc.Request) string {
+	if req == nil {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if raw, ok := metaMember(req.Params, MetaProtocolVersion); ok {
+		if v, ok := jsonrpc.Unquote(raw); ok && IsModernVersion(v) {
+			c.modern = v
+			return v
+		}
+	}
+	if req.IsNotification() && c.sessionID == "" {
+		return c.modern
+	}
+	return ""
+}
+
+// setStatelessHeaders sets the headers a POST of 2026-07-28 mirrors its
+// message in, in place of a session's.
+func setStatelessHeaders(h http.Header, version string, req *jsonrpc.Request) {
+	h.Del(HeaderSessionID)
+	h.Set(HeaderProtocolVersion, version)
+	h.Set(HeaderMethod, req.Method)
+	key := ""
+	switch req.Method {
+	case MethodToolsCall, MethodPromptsGet:
+		key = "name"
+	case MethodResourcesRead:
+		key = "uri"
+	}
+	if key != "" {
+		if name, ok := jsonrpc.StringMember(req.Params, key); ok && validHeaderValue(name) {
+			h.Set(HeaderName, name)
+		}
+	}
+}
+
+// validHeaderValue reports whether s can go in a header as it is: no
+// control characters, no leading or trailing space.
+func validHeaderValue(s string) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// cancelPOST ends the POST of a stateless request being cancelled: with no
+// session, its connection is all the server can watch.
+func (c *StreamableClientConn) cancelPOST(params json.RawMessage) {
+	var p CancelledParams
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.posts[p.RequestID]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
 }
 
@@ -321,19 +429,27 @@ func (c *StreamableClientConn) transportErr(err error) error {
 }
 
 // handle reads a POST's response: the answers to calls (nil for a POST of
-// notifications and answers).
-func (c *StreamableClientConn) handle(resp *http.Response, calls []jsonrpc.ID) {
+// notifications and answers). ctx is the POST's.
+func (c *StreamableClientConn) handle(ctx context.Context, resp *http.Response, calls []jsonrpc.ID, stateless bool) {
 	defer resp.Body.Close()
-	if id := resp.Header.Get(HeaderSessionID); id != "" {
+	if id := resp.Header.Get(HeaderSessionID); id != "" && !stateless {
 		c.mu.Lock()
 		if c.sessionID == "" {
 			c.sessionID = id
 		}
 		c.mu.Unlock()
 	}
-	if resp.StatusCode == http.StatusNotFound && c.SessionID() != "" {
+	if resp.StatusCode == http.StatusNotFound && !stateless && c.SessionID() != "" {
 		c.fail(ErrSessionGone)
 		return
+	}
+	if stateless && (resp.StatusCode < 200 || resp.StatusCode > 299) && len(calls) == 1 {
+		// 2026-07-28 answers a request it refuses with its JSON-RPC error,
+		// data and all, under a status: that error is the answer.
+		if body, ok := answerIn(resp, calls[0], c.opts.MaxMessageBytes); ok {
+			c.deliver(body)
+			return
+		}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := httpErrorOf(resp, c.opts.MaxMessageBytes)
@@ -346,7 +462,7 @@ func (c *StreamableClientConn) handle(resp *http.Response, calls []jsonrpc.ID) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case mt == "text/event-stream":
-		c.readStream(resp, calls, "")
+		c.readStream(ctx, resp, calls, "", stateless)
 	case mt == "application/json":
 		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.opts.MaxMessageBytes)+1))
 		if err != nil || len(body) > c.opts.MaxMessageBytes {
@@ -361,6 +477,25 @@ func (c *StreamableClientConn) handle(resp *http.Response, calls []jsonrpc.ID) {
 	default:
 		c.answerErrors(calls, jsonrpc.NewError(CodeInternalError, "the server answered with Content-Type %q", resp.Header.Get("Content-Type")))
 	}
+}
+
+// answerIn returns an error status's body when it is the JSON-RPC answer
+// to the request id. It reads at most limit bytes; the body is consumed
+// either way, and httpErrorOf then names the status alone.
+func answerIn(resp *http.Response, id jsonrpc.ID, limit int) ([]byte, bool) {
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+		return nil, false
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if err != nil || len(body) > limit {
+		return nil, false
+	}
+	m, err := jsonrpc.DecodeMessage(body)
+	if r, ok := m.(*jsonrpc.Response); err == nil && ok && r.ID == id && r.Error != nil {
+		return body, true
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body)) // for httpErrorOf
+	return nil, false
 }
 
 // httpErrorOf turns an error status into a JSON-RPC error: the server's own
@@ -401,9 +536,11 @@ func (c *StreamableClientConn) answerErrors(calls []jsonrpc.ID, e *jsonrpc.Error
 }
 
 // readStream reads an SSE stream, resuming it with Last-Event-ID when it
-// drops before every answer owed on it came. calls are the answers owed;
-// nil for the GET stream, which is resumed until the conn closes.
-func (c *StreamableClientConn) readStream(resp *http.Response, calls []jsonrpc.ID, lastID string) {
+// drops before every answer owed on it came (unless it is a stateless
+// request's, which cannot be resumed). calls are the answers owed; nil for
+// the GET stream, which is resumed until the conn closes. ctx is the
+// request's.
+func (c *StreamableClientConn) readStream(ctx context.Context, resp *http.Response, calls []jsonrpc.ID, lastID string, stateless bool) {
 	owed := map[jsonrpc.ID]bool{}
 	for _, id := range calls {
 		owed[id] = true
@@ -440,10 +577,10 @@ func (c *StreamableClientConn) readStream(resp *http.Response, calls []jsonrpc.I
 			}
 		}
 		resp.Body.Close()
-		if c.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return
 		}
-		if calls != nil && lastID == "" {
+		if calls != nil && (lastID == "" || stateless) {
 			c.answerErrors(mapKeys(owed), jsonrpc.NewError(CodeConnectionClosed, "the stream ended before the answer, and cannot be resumed"))
 			return
 		}
@@ -536,7 +673,7 @@ func (c *StreamableClientConn) startGET() {
 			}
 			return
 		}
-		c.readStream(resp, nil, "")
+		c.readStream(c.ctx, resp, nil, "", false)
 	}()
 }
 
