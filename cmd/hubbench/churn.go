@@ -32,7 +32,7 @@ func (c churner) drive(ctx context.Context, _ int, lr *loadRun, rec *recorder) {
 	first := true
 	for !lr.stop.Load() && ctx.Err() == nil {
 		start := time.Now()
-		cl, err := mcp.Connect(ctx, c.url, &mcp.ClientOptions{WebSocket: noKeepalive})
+		cl, err := mcp.Connect(ctx, c.url, &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion, WebSocket: noKeepalive})
 		if err == nil {
 			err = cl.Close()
 		}

@@ -142,7 +142,7 @@ func (d peerDialer) dial(ctx context.Context) (loadConn, error) {
 }
 
 func (d hubDialer) dial(ctx context.Context) (loadConn, error) {
-	c, err := mcp.Connect(ctx, d.url, &mcp.ClientOptions{WebSocket: noKeepalive})
+	c, err := mcp.Connect(ctx, d.url, &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion, WebSocket: noKeepalive})
 	if err != nil {
 		return nil, err
 	}

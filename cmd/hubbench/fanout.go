@@ -168,7 +168,7 @@ func (fs *fanoutServer) stop() {
 
 // waitListed polls the hub until what lists says contains want.
 func waitListed(ctx context.Context, h *hubRef, lists func(context.Context, *mcp.Client) ([]string, error), want string) error {
-	c, err := mcp.Connect(ctx, h.ws("/mcp"), &mcp.ClientOptions{WebSocket: noKeepalive})
+	c, err := mcp.Connect(ctx, h.ws("/mcp"), &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion, WebSocket: noKeepalive})
 	if err != nil {
 		return fmt.Errorf("%s: %w", h.name, err)
 	}
@@ -242,8 +242,9 @@ func runFanout(ctx context.Context, cfg *config, hubs []*hubRef, sizes []int, id
 	began := time.Now()
 	err := forEach(ctx, n, 32, func(i int) error {
 		c, err := mcp.Connect(ctx, hubs[i%len(hubs)].ws("/mcp"), &mcp.ClientOptions{
-			WebSocket:      noKeepalive,
-			OnNotification: d.handler(i),
+			ProtocolVersion: mcp.LatestVersion, // resources/subscribe, on a session
+			WebSocket:       noKeepalive,
+			OnNotification:  d.handler(i),
 		})
 		clients[i] = c
 		return err

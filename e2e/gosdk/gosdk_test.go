@@ -221,7 +221,7 @@ func dialOut(t *testing.T, s *mcp.Server, srv *httptest.Server, name string) {
 		<-done
 	})
 	require.Eventually(t, func() bool {
-		c, err := mcp.Connect(ctx, srv.URL+"/mcp", nil)
+		c, err := mcp.Connect(ctx, srv.URL+"/mcp", &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion})
 		if err != nil {
 			return false
 		}

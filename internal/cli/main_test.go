@@ -115,12 +115,28 @@ func startHub(t *testing.T) *testHub {
 // base is the hub's URL as users give it to --hub.
 func (th *testHub) base() string { return "ws" + strings.TrimPrefix(th.srv.URL, "http") }
 
+// client connects an MCP client to the hub's /mcp, with a session
+// (initialize at mcp.LatestVersion unless opts name a version).
 func (th *testHub) client(t *testing.T, opts *mcp.ClientOptions) *mcp.Client {
 	t.Helper()
-	c, err := mcp.Connect(ctxFor(t), th.base()+"/mcp", opts)
+	c, err := mcp.Connect(ctxFor(t), th.base()+"/mcp", session(opts))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// session returns opts asking for a session (initialize at
+// mcp.LatestVersion) unless they name a version: these tests are of the
+// hub's sessions, and pkg/mcp's client speaks 2026-07-28 first by default.
+func session(opts *mcp.ClientOptions) *mcp.ClientOptions {
+	o := mcp.ClientOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = mcp.LatestVersion
+	}
+	return &o
 }
 
 // waitTool waits until the client's list holds tool (present) or not.

@@ -268,10 +268,19 @@ func (th *testHub) url(path string) string {
 	return "ws" + strings.TrimPrefix(th.srv.URL, "http") + path
 }
 
-// client connects an MCP client to the hub's /mcp.
+// client connects an MCP client to the hub's /mcp, with a session
+// (initialize at mcp.LatestVersion unless opts name a version: pkg/mcp's
+// client speaks 2026-07-28 first by default).
 func (th *testHub) client(t *testing.T, opts *mcp.ClientOptions) *mcp.Client {
 	t.Helper()
-	c, err := mcp.Connect(ctxFor(t), th.url("/mcp"), opts)
+	o := mcp.ClientOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = mcp.LatestVersion
+	}
+	c, err := mcp.Connect(ctxFor(t), th.url("/mcp"), &o)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c

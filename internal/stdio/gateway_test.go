@@ -210,10 +210,19 @@ func start(t *testing.T, cfg hub.Config, path string, header map[string][]string
 	return s
 }
 
-// connect initializes a Go MCP client through the gateway.
+// connect initializes a Go MCP client through the gateway, with a session
+// (initialize at mcp.LatestVersion unless opts name a version: pkg/mcp's
+// client speaks 2026-07-28 first by default).
 func (s *setup) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.Client {
 	t.Helper()
-	c, err := mcp.ConnectConn(ctxFor(t), s.client, opts)
+	o := mcp.ClientOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = mcp.LatestVersion
+	}
+	c, err := mcp.ConnectConn(ctxFor(t), s.client, &o)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -366,7 +375,7 @@ func TestServe_waitsForTheHub(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		c, err := mcp.ConnectConn(ctxFor(t), st.client, nil)
+		c, err := mcp.ConnectConn(ctxFor(t), st.client, &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion})
 		got <- result{c, err}
 	}()
 	require.Eventually(t, func() bool { return st.proxy.acceptCount() >= 3 }, wait, 10*time.Millisecond, "the gateway retries")

@@ -79,7 +79,7 @@ func BenchmarkCrossInstance(b *testing.B) {
 	calls := func(th *testHub, n int) time.Duration {
 		clients := make([]*mcp.Client, conns)
 		for i := range clients {
-			c, err := mcp.Connect(context.Background(), th.wsURL("/mcp"), nil)
+			c, err := mcp.Connect(context.Background(), th.wsURL("/mcp"), sessionOpts(nil))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func BenchmarkCrossInstance(b *testing.B) {
 		var sent atomic.Int64
 		got := make(chan struct{}, subscribers*rounds)
 		for range subscribers {
-			c, err := mcp.Connect(context.Background(), th.wsURL("/mcp"), &mcp.ClientOptions{OnNotification: func(m string, _ json.RawMessage) {
+			c, err := mcp.Connect(context.Background(), th.wsURL("/mcp"), &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion, OnNotification: func(m string, _ json.RawMessage) {
 				if m == mcp.NotificationResourceUpdated {
 					d := time.Duration(time.Now().UnixNano() - sent.Load())
 					mu.Lock()

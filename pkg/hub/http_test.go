@@ -22,13 +22,11 @@ import (
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
-// httpClient connects an MCP client to url over Streamable HTTP.
+// httpClient connects an MCP client to url over Streamable HTTP, with a
+// session.
 func httpClient(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.Client {
 	t.Helper()
-	if opts == nil {
-		opts = &mcp.ClientOptions{}
-	}
-	c, err := mcp.Connect(ctxFor(t), url, opts)
+	c, err := mcp.Connect(ctxFor(t), url, sessionOpts(opts))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c

@@ -66,10 +66,25 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
-// client connects an MCP client to the hub.
+// sessionOpts returns opts asking for a session (initialize at
+// mcp.LatestVersion) unless they name a version: these tests are of the
+// hub's sessions (logging/setLevel, resources/subscribe, logs not tied to a
+// call), and pkg/mcp's client speaks 2026-07-28 first by default.
+func sessionOpts(opts *mcp.ClientOptions) *mcp.ClientOptions {
+	o := mcp.ClientOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = mcp.LatestVersion
+	}
+	return &o
+}
+
+// client connects an MCP client to the hub, with a session.
 func (th *testHub) client(opts *mcp.ClientOptions) *mcp.Client {
 	th.t.Helper()
-	c, err := mcp.Connect(ctxFor(th.t), th.wsURL("/mcp"), opts)
+	c, err := mcp.Connect(ctxFor(th.t), th.wsURL("/mcp"), sessionOpts(opts))
 	require.NoError(th.t, err)
 	th.t.Cleanup(func() { c.Close() })
 	return c

@@ -431,7 +431,7 @@ func TestHub_serverNames(t *testing.T) {
 	th.waitFor("normalized name", func(v *view) bool { return v.lookup(kindTools, "my-fancy-server__x") != nil })
 
 	for _, bad := range []string{"!!!", "switchboard"} {
-		conn, err := mcp.Connect(ctxFor(t), th.wsURL("/mcp"), nil) // a bystander
+		conn, err := mcp.Connect(ctxFor(t), th.wsURL("/mcp"), sessionOpts(nil)) // a bystander
 		require.NoError(t, err)
 		srv := mcp.NewServer(mcp.Implementation{Name: bad, Version: "1"}, nil)
 		done := make(chan error, 1)
