@@ -36,13 +36,14 @@ func TestFixture_dialsOutToHub(t *testing.T) {
 	defer cancel()
 	dialCtx, stopDial := context.WithCancel(ctx)
 	dialed := make(chan error, 1)
-	go func() { dialed <- conformance.NewServer().Dial(dialCtx, ws+"/mcp/server?name=conformance", nil) }()
+	go func() { dialed <- conformance.NewServer(nil).Dial(dialCtx, ws+"/mcp/server?name=conformance", nil) }()
 	defer func() {
 		stopDial()
 		assert.ErrorIs(t, <-dialed, context.Canceled)
 	}()
 
 	c, err := mcp.Connect(ctx, ws+"/mcp", &mcp.ClientOptions{
+		ProtocolVersion: mcp.LatestVersion, // the hub's sessions
 		Sampling: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Role: "assistant", Content: mcp.TextContent("via the hub"), Model: "m"}, nil
 		},

@@ -8,11 +8,12 @@ import (
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
-// Handler serves s over Streamable HTTP for the suite, with the DNS
-// rebinding protection a local server owes its users: a request whose Host,
-// or Origin when it has one, is not a loopback name is refused with 403
-// before it reaches the transport (the dns-rebinding-protection scenario
-// checks this). opts may be nil; its Open is replaced.
+// Handler serves s over Streamable HTTP for the suite, sessions and
+// stateless 2026-07-28 requests alike, with the DNS rebinding protection a
+// local server owes its users: a request whose Host, or Origin when it has
+// one, is not a loopback name is refused with 403 before it reaches the
+// transport (the dns-rebinding-protection scenario checks this). opts may
+// be nil; its Open and Stateless are replaced.
 func Handler(s *mcp.Server, opts *mcp.StreamableOptions) (http.Handler, *mcp.StreamableHandler) {
 	var o mcp.StreamableOptions
 	if opts != nil {
@@ -24,6 +25,7 @@ func Handler(s *mcp.Server, opts *mcp.StreamableOptions) (http.Handler, *mcp.Str
 		s.Serve(sess.Context(), sess.Conn())
 		return nil
 	}
+	o.Stateless = o.Open
 	h := mcp.NewStreamableHandler(&o)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHost(r.Host) {

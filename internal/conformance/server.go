@@ -28,11 +28,16 @@ const jsonSchema2020 = `{"$schema":"https://json-schema.org/draft/2020-12/schema
 
 // NewServer returns the fixture: an MCP server with the tools, resources
 // and prompts, under the names and with the behaviours, that the official
-// conformance suite's server scenarios expect. Sessions are independent,
-// so one Server serves every session the suite opens.
-func NewServer() *mcp.Server {
-	s := mcp.NewServer(mcp.Implementation{Name: "switchboard-conformance-fixture", Version: "1.0.0"}, nil)
+// conformance suite's server scenarios expect, in both eras (sessions, and
+// 2026-07-28). Sessions are independent, and the tools that ask for input
+// keep their state in the request, under an HMAC, so one Server serves
+// every session and stateless request the suite sends. opts may be nil
+// (ProtocolVersions chooses the eras it speaks).
+func NewServer(opts *mcp.ServerOptions) *mcp.Server {
+	s := mcp.NewServer(mcp.Implementation{Name: "switchboard-conformance-fixture", Version: "1.0.0"}, opts)
 	addTools(s)
+	addStatelessTools(s)
+	addInputTools(s, newSealer())
 	addResources(s)
 	addPrompts(s)
 	s.SetCompletionHandler(func(ctx context.Context, ss *mcp.ServerSession, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
@@ -141,18 +146,17 @@ func addTools(s *mcp.Server) {
 	s.AddTool(&mcp.Tool{Name: "test_sampling", Description: "Tests server-initiated sampling (LLM completion request)",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string","description":"The prompt to send to the LLM"}},"required":["prompt"]}`)},
 		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			if res, ok := mcp.InputResponse[mcp.CreateMessageResult](req.InputResponses, "sample"); ok {
+				return text("LLM response: " + res.Content.Text), nil
+			}
 			var args struct {
 				Prompt string `json:"prompt"`
 			}
 			_ = json.Unmarshal(req.Params.Arguments, &args)
-			res, err := req.CreateMessage(ctx, &mcp.CreateMessageParams{
+			return &mcp.CallToolResult{InputRequests: map[string]mcp.InputRequest{"sample": mcp.SamplingInput(&mcp.CreateMessageParams{
 				Messages:  []mcp.SamplingMessage{{Role: "user", Content: mcp.TextContent(args.Prompt)}},
 				MaxTokens: 100,
-			})
-			if err != nil {
-				return text("Sampling not supported or error: " + err.Error()), nil
-			}
-			return text("LLM response: " + res.Content.Text), nil
+			})}}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "test_elicitation", Description: "Tests server-initiated elicitation (user input request)",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"The message to show the user"}},"required":["message"]}`)},
@@ -161,12 +165,12 @@ func addTools(s *mcp.Server) {
 				Message string `json:"message"`
 			}
 			_ = json.Unmarshal(req.Params.Arguments, &args)
-			return elicit(ctx, req, "User response", args.Message,
+			return elicit(req, "User response", args.Message,
 				`{"type":"object","properties":{"response":{"type":"string","description":"User's response"}},"required":["response"]}`)
 		})
 	s.AddTool(noArgs("test_elicitation_sep1034_defaults", "Tests elicitation with default values per SEP-1034"),
 		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-			return elicit(ctx, req, "Elicitation completed", "Please review and update the form fields with defaults", `{"type":"object","properties":{`+
+			return elicit(req, "Elicitation completed", "Please review and update the form fields with defaults", `{"type":"object","properties":{`+
 				`"name":{"type":"string","description":"User name","default":"John Doe"},`+
 				`"age":{"type":"integer","description":"User age","default":30},`+
 				`"score":{"type":"number","description":"User score","default":95.5},`+
@@ -175,7 +179,7 @@ func addTools(s *mcp.Server) {
 		})
 	s.AddTool(noArgs("test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements per SEP-1330"),
 		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-			return elicit(ctx, req, "Elicitation completed", "Please select options from the enum fields", `{"type":"object","properties":{`+
+			return elicit(req, "Elicitation completed", "Please select options from the enum fields", `{"type":"object","properties":{`+
 				`"untitledSingle":{"type":"string","description":"Select one option","enum":["option1","option2","option3"]},`+
 				`"titledSingle":{"type":"string","description":"Select one option with titles","oneOf":[`+
 				`{"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},{"const":"value3","title":"Third Option"}]},`+
@@ -191,11 +195,15 @@ func addTools(s *mcp.Server) {
 		})
 }
 
-// elicit asks the caller's user to fill schema and reports the answer.
-func elicit(ctx context.Context, req *mcp.ToolRequest, prefix, message, schema string) (*mcp.CallToolResult, error) {
-	res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: message, RequestedSchema: json.RawMessage(schema)})
-	if err != nil {
-		return text("Elicitation not supported or error: " + err.Error()), nil
+// elicit asks the caller's user to fill schema (an input request, which
+// the Server turns into elicitation/create for a client of a session) and
+// reports the answer.
+func elicit(req *mcp.ToolRequest, prefix, message, schema string) (*mcp.CallToolResult, error) {
+	res, ok := mcp.InputResponse[mcp.ElicitResult](req.InputResponses, "form")
+	if !ok {
+		return &mcp.CallToolResult{InputRequests: map[string]mcp.InputRequest{
+			"form": mcp.ElicitInput(&mcp.ElicitParams{Message: message, RequestedSchema: json.RawMessage(schema)}),
+		}}, nil
 	}
 	content, _ := json.Marshal(res.Content)
 	if res.Content == nil {
