@@ -5,29 +5,77 @@
 // # Types
 //
 // The types follow the MCP schema (protocol versions 2024-11-05 to
-// 2025-11-25, see SupportedVersions) as far as the hub and the helpers need
-// them; members they do not know travel untouched, since the hub routes
+// 2025-11-25, see SupportedVersions, and 2026-07-28, see ModernVersion) as
+// far as the hub and the helpers need them; members they do not know travel untouched, since the hub routes
 // params and results as raw JSON. Object is a one-level decode that keeps
 // every member, for code that must edit a message and pass the rest on.
 // CallToolParams and CallToolResult encode themselves (jsonrpc.Appender):
 // large raw arguments and structured results are copied, not re-scanned.
+//
+// # Two eras
+//
+// MCP has two shapes. The session-based revisions open a session with
+// initialize, after which the server may send its client requests
+// (sampling, elicitation, roots) and notifications of its own. The
+// stateless revision 2026-07-28 has no session: every request describes
+// itself in params._meta (its version, the client's capabilities and
+// info, the log level it wants; see RequestMeta), server/discover says
+// what a server is, every result says what it is (resultType), a server
+// that needs input answers with an InputRequiredResult that the client
+// fulfils and sends again, and notifications come on subscriptions/listen
+// streams. The Server and the Client here speak both.
 //
 // # Servers
 //
 // NewServer, then AddTool, AddResource, AddResourceTemplate and AddPrompt
 // with their handlers; Dial connects to a hub's /mcp/server endpoint and
 // reconnects with backoff until its context ends, or Serve runs the server
-// on a connection of your own. A handler can report progress, log, and ask
-// the client to sample, elicit or list its roots through its request; the
-// hub routes those to the client that made the call.
+// on a connection of your own. A handler can report progress and log
+// through its request (ToolRequest.Log: for a request of 2026-07-28 only at
+// the level its _meta asks for).
+//
+// A server answers both eras on every connection; its ProtocolVersions
+// option restricts them (without a session-based version it answers
+// initialize with -32601, which makes the hub use server/discover).
+// A request of 2026-07-28 is checked in the revision's order (method, then
+// _meta, then version), and its result gets resultType, the server's name
+// and, for lists and reads, cache hints (ServerOptions.CacheTTL).
+//
+// # Input requests
+//
+// A handler that needs input from the client returns InputRequests (made
+// with ElicitInput, SamplingInput, RootsInput) under keys of its choosing,
+// and a RequestState if it wants one back; it is called again with the
+// answers in its request's InputResponses (read them with InputResponse)
+// and that state. A client of 2026-07-28 gets an InputRequiredResult and
+// retries; for a client of a session the Server sends the requests itself,
+// all at once, and calls the handler again: one handler serves both eras.
+// Input the request's client cannot give (ToolRequest.ClientCapabilities)
+// is -32021. The older blocking helpers (ToolRequest.CreateMessage, Elicit,
+// ListRoots) serve sessions only; the hub routes their requests to the
+// client that made the call.
+//
+// # Listening
+//
+// In 2026-07-28 a client hears of list changes and resource updates on a
+// subscriptions/listen request: the server acknowledges it first, with the
+// part of its filter it supports, then sends what was asked for, each
+// notification tagged with the listen request's id, until the client
+// cancels it or leaves. AddTool and the like, and ResourceUpdated, reach
+// sessions and listen streams alike.
 //
 // # Clients
 //
-// Connect dials a hub's /mcp endpoint and initializes; CallTool, the List
-// and All methods, ReadResource, Subscribe and GetPrompt call through it,
-// and ClientOptions receive notifications and answer the server's requests.
-// Connect also takes http:// and https:// URLs: any MCP server's Streamable
-// HTTP endpoint.
+// Connect dials a hub's /mcp endpoint, or any MCP server's Streamable HTTP
+// endpoint (http:// and https:// URLs). Like the official SDKs it tries
+// 2026-07-28 first (server/discover) and opens a session with initialize
+// when the server does not speak it; ClientOptions.ProtocolVersion pins one
+// era. CallTool, the List and All methods, ReadResource, Subscribe and
+// GetPrompt call through it, and ClientOptions receive notifications and
+// answer the server's requests: in a session as it sends them, in
+// 2026-07-28 as input requests, which the client fulfils and retries by
+// itself. In 2026-07-28, Subscribe opens a listen stream per URI, and a
+// client with OnNotification one for the lists that may change.
 //
 // # Streamable HTTP
 //
@@ -52,12 +100,14 @@
 // Last-Event-ID; sessions end on DELETE, when idle, or when the owner
 // closes the conn. The Open and Check hooks let an owner refuse sessions
 // and requests with an HTTP status; Stateless is the place for 2026-07-28
-// requests without a session. docs/protocol.md says which stream each
-// message takes and every status.
+// requests without a session: it gets a session of one request, whose
+// answer goes with the HTTP status of its error. docs/protocol.md says
+// which stream each message takes and every status.
 //
 // DialStreamable is the client end, a peer.Conn that POSTs each frame,
 // reads JSON and SSE answers, keeps the GET stream open, resumes streams
-// and DELETEs the session on Close. DialSSE is the client end of the older
+// and DELETEs the session on Close; a message of 2026-07-28 goes in a POST
+// of its own, without a session. DialSSE is the client end of the older
 // HTTP+SSE transport (2024-11-05), which Connect falls back to when a
 // server refuses the initialize POST.
 package mcp
