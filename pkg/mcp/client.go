@@ -224,7 +224,9 @@ func (c *Client) initialize(ctx context.Context, version string) error {
 // protocol version 2026-07-28, the same made of its server/discover answer.
 func (c *Client) InitializeResult() *InitializeResult { return &c.init }
 
-// Peer returns the client's JSON-RPC peer, for raw calls.
+// Peer returns the client's JSON-RPC peer, for raw calls. In protocol
+// version 2026-07-28 a raw request carries its own _meta (see RequestMeta):
+// the peer adds nothing.
 func (c *Client) Peer() *peer.Peer { return c.peer }
 
 // Close closes the connection, and with it every listen stream.
