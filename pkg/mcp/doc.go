@@ -52,7 +52,7 @@
 // all at once, and calls the handler again: one handler serves both eras.
 // Input the request's client cannot give (ToolRequest.ClientCapabilities)
 // is -32021. The older blocking helpers (ToolRequest.CreateMessage, Elicit,
-// ListRoots) serve sessions only; the hub routes their requests to the
+// ListRoots) need a session to send on; the hub routes their requests to the
 // client that made the call.
 //
 // # Listening

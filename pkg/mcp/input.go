@@ -27,9 +27,11 @@ import (
 const maxInputRounds = 10
 
 // ErrNoServerRequests is what ToolRequest.CreateMessage, Elicit and
-// ListRoots return for a request of protocol version 2026-07-28, which has
-// no requests from server to client: return InputRequests from the handler
-// instead, which serves clients of both eras.
+// ListRoots return for a request of protocol version 2026-07-28 that came
+// without a session to send requests on (a stateless HTTP request, or a
+// client that never sent initialize): that revision has no requests from
+// server to client. Return InputRequests from the handler instead, which
+// serves clients of both eras.
 var ErrNoServerRequests = errors.New("mcp: protocol version " + ModernVersion +
 	" has no requests from server to client: return InputRequests from the handler instead")
 

@@ -302,7 +302,7 @@ func TestServer_inputRequests(t *testing.T) {
 	assert.Equal(t, jsonrpc.CodeInternalError, rpcError(t, err).Code, "no client answers tools/list: %v", err)
 	raw, err = call(mcp.MethodToolsCall, `{"name":"blocking"}`, all)
 	require.NoError(t, err)
-	assert.Contains(t, string(raw), "true true true", "the blocking helpers refuse a request of 2026-07-28")
+	assert.Contains(t, string(raw), "true true true", "the blocking helpers refuse a request of 2026-07-28 without a session")
 
 	raw, err = call(mcp.MethodPromptsGet, `{"name":"ctx"}`, all)
 	require.NoError(t, err)
@@ -319,6 +319,14 @@ func TestServer_inputRequests(t *testing.T) {
 	raw, err = call(mcp.MethodResourcesRead, `{"uri":"mem://secret","inputResponses":{"ok":{"action":"accept"}}}`, all)
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), "granted")
+
+	// A client that also opened a session (the hub, forwarding a modern
+	// client's call to a server it initialized) has one to send on.
+	p2, _ := rawPeer(t, s)
+	require.NoError(t, p2.Call(ctx, mcp.MethodInitialize, &mcp.InitializeParams{ProtocolVersion: mcp.LatestVersion}, nil))
+	raw = nil
+	require.NoError(t, p2.Call(ctx, mcp.MethodToolsCall, modern(t, `{"name":"blocking"}`, all), &raw))
+	assert.Contains(t, string(raw), "false false false", "the helpers sent their requests (which this peer refuses)")
 
 	// The same handlers, for a client of a session: the server asks it.
 	var asked atomic.Int32

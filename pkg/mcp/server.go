@@ -1085,12 +1085,26 @@ func (r *ToolRequest) Log(ctx context.Context, level LoggingLevel, logger string
 
 func (r *ToolRequest) related() Meta { return Meta{MetaRelatedRequest: r.ID} }
 
+// canAsk reports whether the blocking helpers may send the client a
+// request: only on a session. A request of 2026-07-28 on a connection whose
+// client also opened a session with initialize (the hub, forwarding a
+// modern client's call to a server it initialized) still has that session
+// to send on; one without (a stateless HTTP request, a client that never
+// initialized) has none.
+func (r *ToolRequest) canAsk() error {
+	if r.in.meta != nil && !r.Session.opened() {
+		return ErrNoServerRequests
+	}
+	return nil
+}
+
 // CreateMessage asks the calling client's model for a message (sampling),
-// and waits for it. For a request of protocol version 2026-07-28 it returns
-// ErrNoServerRequests: return SamplingInput in InputRequests instead.
+// and waits for it. For a request of protocol version 2026-07-28 without a
+// session it returns ErrNoServerRequests: return SamplingInput in
+// InputRequests instead, which serves both eras.
 func (r *ToolRequest) CreateMessage(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
-	if r.in.meta != nil {
-		return nil, ErrNoServerRequests
+	if err := r.canAsk(); err != nil {
+		return nil, err
 	}
 	c := *p
 	c.Meta = mergeMeta(p.Meta, r.related())
@@ -1102,11 +1116,11 @@ func (r *ToolRequest) CreateMessage(ctx context.Context, p *CreateMessageParams)
 }
 
 // Elicit asks the calling client's user for input, and waits for it. For a
-// request of protocol version 2026-07-28 it returns ErrNoServerRequests:
-// return ElicitInput in InputRequests instead.
+// request of protocol version 2026-07-28 without a session it returns
+// ErrNoServerRequests: return ElicitInput in InputRequests instead.
 func (r *ToolRequest) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
-	if r.in.meta != nil {
-		return nil, ErrNoServerRequests
+	if err := r.canAsk(); err != nil {
+		return nil, err
 	}
 	c := *p
 	c.Meta = mergeMeta(p.Meta, r.related())
@@ -1118,11 +1132,11 @@ func (r *ToolRequest) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResul
 }
 
 // ListRoots asks the calling client for its roots, and waits for them. For
-// a request of protocol version 2026-07-28 it returns ErrNoServerRequests:
-// return RootsInput in InputRequests instead.
+// a request of protocol version 2026-07-28 without a session it returns
+// ErrNoServerRequests: return RootsInput in InputRequests instead.
 func (r *ToolRequest) ListRoots(ctx context.Context) (*ListRootsResult, error) {
-	if r.in.meta != nil {
-		return nil, ErrNoServerRequests
+	if err := r.canAsk(); err != nil {
+		return nil, err
 	}
 	var res ListRootsResult
 	if err := r.Session.peer.Call(ctx, MethodRootsList, map[string]any{"_meta": r.related()}, &res); err != nil {
