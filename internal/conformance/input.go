@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
@@ -110,22 +111,39 @@ func addStatelessTools(s *mcp.Server) {
 			req.Log(ctx, mcp.LevelInfo, "conformance-fixture", "test_logging_tool executed")
 			return text("Logged at info, for those who asked."), nil
 		})
-	s.AddTool(noArgs("test_trigger_tool_change", "Adds a tool again, which sends notifications/tools/list_changed "+
+	// The triggers change their list every time, adding a transient item
+	// or removing it again: a server may send list_changed for a list that
+	// did not change, but a hub in front of it only passes on a real change.
+	var mu sync.Mutex // one trigger at a time
+	transientTool, transientPrompt := false, false
+	s.AddTool(noArgs("test_trigger_tool_change", "Adds or removes a transient tool, which sends notifications/tools/list_changed "+
 		"to every subscriptions/listen stream that asked for it"),
 		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-			s.AddTool(noArgs("test_transient_tool", "A tool test_trigger_tool_change adds"),
-				func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-					return text("transient"), nil
-				})
+			mu.Lock()
+			defer mu.Unlock()
+			if transientTool = !transientTool; !transientTool {
+				s.RemoveTool("test_transient_tool")
+			} else {
+				s.AddTool(noArgs("test_transient_tool", "A tool test_trigger_tool_change adds and removes"),
+					func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+						return text("transient"), nil
+					})
+			}
 			return text("tools/list_changed sent"), nil
 		})
-	s.AddTool(noArgs("test_trigger_prompt_change", "Adds a prompt again, which sends notifications/prompts/list_changed "+
+	s.AddTool(noArgs("test_trigger_prompt_change", "Adds or removes a transient prompt, which sends notifications/prompts/list_changed "+
 		"to every subscriptions/listen stream that asked for it"),
 		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-			s.AddPrompt(&mcp.Prompt{Name: "test_transient_prompt", Description: "A prompt test_trigger_prompt_change adds"},
-				func(ctx context.Context, req *mcp.PromptRequest) (*mcp.GetPromptResult, error) {
-					return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: mcp.TextContent("transient")}}}, nil
-				})
+			mu.Lock()
+			defer mu.Unlock()
+			if transientPrompt = !transientPrompt; !transientPrompt {
+				s.RemovePrompt("test_transient_prompt")
+			} else {
+				s.AddPrompt(&mcp.Prompt{Name: "test_transient_prompt", Description: "A prompt test_trigger_prompt_change adds and removes"},
+					func(ctx context.Context, req *mcp.PromptRequest) (*mcp.GetPromptResult, error) {
+						return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: mcp.TextContent("transient")}}}, nil
+					})
+			}
 			return text("prompts/list_changed sent"), nil
 		})
 }

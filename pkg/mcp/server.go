@@ -192,6 +192,14 @@ func (s *Server) AddPrompt(p *Prompt, h PromptHandler) {
 	s.notifyAll(NotificationPromptsListChanged)
 }
 
+// RemovePrompt unregisters a prompt.
+func (s *Server) RemovePrompt(name string) {
+	s.mu.Lock()
+	s.prompts = slices.DeleteFunc(s.prompts, func(x *serverPrompt) bool { return x.prompt.Name == name })
+	s.mu.Unlock()
+	s.notifyAll(NotificationPromptsListChanged)
+}
+
 // SetCompletionHandler sets the handler of completion/complete.
 func (s *Server) SetCompletionHandler(h CompletionHandler) {
 	s.mu.Lock()

@@ -814,6 +814,7 @@ func TestServer_listChanged(t *testing.T) {
 		}, mcp.NotificationResourcesListChanged},
 		{"remove resource", func() { s.RemoveResource("mem://r") }, mcp.NotificationResourcesListChanged},
 		{"add prompt", func() { s.AddPrompt(&mcp.Prompt{Name: "p"}, nil) }, mcp.NotificationPromptsListChanged},
+		{"remove prompt", func() { s.RemovePrompt("p") }, mcp.NotificationPromptsListChanged},
 	}
 	for _, tt := range tests { // in order: each step changes the server
 		tt.change()
