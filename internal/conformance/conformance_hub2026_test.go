@@ -16,11 +16,12 @@ import (
 // the hub must translate for a server of the other era (its input requests
 // become requests to the suite's session, and so on).
 //
-// It waits for the hub's side of issue 14, hence the build tag: run it with
+// It was written before the hub's side of issue 14 landed, hence the build
+// tag; it passes since. Run it with
 //
 //	go test -tags hub2026 -run TestConformance2026ThroughHub -v ./internal/conformance
 //
-// and drop the tag once it passes, so that make test runs it.
+// and drop the tag to have make test run it.
 func TestConformance2026ThroughHub(t *testing.T) {
 	node, legacyCLI := suite(t, legacySuite)
 	_, modernCLI := suite(t, modernSuite)
