@@ -1,5 +1,3 @@
-//go:build hub2026
-
 package conformance_test
 
 import (
@@ -15,13 +13,6 @@ import (
 // scenarios against the hub's /servers/conformance/mcp, and 0.1.16's, which
 // the hub must translate for a server of the other era (its input requests
 // become requests to the suite's session, and so on).
-//
-// It was written before the hub's side of issue 14 landed, hence the build
-// tag; it passes since. Run it with
-//
-//	go test -tags hub2026 -run TestConformance2026ThroughHub -v ./internal/conformance
-//
-// and drop the tag to have make test run it.
 func TestConformance2026ThroughHub(t *testing.T) {
 	node, legacyCLI := suite(t, legacySuite)
 	_, modernCLI := suite(t, modernSuite)

@@ -32,7 +32,8 @@
 // close a client's stream at the hub (pkg/hub's
 // TestHTTP_resumesADroppedStream resumes one instead). It needs the suites
 // and the Node 22 they run on, which scripts/deps.sh installs (npm ci in
-// e2e/conformance). TestConformance2026ThroughHub, behind the build tag
-// hub2026, runs both through a hub with the fixture speaking 2026-07-28
-// only.
+// e2e/conformance). TestConformance2026ThroughHub runs both through a hub
+// with the fixture speaking 2026-07-28 only: the hub discovers it, passes
+// its input requests to the 2026-07-28 suite and answers them itself for
+// 0.1.16's session.
 package conformance
