@@ -247,10 +247,15 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 	fields := strings.Fields(text)
 	opts := map[string]string{}
 	var words []string
-	for _, f := range fields {
-		if k, v, ok := strings.Cut(f, "="); ok && !strings.ContainsAny(f, "{[\"") {
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		switch k, v, ok := strings.Cut(f, "="); {
+		case ok && !strings.ContainsAny(f, "{[\""):
 			opts[k] = v
-		} else {
+		case f == "on" && i+1 < len(fields) && len(words) == 2 && (words[0] == "server" || words[0] == "client"):
+			i++
+			opts["on"] = fields[i] // "client c on B": the instance it connects to
+		default:
 			words = append(words, f)
 		}
 	}

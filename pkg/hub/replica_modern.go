@@ -1,11 +1,13 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -255,6 +257,40 @@ func (rp *replica) acknowledged(_ context.Context, params json.RawMessage) {
 	if ch != nil {
 		close(ch)
 	}
+}
+
+// modernMetaPrefix starts the _meta keys of the stateless revision.
+const modernMetaPrefix = "io.modelcontextprotocol/"
+
+// withoutModernMeta returns a modern client's params as a session-based
+// server must see them: without the _meta that describes a request of the
+// stateless revision. The hub speaks the server's revision to it (a server
+// that speaks both would take the call for a stateless one, and refuse to
+// ask the client anything).
+func withoutModernMeta(params json.RawMessage) json.RawMessage {
+	if !bytes.Contains(params, []byte(modernMetaPrefix)) {
+		return params
+	}
+	o, err := mcp.ParseObject(params)
+	if err != nil {
+		return params
+	}
+	meta := o.Meta()
+	n := len(meta)
+	for k := range meta {
+		if strings.HasPrefix(k, modernMetaPrefix) {
+			delete(meta, k)
+		}
+	}
+	switch {
+	case len(meta) == n:
+		return params
+	case len(meta) == 0:
+		delete(o, "_meta")
+	default:
+		o.Set("_meta", meta)
+	}
+	return o.Raw()
 }
 
 // withoutSubscriptionID returns a notification's params without the

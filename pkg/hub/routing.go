@@ -543,6 +543,8 @@ func (rp *replica) send(c caller, method string, params json.RawMessage, done fu
 	id := rp.peer.NextID()
 	if rp.modern {
 		params = rp.modernMeta(c, params)
+	} else {
+		params = withoutModernMeta(params)
 	}
 	params, token := rp.register(id, c, params)
 	finish := func(resp *jsonrpc.Response, err error) {
