@@ -264,14 +264,21 @@ func stillWorks(t *testing.T, cs *sdk.ClientSession, modern bool) {
 // fixture is a server with one of everything the tests call.
 type fixture struct {
 	*mcp.Server
-	cancelled chan struct{} // a tool saw its call cancelled
+	cancelled  chan struct{} // a tool saw its call cancelled
+	subscribed chan string   // a client subscribed to this URI ("-" before it when it unsubscribed)
 }
 
 func newFixture() *fixture {
-	f := &fixture{
-		Server:    mcp.NewServer(mcp.Implementation{Name: "switchboard-fixture", Version: "1.0.0"}, &mcp.ServerOptions{PageSize: 2, Instructions: "be kind"}),
-		cancelled: make(chan struct{}, 1),
-	}
+	f := &fixture{cancelled: make(chan struct{}, 1), subscribed: make(chan string, 16)}
+	f.Server = mcp.NewServer(mcp.Implementation{Name: "switchboard-fixture", Version: "1.0.0"}, &mcp.ServerOptions{
+		PageSize: 2, Instructions: "be kind",
+		OnSubscribe: func(_ *mcp.ServerSession, uri string, on bool) {
+			if !on {
+				uri = "-" + uri
+			}
+			f.subscribed <- uri
+		},
+	})
 	s := f.Server
 	type addArgs struct {
 		A int `json:"a"`
@@ -570,15 +577,20 @@ func testGoSDK_subscribe(t *testing.T, e endpoint) {
 		},
 	})
 	ctx := testCtx(t)
+	// The SDK's Subscribe may return before its listen stream is open in
+	// 2026-07-28: the server says when the subscription reaches it.
 	require.NoError(t, cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "test://one"}))
+	assert.Equal(t, "test://one", recv(t, f.subscribed))
 	f.ResourceUpdated(ctx, "test://one")
 	f.ResourceUpdated(ctx, "test://two") // not subscribed
 	assert.Equal(t, "test://one", recv(t, updated), "on the GET stream, or the listen stream")
 
 	require.NoError(t, cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: "test://one"}))
+	assert.Equal(t, "-test://one", recv(t, f.subscribed))
 	f.ResourceUpdated(ctx, "test://one")
 	f.ResourceUpdated(ctx, "test://three")
 	require.NoError(t, cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "test://three"}))
+	assert.Equal(t, "test://three", recv(t, f.subscribed))
 	f.ResourceUpdated(ctx, "test://three")
 	assert.Equal(t, "test://three", recv(t, updated), "nothing about test://one after unsubscribing")
 }

@@ -126,6 +126,7 @@ func testGoSDK_acrossInstances(t *testing.T, version string) {
 	require.NoError(t, err)
 	assert.Equal(t, "model: Lyon", res.Content[0].(*sdk.TextContent).Text)
 	require.NoError(t, cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "test://one"}))
+	assert.Equal(t, "test://one", recv(t, f.subscribed), "the subscription reached the server")
 	f.ResourceUpdated(ctx, "test://one")
 	assert.Equal(t, "test://one", recv(t, updated))
 

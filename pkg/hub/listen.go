@@ -27,9 +27,10 @@ type listener struct {
 	id     jsonrpc.ID
 	key    string // the stream's key among the session's notices
 	filter mcp.SubscriptionFilter
-	uris   map[string]bool
+	uris   map[string]bool // guarded by the session's mu once the stream is registered
 	reply  *peer.Reply
 	ended  bool // guarded by the session's mu
+	held   bool // its resource subscriptions are taken (guarded by the session's mu)
 }
 
 // hold is one resource subscription of a session, held by its
@@ -60,8 +61,11 @@ func (s *session) listen(req *jsonrpc.Request, m *mcp.RequestMeta, reply *peer.R
 	return nil
 }
 
-// openListener subscribes what a stream asks for that the session may have,
-// acknowledges the stream with that, and starts sending it notifications.
+// openListener acknowledges a stream with what of its filter the session
+// may have, starts sending it notifications, and subscribes its resources.
+// The acknowledgement goes before anything else on the stream, and the
+// stream is registered before its resources are subscribed: an update that
+// follows a subscription always finds it.
 func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 	h := s.hub
 	offered := s.initializeResult(mcp.LatestVersion).Capabilities
@@ -80,10 +84,6 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 				continue // not a resource this client has: not honoured, the ack says so
 			}
 		}
-		if err := s.holdURI(h.ctx, uri); err != nil {
-			h.log.Debug("a listen stream's subscription failed", "client", s.id, "uri", uri, "err", err)
-			continue
-		}
 		l.uris[uri] = true
 		honoured.ResourceSubscriptions = append(honoured.ResourceSubscriptions, uri)
 	}
@@ -95,13 +95,11 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 	// The acknowledgement goes first, and is never dropped: the stream's
 	// notifications follow it in the session's one queue.
 	if err := s.peer.Notify(h.ctx, mcp.NotificationSubscriptionsAcknowledged, ack); err != nil {
-		s.releaseListener(l)
 		return
 	}
 	s.mu.Lock()
 	if l.ended || s.closed.Load() {
 		s.mu.Unlock()
-		s.releaseListener(l)
 		return
 	}
 	if s.listeners == nil {
@@ -109,9 +107,25 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 	}
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
+	for uri := range l.uris {
+		if err := s.holdURI(h.ctx, uri); err != nil {
+			h.log.Debug("a listen stream's subscription failed", "client", s.id, "uri", uri, "err", err)
+			s.mu.Lock()
+			delete(l.uris, uri)
+			s.mu.Unlock()
+		}
+	}
+	s.mu.Lock()
+	l.held = true // from now on, ending the stream releases its holds
+	ended := l.ended
+	s.mu.Unlock()
+	if ended {
+		s.releaseListener(l)
+	}
 }
 
-// dropListener ends a stream whose client cancelled it or left.
+// dropListener ends a stream whose client cancelled it or left; its holds
+// are released here, or by openListener if it is still taking them.
 func (s *session) dropListener(l *listener) {
 	s.mu.Lock()
 	if l.ended {
@@ -119,10 +133,10 @@ func (s *session) dropListener(l *listener) {
 		return
 	}
 	l.ended = true
-	_, registered := s.listeners[l]
 	delete(s.listeners, l)
+	held := l.held
 	s.mu.Unlock()
-	if registered {
+	if held {
 		s.releaseListener(l)
 	}
 }

@@ -139,10 +139,16 @@ func (ss *ServerSession) listen(req *jsonrpc.Request, reply *peer.Reply) {
 		reply.Send(s.listenEnded(req.ID), nil)
 		return
 	}
+	for _, uri := range l.filter.ResourceSubscriptions {
+		s.subscribed(ss, uri, true)
+	}
 	reply.OnCancel(func() {
 		s.mu.Lock()
 		delete(s.listeners, l)
 		s.mu.Unlock()
+		for _, uri := range l.filter.ResourceSubscriptions {
+			s.subscribed(ss, uri, false)
+		}
 	})
 }
 

@@ -60,6 +60,11 @@ type ServerOptions struct {
 	PageSize int
 	// OnRootsChanged is called when a client says its roots changed.
 	OnRootsChanged func(s *ServerSession)
+	// OnSubscribe, when set, is called when a client subscribes to a
+	// resource (subscribed true) or no longer does: by resources/subscribe
+	// and resources/unsubscribe, or by a subscriptions/listen stream that
+	// opens or ends. Updates of the URI reach the client from then on.
+	OnSubscribe func(s *ServerSession, uri string, subscribed bool)
 	// Logger receives the server's own logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -777,14 +782,23 @@ func subscribe(_ context.Context, in *inbound) (any, error) {
 		return nil, err
 	}
 	ss := in.ss
+	on := in.req.Method == MethodResourcesSubscribe
 	ss.mu.Lock()
-	if in.req.Method == MethodResourcesSubscribe {
+	if on {
 		ss.subs[p.URI] = true
 	} else {
 		delete(ss.subs, p.URI)
 	}
 	ss.mu.Unlock()
+	ss.server.subscribed(ss, p.URI, on)
 	return struct{}{}, nil
+}
+
+// subscribed tells OnSubscribe.
+func (s *Server) subscribed(ss *ServerSession, uri string, on bool) {
+	if fn := s.opts.OnSubscribe; fn != nil {
+		fn(ss, uri, on)
+	}
 }
 
 func (s *Server) capabilities() ServerCapabilities {
