@@ -188,7 +188,7 @@ func (ic *inputCall) started(cancel func(error)) {
 	}
 }
 
-// end forgets the call once; it reports false if it had ended already. The
+// endLocked forgets the call once; it reports false if it had ended already. The
 // caller holds ic.mu.
 func (ic *inputCall) endLocked() bool {
 	if ic.ended {
