@@ -39,7 +39,9 @@ import (
 // happens to the exchanges with it. After its own reconnection an instance
 // sends nothing to another until it has heard from it again, which proves
 // the other is subscribed: calls wait for that (within their timeout)
-// instead of vanishing.
+// instead of vanishing. A request is taken for unsent only when the broker
+// says so (pubsub.ErrNotSent); after any other failure to publish it may
+// have arrived, so it fails and its cancellation follows it.
 const (
 	topicRegistry    = "registry"
 	topicInboxPrefix = "inbox/"
@@ -563,9 +565,20 @@ func (c *cluster) startRequest(instance string, env *envelope, cl caller, done f
 	oc := &outCall{instance: instance, caller: cl, done: done, sent: make(chan struct{})}
 	sendIt := func() {
 		if !h.goOwned(func() {
-			defer close(oc.sent)
-			if err := c.send(instance, env); err != nil {
+			err := c.send(instance, env)
+			close(oc.sent)
+			switch {
+			case err == nil:
+			case errors.Is(err, pubsub.ErrNotSent):
 				c.finish(n, nil, errBrokerDown(err))
+			default:
+				// The broker may have delivered it (a write that timed out,
+				// a connection lost after the write): the other instance may
+				// be serving it, so it is told to stop, as when the caller
+				// gives up.
+				if c.finish(n, nil, errUnconfirmed(err)) {
+					c.cancelSent(instance, env)
+				}
 			}
 		}) {
 			close(oc.sent)
@@ -600,12 +613,8 @@ func (c *cluster) startRequest(instance string, env *envelope, cl caller, done f
 		c.mu.Lock()
 		started := oc.started
 		c.mu.Unlock()
-		if !started || (env.Kind != kindCall && env.Kind != kindSReq) {
+		if !started {
 			return
-		}
-		cancelKind := kindCancel
-		if env.Kind == kindSReq {
-			cancelKind = kindSCancel
 		}
 		// The cancellation follows the request, never overtakes it.
 		h.goOwned(func() {
@@ -614,8 +623,19 @@ func (c *cluster) startRequest(instance string, env *envelope, cl caller, done f
 			case <-h.ctx.Done():
 				return
 			}
-			c.send(instance, &envelope{Kind: cancelKind, Call: n})
+			c.cancelSent(instance, env)
 		})
+	}
+}
+
+// cancelSent tells instance to give up a call or sreq this instance sent it
+// (other requests have nothing to cancel).
+func (c *cluster) cancelSent(instance string, req *envelope) {
+	switch req.Kind {
+	case kindCall:
+		c.send(instance, &envelope{Kind: kindCancel, Call: req.Call})
+	case kindSReq:
+		c.send(instance, &envelope{Kind: kindSCancel, Call: req.Call})
 	}
 }
 

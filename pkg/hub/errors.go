@@ -110,6 +110,15 @@ func errBrokerDown(cause error) error {
 		Message: "the server is on another hub instance, unreachable now: the broker is unavailable"}).WithData(data)
 }
 
+// errUnconfirmed is what a cross-instance request gets when the broker
+// failed without saying whether it delivered it: the other instance may
+// have begun serving it, and is told to stop.
+func errUnconfirmed(cause error) error {
+	return (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
+		Message: "the broker did not confirm delivery to the server's hub instance; the call was cancelled there and may or may not have run"}).
+		WithData(map[string]string{"reason": "delivery unconfirmed", "cause": cause.Error()})
+}
+
 // errTimedOut answers a routed request that outlived the call timeout.
 func errTimedOut(server string, timeout time.Duration) error {
 	data := map[string]any{"timeoutMs": timeout.Milliseconds()}

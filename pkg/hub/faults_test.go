@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -31,7 +32,8 @@ import (
 type hookBroker struct {
 	pubsub.Broker
 	// beforePublish, when set, runs before each publish and may block; it
-	// returns the error Publish should report once the message went out.
+	// returns the error Publish should report once the message went out
+	// (one wrapping pubsub.ErrNotSent: the message does not go out).
 	beforePublish atomic.Pointer[func(ctx context.Context, topic string, payload []byte) error]
 	// deaf drops everything that arrives for the instance, as when its
 	// subscriber connection is down.
@@ -41,7 +43,9 @@ type hookBroker struct {
 func (b *hookBroker) Publish(ctx context.Context, topic string, payload []byte) error {
 	if fn := b.beforePublish.Load(); fn != nil {
 		if err := (*fn)(ctx, topic, payload); err != nil {
-			b.Broker.Publish(context.Background(), topic, payload)
+			if !errors.Is(err, pubsub.ErrNotSent) {
+				b.Broker.Publish(context.Background(), topic, payload)
+			}
 			return err
 		}
 	}
@@ -137,6 +141,67 @@ func TestCluster_cancelDuringPublishReachesTheServer(t *testing.T) {
 		assert.Equal(t, id, got, "the server was told to stop that call")
 	case <-time.After(wait):
 		t.Fatal("the cancellation never crossed to the server's instance")
+	}
+}
+
+// Any failure to publish a call used to count as "not sent": the caller
+// got -32000 and no cancellation followed, although the broker may have
+// delivered the call (a publish that timed out after its write), and the
+// server worked on for no one. Only pubsub.ErrNotSent means not sent now;
+// any other failure fails the call and cancels it at the other instance.
+func TestCluster_unconfirmedCallIsCancelled(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		publish error // what the broker reports for the call
+		sent    bool  // whether the call went out all the same
+		message string
+	}{
+		{"delivered, then failed", errors.New("pubsub: publish: connection reset after the write"), true, "did not confirm delivery"},
+		{"certainly not sent", fmt.Errorf("%w: redis is down", pubsub.ErrNotSent), false, "broker is unavailable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a, b, ha, _ := startPair(t, Config{})
+			working := make(chan struct{})
+			defer close(working)
+			srv := startRawServer(b, "b", `{"tools":{}}`, func(method string, _ json.RawMessage) string {
+				switch method {
+				case mcp.MethodToolsList:
+					return `{"tools":[{"name":"block","inputSchema":{"type":"object"}}]}`
+				case mcp.MethodToolsCall:
+					<-working // only a cancellation ends the call
+				}
+				return ""
+			})
+			a.waitServer("b", 1)
+			hook := func(ctx context.Context, topic string, payload []byte) error {
+				if isKind(payload, kindCall) {
+					return tc.publish
+				}
+				return nil
+			}
+			ha.beforePublish.Store(&hook)
+
+			_, err := a.client(nil).CallTool(ctxFor(t), "b__block", nil, nil)
+			assert.Equal(t, mcp.CodeConnectionClosed, rpcCode(err), "%v", err)
+			assert.ErrorContains(t, err, tc.message)
+			if !tc.sent {
+				select {
+				case id := <-srv.calls:
+					t.Fatalf("the server got call %v that was never sent", id)
+				default:
+				}
+				return
+			}
+			id := <-srv.calls
+			select {
+			case got := <-srv.cancels:
+				assert.Equal(t, id, got, "the server was told to stop that call")
+			case <-time.After(wait):
+				t.Fatal("the call may have been delivered, but no cancellation followed it")
+			}
+		})
 	}
 }
 
