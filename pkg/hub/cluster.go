@@ -709,8 +709,8 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 		c.mu.Unlock()
 		if !h.goOwned(func() {
 			defer cancel()
+			defer c.unserve(key) // once answered: until then a drain waits
 			res, err := c.serveRequest(sctx, env)
-			c.unserve(key)
 			if errors.Is(sctx.Err(), context.Canceled) {
 				return // the caller gave up, or the exchange was interrupted: no one wants the answer
 			}
@@ -761,12 +761,20 @@ func (c *cluster) serveCall(env *envelope) {
 			return
 		}
 		ri.inflight.Add(-1)
-		c.unserve(key)
 		if errors.Is(err, context.Canceled) {
+			c.unserve(key)
 			return // the caller gave up, or the exchange was interrupted: no one wants the answer
 		}
 		err = h.upstreamError(ri.Name, err)
-		h.goOwned(func() { c.answer(env, kindResult, raw, err) })
+		// The call stays served until its answer is published: a drain that
+		// saw it gone would close the hub before the answer left, and the
+		// caller would hear "instance gone" instead.
+		if !h.goOwned(func() {
+			defer c.unserve(key)
+			c.answer(env, kindResult, raw, err)
+		}) {
+			c.unserve(key)
+		}
 	}
 	c.mu.Lock()
 	c.served[key] = f.cancel

@@ -317,6 +317,59 @@ func TestHub_drainWaitsForCallsOfOtherInstances(t *testing.T) {
 	require.NoError(t, <-drained)
 }
 
+// A call served for another instance used to stop counting as served as
+// soon as the server answered, before its answer was published: a drain
+// that looked then found the instance idle and closed it, the answer was
+// lost, and the caller heard "instance left". It counts until the answer
+// is out.
+func TestHub_drainWaitsUntilTheAnswerIsPublished(t *testing.T) {
+	t.Parallel()
+	a, b, _, hb := startPair(t, Config{})
+	started, release := make(chan struct{}), make(chan struct{})
+	s := mcp.NewServer(mcp.Implementation{Name: "w", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "work"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		close(started)
+		<-release
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("finished")}}, nil
+	})
+	b.runServer(s, "w")
+	a.waitServer("w", 1)
+	held, publish := make(chan struct{}), make(chan struct{})
+	hook := func(ctx context.Context, topic string, payload []byte) error {
+		if isKind(payload, kindResult) {
+			close(held)
+			<-publish
+		}
+		return nil
+	}
+	hb.beforePublish.Store(&hook)
+
+	c := a.client(nil)
+	result := make(chan error, 1)
+	go func() {
+		res, err := c.CallTool(ctxFor(t), "w__work", nil, nil)
+		if err == nil && res.Content[0].Text != "finished" {
+			err = fmt.Errorf("unexpected result %v", res.Content)
+		}
+		result <- err
+	}()
+	<-started
+	drained := make(chan error, 1)
+	go func() { drained <- b.Drain(ctxFor(t)) }()
+	require.Eventually(t, func() bool { return readyz(t, b) == http.StatusServiceUnavailable }, wait, time.Millisecond)
+	close(release)
+	<-held // the server answered; its answer is on its way to A
+	assert.False(t, b.idle(), "an answer not yet published counts as work in flight")
+	select {
+	case err := <-drained:
+		t.Fatalf("the drain ended before the answer was published: %v", err)
+	default:
+	}
+	close(publish)
+	require.NoError(t, <-result, "the caller got the answer")
+	require.NoError(t, <-drained)
+}
+
 // rawServer is a server connection scripted by a test: it answers the
 // hub's requests from a function, each on a goroutine of its own (so that
 // an answer may wait), and can send notifications.
