@@ -44,6 +44,8 @@ import (
 //	sync A S N                   wait until instance A lists server S with N replicas
 //	close C                      close C's connection
 //	quiet C                      C has received nothing it was not expected to
+//	distinct V...                the values (JSON, or bound "$name"s) differ pairwise:
+//	                             e.g. the ids the hub gave two calls
 //
 // In an expected frame, a string "$name" matches any value and binds it;
 // a batch's answers match in any order;
@@ -313,6 +315,17 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 		return "", false
 	case "close":
 		r.conn(n, words[1]).conn.Close(peer.CloseNormal, "")
+		return "", false
+	case "distinct":
+		var vals []string
+		for _, w := range words[1:] {
+			vals = append(vals, r.substitute(n, w))
+		}
+		for i := range vals {
+			for j := range i {
+				require.NotEqual(t, vals[j], vals[i], "line %d: %s and %s are the same", n, words[1+j], words[1+i])
+			}
+		}
 		return "", false
 	case "quiet":
 		gc := r.conn(n, words[1])
