@@ -47,6 +47,7 @@ type serveOptions struct {
 	serverNoteRate float64
 	maxListBytes   int
 	maxTemplates   int
+	reservation    time.Duration
 }
 
 func serveCommand(o *serveOptions) *command {
@@ -86,6 +87,7 @@ func serveCommand(o *serveOptions) *command {
 	fs.Float64Var(&o.serverNoteRate, "server-notification-rate", hub.DefaultServerNotificationRate, "notifications per second one server connection may send (dropped beyond); negative disables")
 	fs.IntVar(&o.maxListBytes, "max-list-bytes", hub.DefaultMaxListBytes, "bytes of all one server's lists together (the server is refused beyond)")
 	fs.IntVar(&o.maxTemplates, "max-templates", hub.DefaultMaxTemplates, "resource templates one server may list (the server is refused beyond)")
+	fs.DurationVar(&o.reservation, "reservation-period", hub.DefaultReservationPeriod, "how long a server that left keeps its URIs, templates and name for its token (a redeploy gets them back); negative disables")
 	return c
 }
 
@@ -141,6 +143,7 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 		SessionIdleTimeout: o.sessionIdle, ReplayEvents: o.replayEvents,
 		MaxSubscriptions: o.maxSubs, MaxSubscriptionsPerToken: o.maxSubsToken,
 		ServerNotificationRate: o.serverNoteRate, MaxListBytes: o.maxListBytes, MaxTemplates: o.maxTemplates,
+		ReservationPeriod: o.reservation,
 	}
 	cfg.AllowedHosts = splitList(o.allowedHosts)
 	if host, _, err := net.SplitHostPort(o.addr); err == nil && host != "" {

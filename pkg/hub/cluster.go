@@ -228,7 +228,9 @@ func (c *cluster) heartbeat() {
 	clients := len(h.sessionList())
 	c.publish(ctx, topicRegistry, &envelope{Kind: kindHeartbeat, Version: c.version.Load(), Clients: clients})
 	h.renewNames(ctx)
-	c.expire(time.Now())
+	now := time.Now()
+	c.expire(now)
+	h.reg.expire(now)
 }
 
 // expire drops the instances that missed too many heartbeats.
@@ -258,7 +260,7 @@ func (c *cluster) drop(id string) {
 	c.mu.Unlock()
 	c.endExchanges(id, errInstanceGone, true)
 	if known {
-		h.reg.setRemote(id, nil)
+		h.reg.setRemote(id, nil, nil)
 	}
 	h.subs.dropInstance(id)
 }
@@ -317,10 +319,10 @@ func servedBy(key, instance string) bool {
 // output buffer passes 32 MiB, and every instance with it).
 func (c *cluster) publishSnapshot(ctx context.Context) {
 	h := c.hub
-	snap := &snapshot{Addr: h.cfg.Addr, StartedAt: h.start.UTC(), Departed: h.gone.list()}
+	snap := &snapshot{Addr: h.cfg.Addr, StartedAt: h.start.UTC(), Departed: h.gone.list(), Reserved: h.reg.localReservations()}
 	for _, ri := range h.reg.localReplicas() {
 		rs := replicaSnap{ID: ri.ID, Name: ri.Name, ServerInfo: ri.ServerInfo, ProtocolVersion: ri.ProtocolVersion,
-			ConnectedAt: ri.ConnectedAt, Owner: ri.Owner, Capabilities: ri.Capabilities, Instructions: ri.Instructions}
+			ConnectedAt: ri.ConnectedAt, Since: ri.Since, Owner: ri.Owner, Capabilities: ri.Capabilities, Instructions: ri.Instructions}
 		for k := range numKinds {
 			for _, it := range ri.lists[k] {
 				rs.Lists[k] = append(rs.Lists[k], it.raw)
@@ -484,7 +486,10 @@ func (c *cluster) applySnapshot(from string, version uint64, snap *snapshot, now
 	r.version, r.snap = version, snap
 	c.mu.Unlock()
 	if !same {
-		c.hub.reg.setRemote(from, c.replicasOf(from, snap))
+		for _, res := range snap.Reserved {
+			res.compile()
+		}
+		c.hub.reg.setRemote(from, c.replicasOf(from, snap), snap.Reserved)
 	}
 }
 
@@ -494,7 +499,7 @@ func (c *cluster) replicasOf(instance string, s *snapshot) []*replicaInfo {
 	out := make([]*replicaInfo, 0, len(s.Replicas))
 	for _, rs := range s.Replicas {
 		ri := &replicaInfo{ID: rs.ID, Name: rs.Name, Instance: instance, ServerInfo: rs.ServerInfo,
-			ProtocolVersion: rs.ProtocolVersion, ConnectedAt: rs.ConnectedAt, Owner: rs.Owner,
+			ProtocolVersion: rs.ProtocolVersion, ConnectedAt: rs.ConnectedAt, Since: rs.Since, Owner: rs.Owner,
 			Capabilities: rs.Capabilities, Instructions: rs.Instructions}
 		for k := range numKinds {
 			for _, raw := range rs.Lists[k] {

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/redistest"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
 	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
 
@@ -352,5 +353,60 @@ func TestEnvelopeWire(t *testing.T) {
 	} {
 		_, ok := decodeEnvelope([]byte(bad))
 		assert.False(t, ok, bad)
+	}
+}
+
+// A server that leaves keeps its place on every instance alike, one that
+// joins later included, and gets it back on whichever instance it returns
+// to: every instance computes the same owner for each URI.
+func TestCluster_aDepartedServersPlaceIsKeptEverywhere(t *testing.T) {
+	t.Parallel()
+	shared := pubsub.NewMemory()
+	t.Cleanup(func() { shared.Close() })
+	tokens := writeTokens(t, `
+tokens:
+  - {name: weather, token: weather-secret, roles: [server], servers: [weather]}
+  - {name: aaa, token: aaa-secret, roles: [server], servers: [aaa]}
+  - {name: app, token: app-secret, roles: [client]}
+`)
+	instance := func() *testHub {
+		return startHub(t, Config{Broker: shared, HeartbeatInterval: time.Hour, Tokens: tokens})
+	}
+	a, b := instance(), instance()
+	caps := `{"resources":{}}`
+	weather := resourcesOf("weather", []string{"weather://report"}, []string{"weather://city/{name}"})
+	owner := startRawServerWith(a, "weather", "weather-secret", caps, weather)
+	startRawServerWith(b, "aaa", "aaa-secret", caps, resourcesOf("aaa", []string{"weather://report"}, []string{"weather://{+y}"}))
+	servedBy := func(th *testHub, server string) {
+		t.Helper()
+		th.waitFor(fmt.Sprintf("weather's resources with %s on %s", server, shortID(th.ID())), func(v *view) bool {
+			for _, uri := range []string{"weather://report", "weather://city/lyon"} {
+				if got, ok := v.serverOfURI(uri); !ok || got != server {
+					return false
+				}
+			}
+			return len(v.servers["aaa"]) == 1
+		})
+	}
+	for _, th := range []*testHub{a, b} {
+		servedBy(th, "weather")
+	}
+
+	owner.conn.Close(peer.CloseGoingAway, "redeploying")
+	c := instance() // joins while weather is away: it learns the place from the others' snapshots
+	for _, th := range []*testHub{a, b, c} {
+		th.waitFor("weather gone", func(v *view) bool { return len(v.servers["weather"]) == 0 && v.reservation("weather") != nil })
+		servedBy(th, "weather")
+		_, err := readText(t, th.tokenClient("app-secret", nil), "weather://report")
+		assert.Equal(t, mcp.CodeConnectionClosed, rpcCode(err), "on %s: %v", shortID(th.ID()), err)
+	}
+
+	startRawServerWith(c, "weather", "weather-secret", caps, weather) // back, on another instance
+	for _, th := range []*testHub{a, b, c} {
+		th.waitFor("weather back", func(v *view) bool { return len(v.servers["weather"]) == 1 })
+		servedBy(th, "weather")
+		text, err := readText(t, th.tokenClient("app-secret", nil), "weather://report")
+		require.NoError(t, err)
+		assert.Equal(t, "from weather", text, "on %s", shortID(th.ID()))
 	}
 }

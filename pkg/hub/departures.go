@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
@@ -111,5 +112,100 @@ func (h *Hub) recentDepartures(v *view) []departure {
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].At.After(out[j].At) })
+	return out
+}
+
+// A server that leaves keeps its place for Config.ReservationPeriod: its
+// rank among servers and the URIs and templates it served stay reserved to
+// its token. Meanwhile no other server is served them (a later server's
+// copies stay refused, as while it was there; a read gets -32000, the
+// server is away), and no other token may take its name. When a server of
+// the same name and token comes back within the period, it takes its place
+// back, rank and all; after the period, the place is given up and the next
+// server in line gets what it lists.
+//
+// Every instance records the reservation itself when a server leaves its
+// view (the last replica disconnects, here or on another instance, or that
+// instance goes), so that all compute the same owners; and each publishes
+// the reservations it holds in its snapshot, for instances that join
+// later. The period is measured on each instance's clock and checked at
+// each heartbeat: instances may disagree for about a heartbeat when it
+// ends.
+
+// reservation is the place a server that left keeps.
+type reservation struct {
+	Name      string    `json:"name"`
+	Owner     string    `json:"owner"`               // its token
+	Since     time.Time `json:"since"`               // when it registered: its rank
+	Until     time.Time `json:"until"`               // when the place is given up
+	Resources []string  `json:"resources,omitempty"` // the URIs it served
+	Templates []string  `json:"templates,omitempty"` // the templates it served
+
+	tmpls []*mcp.URITemplate // Templates, compiled once
+}
+
+// maxReservations bounds the reservations an instance keeps (the oldest
+// go first): a token allowed many names cannot make every instance hold
+// the lists of all of them.
+const maxReservations = 100
+
+// reserve records the place of a server that left view old.
+func reserve(old *view, name string, until time.Time) *reservation {
+	replicas := old.servers[name]
+	if len(replicas) == 0 {
+		return nil
+	}
+	first := replicas[0]
+	for _, ri := range replicas {
+		if ri.rankedBefore(first) {
+			first = ri
+		}
+	}
+	res := &reservation{Name: name, Owner: first.Owner, Since: first.since(), Until: until}
+	if sl := old.own[name]; sl != nil {
+		for _, it := range sl.lists[kindResources] {
+			res.Resources = append(res.Resources, it.orig)
+		}
+		for _, it := range sl.lists[kindTemplates] {
+			res.Templates = append(res.Templates, it.orig)
+			res.tmpls = append(res.tmpls, it.tmpl)
+		}
+	}
+	return res
+}
+
+// compile readies a reservation another instance published.
+func (res *reservation) compile() {
+	res.tmpls = make([]*mcp.URITemplate, len(res.Templates))
+	for i, t := range res.Templates {
+		res.tmpls[i] = mcp.ParseURITemplate(t)
+	}
+}
+
+// activeReservations merges the reservations of every instance: one per
+// name (the longest of those of the same token; of different tokens, the
+// earliest registered), still running at now, for names no live server
+// holds.
+func activeReservations(sets [][]*reservation, live map[string][]*replicaInfo, now time.Time) []*reservation {
+	byName := map[string]*reservation{}
+	for _, set := range sets {
+		for _, res := range set {
+			if !res.Until.After(now) || len(live[res.Name]) > 0 {
+				continue
+			}
+			cur := byName[res.Name]
+			switch {
+			case cur == nil,
+				cur.Owner == res.Owner && res.Until.After(cur.Until),
+				cur.Owner != res.Owner && res.Since.Before(cur.Since):
+				byName[res.Name] = res
+			}
+		}
+	}
+	out := make([]*reservation, 0, len(byName))
+	for _, res := range byName {
+		out = append(out, res)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

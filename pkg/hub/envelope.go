@@ -136,6 +136,9 @@ type snapshot struct {
 	StartedAt time.Time     `json:"startedAt"`
 	Replicas  []replicaSnap `json:"replicas"`
 	Departed  []departure   `json:"departed,omitempty"`
+	// Reserved are the places this instance keeps for servers that left
+	// (departures.go), for instances that did not see them leave.
+	Reserved []*reservation `json:"reserved,omitempty"`
 }
 
 type replicaSnap struct {
@@ -144,6 +147,7 @@ type replicaSnap struct {
 	ServerInfo      mcp.Implementation          `json:"serverInfo"`
 	ProtocolVersion string                      `json:"protocolVersion"`
 	ConnectedAt     time.Time                   `json:"connectedAt"`
+	Since           time.Time                   `json:"since"`
 	Owner           string                      `json:"owner"`
 	Capabilities    json.RawMessage             `json:"capabilities,omitempty"`
 	Instructions    string                      `json:"instructions,omitempty"`

@@ -585,6 +585,81 @@ tokens:
 	assert.NotContains(t, doc, "conflicts", "only operators see conflicts")
 }
 
+// A URI's owner used to be the oldest server connected now: when the
+// server that registered first redeployed, a squatter of another token
+// became the oldest and served its URIs and templates (and kept them once
+// the owner was back). A server that leaves now keeps its place, reserved
+// to its token, for ReservationPeriod: its URIs and name are no one
+// else's meanwhile, it gets them back when it returns, and only after the
+// period does the next server in line get them.
+func TestHostile_resourceHijackAfterARedeploy(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{Tokens: writeTokens(t, `
+tokens:
+  - {name: demo, token: demo-secret, roles: [server], servers: [demo]}
+  - {name: weather, token: weather-secret, roles: [server], servers: [weather]}
+  - {name: aaa, token: aaa-secret, roles: [server], servers: [aaa]}
+  - {name: rival, token: rival-secret, roles: [server], servers: ["weather*"]}
+  - {name: app, token: app-secret, roles: [client]}
+  - {name: ops, token: ops-secret, roles: [dashboard]}
+`)})
+	th.runServerWith(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "demo", "demo-secret")
+	good := &bystander{t: t, c: th.tokenClient("app-secret", nil)}
+	caps := `{"resources":{"subscribe":true}}`
+	weather := resourcesOf("weather", []string{"weather://report"}, []string{"weather://city/{name}"})
+	owner := startRawServerWith(th, "weather", "weather-secret", caps, weather)
+	startRawServerWith(th, "aaa", "aaa-secret", caps,
+		resourcesOf("aaa", []string{"weather://report", "weather://city/paris", "aaa://own"}, []string{"weather://{+y}", "aaa://t/{x}"}))
+	app := th.tokenClient("app-secret", nil)
+	reads := func(want string) {
+		t.Helper()
+		for _, uri := range []string{"weather://report", "weather://city/paris", "weather://city/lyon"} {
+			text, err := readText(t, app, uri)
+			require.NoError(t, err, uri)
+			assert.Equal(t, want, text, uri)
+		}
+		text, err := readText(t, app, "aaa://own")
+		require.NoError(t, err, "the squatter keeps what is its own")
+		assert.Equal(t, "from aaa", text)
+	}
+	reads("from weather")
+	assert.Contains(t, th.reg.view().conflicts,
+		conflict{Kind: "resourceTemplate", Key: "weather://{+y}", Kept: "weather", Refused: "aaa"},
+		"a template of another token that overlaps the owner's is not served")
+
+	// The owner redeploys: while it is away its place is kept.
+	owner.conn.Close(peer.CloseGoingAway, "redeploying")
+	th.waitFor("weather gone", func(v *view) bool { return len(v.servers["weather"]) == 0 })
+	for _, uri := range []string{"weather://report", "weather://city/paris", "weather://city/lyon"} {
+		_, err := readText(t, app, uri)
+		assert.Equal(t, mcp.CodeConnectionClosed, rpcCode(err), "%s while its server is away: %v", uri, err)
+	}
+	resources, err := app.AllResources(ctxFor(t))
+	require.NoError(t, err)
+	for _, r := range resources {
+		assert.NotContains(t, r.URI, "weather://", "the squatter's copies are not listed")
+	}
+	rival, err := registerRaw(th, "weather", "rival-secret")
+	assert.False(t, rival, "another token may not take the name meanwhile")
+	assert.ErrorContains(t, err, "kept for the server of another token")
+	good.stillWorks()
+
+	// It comes back, later than the squatter: its place is its again.
+	owner = startRawServerWith(th, "weather", "weather-secret", caps, weather)
+	reads("from weather")
+	require.NoError(t, app.Subscribe(ctxFor(t), "weather://report"))
+	owner.expect("resources/subscribe weather://report")
+	good.stillWorks()
+
+	// Once it has been away for longer than the period, the next in line
+	// gets what it lists.
+	owner.conn.Close(peer.CloseGoingAway, "retired")
+	th.waitFor("weather gone", func(v *view) bool { return len(v.servers["weather"]) == 0 })
+	th.reg.expire(time.Now().Add(DefaultReservationPeriod))
+	reads("from aaa")
+	good.stillWorks()
+}
+
 // Allow-patterns used to cover tools only: a client restricted to one tool
 // still read and subscribed to every server's resources, listed and got
 // every prompt, and switchboard://servers showed it every replica's token,

@@ -113,6 +113,11 @@ type Config struct {
 	// ListChangedInterval is the least time between two list_changed of one
 	// kind to one client (the last change is always told). Default 100 ms.
 	ListChangedInterval time.Duration
+	// ReservationPeriod is how long a server that left keeps its place: its
+	// URIs and templates (and its name) stay reserved to its token, so that
+	// it gets them back when it returns (a redeploy) and no other server is
+	// served them meanwhile. Default 2 minutes; negative disables.
+	ReservationPeriod time.Duration
 
 	// StatsInterval is how often switchboard://stats is brought up to date
 	// while someone watches it; its window spans 60 intervals. Default 1 s.
@@ -164,6 +169,7 @@ const (
 	DefaultMaxSubscriptionsPerToken = 10000
 	DefaultListChangedInterval      = 100 * time.Millisecond
 	DefaultStatsInterval            = time.Second
+	DefaultReservationPeriod        = 2 * time.Minute
 )
 
 func (cfg *Config) setDefaults() {
@@ -209,6 +215,9 @@ func (cfg *Config) setDefaults() {
 	def(&cfg.MaxSubscriptionsPerToken, DefaultMaxSubscriptionsPerToken)
 	defDur(&cfg.ListChangedInterval, DefaultListChangedInterval)
 	defDur(&cfg.StatsInterval, DefaultStatsInterval)
+	if cfg.ReservationPeriod == 0 {
+		cfg.ReservationPeriod = DefaultReservationPeriod
+	}
 	def(&cfg.ReplayEvents, mcp.DefaultReplayEvents)
 	def(&cfg.ReplayBytes, mcp.DefaultReplayBytes)
 	def(&cfg.SendQueue, DefaultSendQueue)
@@ -287,7 +296,7 @@ func New(cfg Config) (*Hub, error) {
 	h.metrics = newMetrics(h)
 	h.broker = &meteredBroker{Broker: h.broker, m: h.metrics}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
-	h.reg = newRegistry(h.viewChanged)
+	h.reg = newRegistry(cfg.ReservationPeriod, h.viewChanged)
 	h.subs = newSubscriptions(h)
 	h.inputs = newInputs(h)
 	h.stats = newStats(h)

@@ -53,6 +53,12 @@ func errNameHeld(name string) error {
 	return fmt.Errorf("server name %q is held by another token", name)
 }
 
+// errNameReserved refuses a replica whose name is kept for a server of
+// another token that left lately (departures.go).
+func errNameReserved(name string) error {
+	return fmt.Errorf("server name %q is kept for the server of another token that left lately", name)
+}
+
 // claimName takes or renews the lease on a server name for owner.
 func (h *Hub) claimName(ctx context.Context, name, owner string) error {
 	holder, err := h.broker.Claim(ctx, nameLeaseKey(name), owner, h.nameTTL())

@@ -2,8 +2,8 @@ package hub
 
 import (
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -96,7 +96,12 @@ type replicaInfo struct {
 	ServerInfo      mcp.Implementation `json:"serverInfo"`
 	ProtocolVersion string             `json:"protocolVersion"`
 	ConnectedAt     time.Time          `json:"connectedAt"`
-	Owner           string             `json:"owner,omitempty"` // the token it authenticated with
+	// Since is when its server registered, which ranks it among servers
+	// (who keeps a URI): its first replica's connection time, handed down
+	// to every replica that joins while one is connected, or that comes
+	// back within the ReservationPeriod (departures.go).
+	Since time.Time `json:"since"`
+	Owner string    `json:"owner,omitempty"` // the token it authenticated with
 	// Capabilities and Instructions are what the server answered to
 	// initialize, for its own endpoint (/servers/<name>/mcp).
 	Capabilities json.RawMessage `json:"capabilities,omitempty"`
@@ -116,6 +121,24 @@ func (ri *replicaInfo) olderThan(o *replicaInfo) bool {
 	return ri.ID < o.ID
 }
 
+// since returns when the replica's server registered (its connection time
+// for a replica of an instance that does not say).
+func (ri *replicaInfo) since() time.Time {
+	if ri.Since.IsZero() {
+		return ri.ConnectedAt
+	}
+	return ri.Since
+}
+
+// rankedBefore orders replicas by when their server registered, then ID:
+// the order in which servers are taken, alike on every instance.
+func (ri *replicaInfo) rankedBefore(o *replicaInfo) bool {
+	if a, b := ri.since(), o.since(); !a.Equal(b) {
+		return a.Before(b)
+	}
+	return ri.ID < o.ID
+}
+
 // aggItem is one item of an aggregated list.
 type aggItem struct {
 	key      string // what clients name it by: aggregated name, URI or template
@@ -126,10 +149,16 @@ type aggItem struct {
 	rank     int             // its server's place in registration order
 	replicas []*replicaInfo  // the server's replicas that offer it
 	tmpl     *mcp.URITemplate
+	owner    string // its server's token
+	// reserved marks the URI or template of a server that left and keeps
+	// its place (departures.go): indexed, so that no one else serves it,
+	// but in no list, and with no replica to serve it.
+	reserved bool
 }
 
 // conflict is an item a server listed that the hub does not serve, because
-// an earlier server offers it (first registered keeps it).
+// an earlier server offers it, or one of another token overlaps it (first
+// registered keeps it), or a server that left keeps it reserved.
 type conflict struct {
 	Kind    string `json:"kind"` // "resource" or "resourceTemplate"
 	Key     string `json:"key"`  // the URI or template
@@ -156,6 +185,7 @@ type view struct {
 	templates templateIndex
 	hash      [numKinds]uint64
 	conflicts []conflict
+	reserved  []*reservation // the places kept for servers that left
 }
 
 // lookup finds an item of a list by the key clients use.
@@ -250,25 +280,32 @@ func (ti *templateIndex) match(uri string) *aggItem {
 	return best
 }
 
-// registry holds the replicas of every server, local and remote, and
-// rebuilds the view whenever they change.
+// registry holds the replicas of every server, local and remote, and the
+// places kept for servers that left, and rebuilds the view whenever they
+// change.
 type registry struct {
-	mu       sync.Mutex
-	local    map[string]*replicaInfo            // by replica ID
-	remote   map[string]map[string]*replicaInfo // by instance, then replica ID
-	inflight map[string]*atomic.Int64           // per remote replica ID, kept across snapshots
-	cur      atomic.Pointer[view]
-	onChange func(old, cur *view) // called under mu, in order; must not block
+	mu             sync.Mutex
+	local          map[string]*replicaInfo            // by replica ID
+	remote         map[string]map[string]*replicaInfo // by instance, then replica ID
+	inflight       map[string]*atomic.Int64           // per remote replica ID, kept across snapshots
+	period         time.Duration                      // how long a server that left keeps its place; 0: not at all
+	reserved       map[string]*reservation            // the places this instance saw left, by server name
+	remoteReserved map[string][]*reservation          // those other instances published, by instance
+	cur            atomic.Pointer[view]
+	onChange       func(old, cur *view) // called under mu, in order; must not block
 }
 
-func newRegistry(onChange func(old, cur *view)) *registry {
+func newRegistry(period time.Duration, onChange func(old, cur *view)) *registry {
 	r := &registry{
-		local:    map[string]*replicaInfo{},
-		remote:   map[string]map[string]*replicaInfo{},
-		inflight: map[string]*atomic.Int64{},
-		onChange: onChange,
+		local:          map[string]*replicaInfo{},
+		remote:         map[string]map[string]*replicaInfo{},
+		inflight:       map[string]*atomic.Int64{},
+		period:         max(period, 0),
+		reserved:       map[string]*reservation{},
+		remoteReserved: map[string][]*reservation{},
+		onChange:       onChange,
 	}
-	r.cur.Store(buildView(nil))
+	r.cur.Store(buildView(nil, nil))
 	return r
 }
 
@@ -277,20 +314,95 @@ func (r *registry) view() *view { return r.cur.Load() }
 // setLocal adds or replaces a local replica. A new replica may not take a
 // name that replicas of another owner (token) hold, anywhere in the cluster
 // as far as this instance knows (the name's lease, names.go, settles races
-// between instances).
+// between instances), nor one kept for a server of another owner that
+// left. It takes its server's rank: that of the replicas already there, or
+// of the place kept for it.
 func (r *registry) setLocal(ri *replicaInfo) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, known := r.local[ri.ID]; !known {
-		for _, other := range r.cur.Load().servers[ri.Name] {
+	c := *ri // the registry's own: the caller's may be read meanwhile
+	if known := r.local[ri.ID]; known != nil {
+		c.Since = known.Since
+	} else {
+		v := r.cur.Load()
+		for _, other := range v.servers[ri.Name] {
 			if other.Owner != ri.Owner {
-				return fmt.Errorf("server name %q is held by another token", ri.Name)
+				return errNameHeld(ri.Name)
+			}
+			if other.since().Before(c.since()) {
+				c.Since = other.since()
+			}
+		}
+		if res := v.reservation(ri.Name); res != nil {
+			if res.Owner != ri.Owner {
+				return errNameReserved(ri.Name)
+			}
+			if res.Since.Before(c.since()) {
+				c.Since = res.Since
 			}
 		}
 	}
-	r.local[ri.ID] = ri
+	r.local[ri.ID] = &c
 	r.rebuildLocked()
 	return nil
+}
+
+// checkName reports whether a server of owner may take name now, as far
+// as this instance knows: before the hub claims the name's lease for it.
+func (r *registry) checkName(name, owner string) error {
+	v := r.view()
+	for _, other := range v.servers[name] {
+		if other.Owner != owner {
+			return errNameHeld(name)
+		}
+	}
+	if res := v.reservation(name); res != nil && res.Owner != owner {
+		return errNameReserved(name)
+	}
+	return nil
+}
+
+// reservation returns the place kept for a server called name, if any.
+func (v *view) reservation(name string) *reservation {
+	for _, res := range v.reserved {
+		if res.Name == name {
+			return res
+		}
+	}
+	return nil
+}
+
+// localReservations returns the places this instance keeps, for its
+// snapshot.
+func (r *registry) localReservations() []*reservation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*reservation, 0, len(r.reserved))
+	for _, res := range r.reserved {
+		out = append(out, res)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// expire gives up the places whose time is over at now.
+func (r *registry) expire(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, res := range r.reserved {
+		if !res.Until.After(now) {
+			delete(r.reserved, name)
+		}
+	}
+	for instance, set := range r.remoteReserved {
+		r.remoteReserved[instance] = slices.DeleteFunc(set, func(res *reservation) bool { return !res.Until.After(now) })
+	}
+	for _, res := range r.cur.Load().reserved {
+		if !res.Until.After(now) {
+			r.rebuildLocked()
+			return
+		}
+	}
 }
 
 // removeLocal removes a local replica; it reports whether it was there.
@@ -324,8 +436,9 @@ func (r *registry) localReplicas() []*replicaInfo {
 	return out
 }
 
-// setRemote replaces what an instance reported (nil removes it).
-func (r *registry) setRemote(instance string, replicas []*replicaInfo) {
+// setRemote replaces what an instance reported: its replicas (nil removes
+// the instance) and the places it keeps for servers that left.
+func (r *registry) setRemote(instance string, replicas []*replicaInfo, reserved []*reservation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if replicas == nil {
@@ -336,7 +449,9 @@ func (r *registry) setRemote(instance string, replicas []*replicaInfo) {
 			delete(r.inflight, id)
 		}
 		delete(r.remote, instance)
+		delete(r.remoteReserved, instance)
 	} else {
+		r.remoteReserved[instance] = reserved
 		m := make(map[string]*replicaInfo, len(replicas))
 		for _, ri := range replicas {
 			c := r.inflight[ri.ID]
@@ -359,16 +474,43 @@ func (r *registry) setRemote(instance string, replicas []*replicaInfo) {
 
 func (r *registry) rebuildLocked() {
 	var all []*replicaInfo
+	live := map[string][]*replicaInfo{}
 	for _, ri := range r.local {
 		all = append(all, ri)
+		live[ri.Name] = append(live[ri.Name], ri)
 	}
 	for _, m := range r.remote {
 		for _, ri := range m {
 			all = append(all, ri)
+			live[ri.Name] = append(live[ri.Name], ri)
 		}
 	}
 	old := r.cur.Load()
-	v := buildView(all)
+	now := time.Now()
+	if r.period > 0 {
+		// A server that leaves the view keeps its place, in the same change.
+		for name := range old.servers {
+			if len(live[name]) == 0 {
+				if res := reserve(old, name, now.Add(r.period)); res != nil {
+					r.reserved[name] = res
+				}
+			}
+		}
+		for len(r.reserved) > maxReservations {
+			var oldest *reservation
+			for _, res := range r.reserved {
+				if oldest == nil || res.Until.Before(oldest.Until) {
+					oldest = res
+				}
+			}
+			delete(r.reserved, oldest.Name)
+		}
+	}
+	sets := [][]*reservation{slices.Collect(maps.Values(r.reserved))}
+	for _, set := range r.remoteReserved {
+		sets = append(sets, set)
+	}
+	v := buildView(all, activeReservations(sets, live, now))
 	r.cur.Store(v)
 	if r.onChange != nil {
 		r.onChange(old, v)
@@ -376,19 +518,20 @@ func (r *registry) rebuildLocked() {
 }
 
 // buildView aggregates every replica's lists. Servers are taken in the
-// order they registered (their oldest replica's connection time): a URI or
-// template two servers list is served by the first, and a resource that an
-// earlier server's template covers too stays with that server. A later
-// server never takes over another's resources; what it loses is recorded
-// in conflicts.
-func buildView(replicas []*replicaInfo) *view {
+// order they registered (Since), and so are the places kept for servers
+// that left: a URI or template two servers list is served by the first; a
+// resource that an earlier server's template covers stays with that
+// server; a template that overlaps a template of an earlier server of
+// another token is not served either. A later server never takes over
+// another's resources; what it loses is recorded in conflicts.
+func buildView(replicas []*replicaInfo, reserved []*reservation) *view {
 	sort.Slice(replicas, func(i, j int) bool {
 		if replicas[i].Name != replicas[j].Name {
 			return replicas[i].Name < replicas[j].Name
 		}
 		return replicas[i].ID < replicas[j].ID
 	})
-	v := &view{servers: map[string][]*replicaInfo{}, own: map[string]*serverLists{}}
+	v := &view{servers: map[string][]*replicaInfo{}, own: map[string]*serverLists{}, reserved: reserved}
 	for k := range numKinds {
 		v.index[k] = map[string]*aggItem{}
 	}
@@ -398,13 +541,40 @@ func buildView(replicas []*replicaInfo) *view {
 			v.names = append(v.names, ri.Name)
 		}
 		v.servers[ri.Name] = append(v.servers[ri.Name], ri)
-		if f := first[ri.Name]; f == nil || ri.olderThan(f) {
+		if f := first[ri.Name]; f == nil || ri.rankedBefore(f) {
 			first[ri.Name] = ri
 		}
 	}
-	order := append([]string(nil), v.names...)
-	sort.SliceStable(order, func(i, j int) bool { return first[order[i]].olderThan(first[order[j]]) })
-	for rank, name := range order {
+	// The order of servers, and of the places kept for those that left.
+	type place struct {
+		name  string
+		since time.Time
+		res   *reservation
+	}
+	places := make([]place, 0, len(v.names)+len(reserved))
+	for _, name := range v.names {
+		places = append(places, place{name: name, since: first[name].since()})
+	}
+	for _, res := range reserved {
+		places = append(places, place{name: res.Name, since: res.Since, res: res})
+	}
+	sort.SliceStable(places, func(i, j int) bool {
+		a, b := places[i], places[j]
+		if !a.since.Equal(b.since) {
+			return a.since.Before(b.since)
+		}
+		if a.res == nil && b.res == nil {
+			return first[a.name].ID < first[b.name].ID
+		}
+		return a.name < b.name
+	})
+	var claims templateClaims
+	for rank, p := range places {
+		if p.res != nil {
+			v.keep(p.res, rank, &claims)
+			continue
+		}
+		name, owner := p.name, first[p.name].Owner
 		sl := &serverLists{}
 		v.own[name] = sl
 		for _, ri := range v.servers[name] {
@@ -418,14 +588,21 @@ func buildView(replicas []*replicaInfo) *view {
 						}
 						continue
 					}
-					if k == kindResources {
+					switch k {
+					case kindResources:
 						if t := v.templates.match(it.key); t != nil && t.server != name {
 							v.refuse(k, it.key, t.server, name)
 							continue
 						}
+					case kindTemplates:
+						if kept, ok := claims.overlap(it.tmpl.Literal(), owner); ok {
+							v.refuse(k, it.key, kept, name)
+							continue
+						}
+						claims.add(it.tmpl.Literal(), owner, name)
 					}
 					a := &aggItem{key: it.aggKey, server: name, orig: it.key, raw: it.agg, own: it.raw, rank: rank,
-						replicas: []*replicaInfo{ri}, tmpl: it.tmpl}
+						replicas: []*replicaInfo{ri}, tmpl: it.tmpl, owner: owner}
 					v.index[k][it.aggKey] = a
 					v.lists[k] = append(v.lists[k], a)
 					sl.lists[k] = append(sl.lists[k], a)
@@ -458,6 +635,83 @@ func buildView(replicas []*replicaInfo) *view {
 		return a.Refused < b.Refused
 	})
 	return v
+}
+
+// keep holds the place of a server that left: what it served, and no one
+// else has taken meanwhile, is indexed as its, with no replica to serve it
+// and in no list.
+func (v *view) keep(res *reservation, rank int, claims *templateClaims) {
+	for _, uri := range res.Resources {
+		if v.index[kindResources][uri] != nil || v.templates.match(uri) != nil {
+			continue
+		}
+		v.index[kindResources][uri] = &aggItem{key: uri, server: res.Name, orig: uri, rank: rank, owner: res.Owner, reserved: true}
+	}
+	for i, t := range res.Templates {
+		tmpl := res.tmpls[i]
+		if v.index[kindTemplates][t] != nil || tmpl == nil {
+			continue
+		}
+		if _, ok := claims.overlap(tmpl.Literal(), res.Owner); ok {
+			continue
+		}
+		claims.add(tmpl.Literal(), res.Owner, res.Name)
+		a := &aggItem{key: t, server: res.Name, orig: t, rank: rank, tmpl: tmpl, owner: res.Owner, reserved: true}
+		v.index[kindTemplates][t] = a
+		v.templates.add(a)
+	}
+}
+
+// templateClaims are the literal prefixes (before the first expression) of
+// the templates taken so far, with their servers and tokens. Two templates
+// overlap when the literal prefix of one starts the other's: some URI
+// might match both. (Checking the whole templates would refuse fewer, but
+// whether two RFC 6570 templates share a URI is not a question to answer
+// at every registry change.)
+type templateClaims struct {
+	exact  map[string][]claim // by literal prefix
+	prefix map[string][]claim // by every prefix of a literal prefix
+}
+
+// claim is a server, and its token, that took a template.
+type claim struct{ owner, server string }
+
+// overlap returns a server of a token other than owner whose template
+// overlaps one with literal prefix lit.
+func (tc *templateClaims) overlap(lit, owner string) (server string, ok bool) {
+	for i := range len(lit) + 1 {
+		for _, c := range tc.exact[lit[:i]] {
+			if c.owner != owner {
+				return c.server, true
+			}
+		}
+	}
+	for _, c := range tc.prefix[lit] {
+		if c.owner != owner {
+			return c.server, true
+		}
+	}
+	return "", false
+}
+
+// add records a template taken by server of owner.
+func (tc *templateClaims) add(lit, owner, server string) {
+	if tc.exact == nil {
+		tc.exact, tc.prefix = map[string][]claim{}, map[string][]claim{}
+	}
+	c := claim{owner: owner, server: server}
+	put := func(m map[string][]claim, key string) {
+		for _, have := range m[key] {
+			if have.owner == owner {
+				return
+			}
+		}
+		m[key] = append(m[key], c)
+	}
+	put(tc.exact, lit)
+	for i := range len(lit) + 1 {
+		put(tc.prefix, lit[:i])
+	}
 }
 
 // refuse records that server does not get key, which kept serves (once,

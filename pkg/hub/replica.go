@@ -190,6 +190,9 @@ func (rp *replica) handshake(nameHint string) error {
 	case h.cfg.Tokens != nil && !rp.who.mayRegister(name):
 		return fmt.Errorf("token %q may not register server name %q", rp.who.name, name)
 	}
+	if err := h.reg.checkName(name, rp.who.name); err != nil {
+		return err
+	}
 	if err := h.claimName(ctx, name, rp.who.name); err != nil {
 		return err
 	}
