@@ -651,9 +651,17 @@ tokens:
 	owner.expect("resources/subscribe weather://report")
 	good.stillWorks()
 
+	// A rolling restart: a new replica joins, the old one leaves. The
+	// server keeps its rank throughout, and the subscription moves with it.
+	next := startRawServerWith(th, "weather", "weather-secret", caps, weather)
+	owner.conn.Close(peer.CloseGoingAway, "replaced")
+	th.waitFor("one weather replica", func(v *view) bool { return len(v.servers["weather"]) == 1 })
+	reads("from weather")
+	next.expect("resources/subscribe weather://report")
+
 	// Once it has been away for longer than the period, the next in line
 	// gets what it lists.
-	owner.conn.Close(peer.CloseGoingAway, "retired")
+	next.conn.Close(peer.CloseGoingAway, "retired")
 	th.waitFor("weather gone", func(v *view) bool { return len(v.servers["weather"]) == 0 })
 	th.reg.expire(time.Now().Add(DefaultReservationPeriod))
 	reads("from aaa")
