@@ -337,6 +337,46 @@ func TestHostile_serverNotificationFlood(t *testing.T) {
 	good.stillWorks()
 }
 
+// The server notification rate limit used to drop every kind of
+// notification alike: a list_changed beyond it left the hub's lists stale
+// for good, and a call's last progress report was lost. list_changed is
+// never limited now (re-listing is coalesced), and the last progress
+// report of a call, held back, goes before its answer.
+func TestHostile_rateLimitedServerKeepsListsAndLastProgress(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{ServerNotificationRate: 0.001, ServerNotificationBurst: 1})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	good := newBystander(th)
+	var version atomic.Int64
+	var srv *rawServer
+	srv = startRawServer(th, "busy", `{"tools":{"listChanged":true}}`, func(method string, params json.RawMessage) string {
+		switch method {
+		case mcp.MethodToolsList:
+			return fmt.Sprintf(`{"tools":[{"name":"v%d","inputSchema":{"type":"object"}}]}`, version.Load())
+		case mcp.MethodToolsCall:
+			meta, _ := jsonrpc.Member(params, "_meta")
+			token, _ := jsonrpc.Member(meta, mcp.MetaProgressToken)
+			for i := 1; i <= 10; i++ { // one within the burst, nine beyond
+				srv.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"total":10}}`, token, i))
+			}
+			version.Store(1)
+			srv.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+			return `{"content":[{"type":"text","text":"done"}]}`
+		}
+		return ""
+	})
+	var progress []float64
+	res, err := th.client(nil).CallTool(ctxFor(t), "busy__v0", nil, &mcp.CallOptions{Progress: func(p *mcp.ProgressParams) {
+		progress = append(progress, p.Progress)
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Content[0].Text)
+	assert.Equal(t, []float64{1, 10}, progress, "the first report, and the last, held back until the answer")
+	th.waitFor("the tools listed after the change", func(v *view) bool { return v.lookup(kindTools, "busy__v1") != nil })
+	assert.Positive(t, scrape(t, th, `switchboard_refused_total{reason="server_notification_rate"}`))
+	good.stillWorks()
+}
+
 // dialRawServer dials a server named name whose answers come from answer,
 // and returns how the hub closed it (nil if it registered).
 func dialRawServer(th *testHub, name, caps string, answer func(method string, params json.RawMessage) string) error {

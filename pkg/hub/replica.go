@@ -45,6 +45,7 @@ type replica struct {
 	calls      map[jsonrpc.ID]*upstreamCall
 	tokens     map[string]*upstreamCall     // by the raw JSON of the hub's progress token
 	acks       map[jsonrpc.ID]chan struct{} // listen streams waiting for their acknowledgement
+	held       map[string]json.RawMessage   // the last progress report of a call the rate limit held back, by token
 	refreshing bool
 	dirty      [numKinds]bool
 }
@@ -477,14 +478,30 @@ func init() {
 	}
 }
 
+// unlimited are the notifications a server may send beyond its rate:
+// cancellations only end work, a listen stream's acknowledgement comes once
+// a stream, and list_changed only marks lists for a re-listing, which is
+// coalesced (refresh): dropping one would leave the hub's lists stale.
+var unlimited = map[string]bool{
+	mcp.NotificationCancelled:                 true,
+	mcp.NotificationSubscriptionsAcknowledged: true,
+	mcp.NotificationToolsListChanged:          true,
+	mcp.NotificationResourcesListChanged:      true,
+	mcp.NotificationPromptsListChanged:        true,
+}
+
 // handle answers the server's requests and notifications by the method
 // table.
 func (rp *replica) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	if req.IsNotification() && req.Method != mcp.NotificationCancelled && req.Method != mcp.NotificationSubscriptionsAcknowledged && rp.notes != nil {
+	if req.IsNotification() && rp.notes != nil && !unlimited[req.Method] {
 		if ok, _ := rp.notes.take(time.Now()); !ok {
 			// A flood from one server must not drown its clients: beyond
-			// its rate, its notifications are dropped.
+			// its rate, its notifications are dropped, but for the last
+			// progress report of each call, which goes before its answer.
 			rp.hub.metrics.refused.WithLabelValues("server_notification_rate").Inc()
+			if req.Method == mcp.NotificationProgress {
+				rp.holdProgress(req.Params)
+			}
 			return nil, nil
 		}
 	}

@@ -548,6 +548,9 @@ func (rp *replica) send(c caller, method string, params json.RawMessage, done fu
 	}
 	params, token := rp.register(id, c, params)
 	finish := func(resp *jsonrpc.Response, err error) {
+		if token != "" && err == nil {
+			rp.flushProgress(token) // a report the rate limit held back comes before the answer
+		}
 		rp.unregister(id, token)
 		var raw json.RawMessage
 		switch {
@@ -614,12 +617,13 @@ func (rp *replica) unregister(id jsonrpc.ID, token string) {
 	delete(rp.calls, id)
 	if token != "" {
 		delete(rp.tokens, token)
+		delete(rp.held, token)
 	}
 	rp.mu.Unlock()
 }
 
 // progress maps a progress report back to the caller's token and sends it
-// to the caller.
+// to the caller. It supersedes a report held back.
 func (rp *replica) progress(params json.RawMessage) {
 	token, ok := jsonrpc.Member(params, mcp.MetaProgressToken)
 	if !ok {
@@ -627,12 +631,43 @@ func (rp *replica) progress(params json.RawMessage) {
 	}
 	rp.mu.Lock()
 	uc := rp.tokens[string(token)]
+	delete(rp.held, string(token))
 	rp.mu.Unlock()
 	if uc == nil {
 		return // the call already ended, or the token is not the hub's
 	}
 	if params, err := jsonrpc.SetMember(params, mcp.MetaProgressToken, uc.clientToken); err == nil {
 		uc.caller.notify(mcp.NotificationProgress, params)
+	}
+}
+
+// holdProgress keeps a progress report beyond the server's rate in place
+// of the one held for its call before: the latest report of each call in
+// flight, at most, waits for the call's answer.
+func (rp *replica) holdProgress(params json.RawMessage) {
+	token, ok := jsonrpc.Member(params, mcp.MetaProgressToken)
+	if !ok {
+		return
+	}
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if rp.tokens[string(token)] == nil {
+		return // not a call in flight: nowhere to go
+	}
+	if rp.held == nil {
+		rp.held = map[string]json.RawMessage{}
+	}
+	rp.held[string(token)] = bytes.Clone(params)
+}
+
+// flushProgress sends the report held for a call, if any.
+func (rp *replica) flushProgress(token string) {
+	rp.mu.Lock()
+	params := rp.held[token]
+	delete(rp.held, token)
+	rp.mu.Unlock()
+	if params != nil {
+		rp.progress(params)
 	}
 }
 
