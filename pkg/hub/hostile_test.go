@@ -289,14 +289,59 @@ func TestHostile_listChangedStorm(t *testing.T) {
 	}
 	th.waitFor("the last version", func(v *view) bool { return v.lookup(kindTools, "storm__v300") != nil })
 	took := time.Since(start)
-	// The last change is always told: after it, the client lists v300.
-	require.Eventually(t, func() bool {
-		tools, err := c.AllTools(ctxFor(t))
-		return err == nil && slices.ContainsFunc(tools, func(tl *mcp.Tool) bool { return tl.Name == "storm__v300" })
-	}, wait, time.Millisecond)
+	// The changes after storm joined are told (TestCoalescer checks that
+	// the last always is), and after them the client lists v300.
+	notes.wait(t, mcp.NotificationToolsListChanged, 2, nil)
+	tools, err := c.AllTools(ctxFor(t))
+	require.NoError(t, err)
+	assert.True(t, slices.ContainsFunc(tools, func(tl *mcp.Tool) bool { return tl.Name == "storm__v300" }))
 	told := notes.count(mcp.NotificationToolsListChanged) - 1
 	t.Logf("300 changes in %v: the client was told %d times", took, told)
 	assert.LessOrEqual(t, told, 3+int(took/(50*time.Millisecond)), "at most one per interval")
+	good.stillWorks()
+}
+
+// A server whose list changes again each time the hub lists it used to make
+// its instance re-list, and republish its snapshot to the cluster, without
+// pause. Re-listing rounds now start ListChangedInterval apart at least,
+// and the last change is always listed.
+func TestHostile_relistingIsPaced(t *testing.T) {
+	t.Parallel()
+	const interval, rounds = 100 * time.Millisecond, 5
+	th := startHub(t, Config{ListChangedInterval: interval})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	good := newBystander(th)
+	var lists atomic.Int64
+	relisted := make(chan time.Time, rounds)
+	var srv *rawServer
+	srv = startRawServer(th, "relist", `{"tools":{"listChanged":true}}`, func(method string, _ json.RawMessage) string {
+		if method != mcp.MethodToolsList {
+			return ""
+		}
+		n := lists.Add(1) // 1: the handshake's
+		if n > 1 {
+			relisted <- time.Now()
+		}
+		if n > 1 && n <= rounds {
+			// Changed again already: the hub hears it before this answer.
+			srv.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+		}
+		return fmt.Sprintf(`{"tools":[{"name":"v%d","inputSchema":{"type":"object"}}]}`, n)
+	})
+	start := time.Now() // no round can start before the first announcement
+	srv.write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	var last time.Time
+	for range rounds {
+		select {
+		case last = <-relisted:
+		case <-time.After(wait):
+			t.Fatal("the hub stopped re-listing")
+		}
+	}
+	took := last.Sub(start)
+	t.Logf("%d re-listings in %v", rounds, took)
+	assert.GreaterOrEqual(t, took, (rounds-1)*interval, "re-listings start an interval apart at least")
+	th.waitFor("the last change", func(v *view) bool { return v.lookup(kindTools, fmt.Sprintf("relist__v%d", rounds+1)) != nil })
 	good.stillWorks()
 }
 

@@ -48,6 +48,7 @@ type replica struct {
 	held       map[string]json.RawMessage   // the last progress report of a call the rate limit held back, by token
 	refreshing bool
 	dirty      [numKinds]bool
+	relisted   time.Time // when the last re-listing round started
 }
 
 func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
@@ -338,8 +339,11 @@ func (rp *replica) fetchList(ctx context.Context, k listKind, server string) ([]
 }
 
 // refresh re-lists the given kinds after the server said they changed. One
-// refresh runs at a time per replica; changes announced meanwhile are picked
-// up by the next round.
+// refresh runs at a time per replica, and rounds start ListChangedInterval
+// apart at least: changes announced meanwhile are picked up by the next
+// round, so that a server that keeps announcing changes cannot make its
+// instance re-list (and republish its snapshot) without pause, and the last
+// change is always listed.
 func (rp *replica) refresh(kinds ...listKind) {
 	rp.mu.Lock()
 	for _, k := range kinds {
@@ -354,14 +358,20 @@ func (rp *replica) refresh(kinds ...listKind) {
 	started := rp.hub.goOwned(func() {
 		for {
 			rp.mu.Lock()
+			pending := rp.dirty != ([numKinds]bool{})
+			if !pending {
+				rp.refreshing = false
+			}
+			last := rp.relisted
+			rp.mu.Unlock()
+			if !pending || !rp.pause(last) {
+				return
+			}
+			rp.mu.Lock()
+			rp.relisted = time.Now()
 			dirty := rp.dirty
 			rp.dirty = [numKinds]bool{}
 			info := rp.info
-			if dirty == ([numKinds]bool{}) {
-				rp.refreshing = false
-				rp.mu.Unlock()
-				return
-			}
 			rp.mu.Unlock()
 
 			next := *info
@@ -402,6 +412,27 @@ func (rp *replica) refresh(kinds ...listKind) {
 		rp.refreshing = false
 		rp.mu.Unlock()
 	}
+}
+
+// pause waits until ListChangedInterval has passed since last; it reports
+// false (and ends the refreshing) if the replica or the hub ends first.
+func (rp *replica) pause(last time.Time) bool {
+	wait := rp.hub.cfg.ListChangedInterval - time.Since(last)
+	if last.IsZero() || wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-rp.peer.Done():
+	case <-rp.hub.ctx.Done():
+	}
+	rp.mu.Lock()
+	rp.refreshing = false
+	rp.mu.Unlock()
+	return false
 }
 
 // currentInfo returns what the replica published (nil before).
