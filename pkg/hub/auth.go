@@ -115,9 +115,15 @@ func (p *principal) sees(k listKind, it *aggItem, sep string) bool {
 	}
 	switch k {
 	case kindTools, kindPrompts:
-		return len(p.tools) == 0 || matchAny(p.tools, it.key)
+		return p.admits(it.key)
 	}
 	return p.mayUseServer(it.server, sep) && p.mayUseURI(uriOf(k, it))
+}
+
+// admits reports whether the token's tools patterns admit a tool or prompt
+// of this aggregated name.
+func (p *principal) admits(name string) bool {
+	return p.roles[RoleAdmin] || len(p.tools) == 0 || matchAny(p.tools, name)
 }
 
 // uriOf returns what a URI restriction applies to: a resource's URI, a

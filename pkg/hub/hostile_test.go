@@ -797,7 +797,9 @@ tokens:
 	_, err = c.GetPrompt(ctx, "secret__leak", nil)
 	assert.Equal(t, mcp.CodeForbidden, rpcCode(err), "%v", err)
 	_, err = c.Complete(ctx, &mcp.CompleteParams{Ref: mcp.CompleteRef{Type: "ref/prompt", Name: "secret__leak"}, Argument: mcp.CompleteArgument{Name: "x"}})
-	assert.Error(t, err)
+	assert.Equal(t, mcp.CodeForbidden, rpcCode(err), "%v", err)
+	_, err = c.Complete(ctx, &mcp.CompleteParams{Ref: mcp.CompleteRef{Type: "ref/prompt", Name: "secret__nothing"}, Argument: mcp.CompleteArgument{Name: "x"}})
+	assert.Equal(t, mcp.CodeForbidden, rpcCode(err), "a name the token may not use is forbidden, whether it exists or not: %v", err)
 
 	doc, err := readText(t, c, "switchboard://servers")
 	require.NoError(t, err)

@@ -298,8 +298,11 @@ func (h *Hub) resolveComplete(s *session, raw json.RawMessage) (*target, error) 
 		if s.scope != "" {
 			aggName = s.scope + h.cfg.Separator + name
 		}
+		if !s.who.admits(aggName) {
+			return nil, forbidden(s.who, "complete prompt "+strconv.Quote(name))
+		}
 		it := v.lookup(kindPrompts, aggName)
-		if it == nil || !s.who.sees(kindPrompts, it, h.cfg.Separator) {
+		if it == nil {
 			return nil, errUnknownItem("prompt", name)
 		}
 		if s.scope != "" {
