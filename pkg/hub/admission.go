@@ -47,10 +47,7 @@ func (h *Hub) refuseDraining(w http.ResponseWriter) {
 // origin (403), only with a token that has one of roles (401, 403). It
 // answers the HTTP error itself and returns nil then.
 func (h *Hub) check(w http.ResponseWriter, r *http.Request, endpoint string, roles ...Role) *principal {
-	if !h.hostAllowed(r.Host) {
-		h.metrics.authFailures.WithLabelValues("host").Inc()
-		http.Error(w, "403 forbidden: this hub does not answer to this Host name (DNS rebinding protection; "+
-			"use localhost or 127.0.0.1, or see --allowed-hosts)", http.StatusForbidden)
+	if !h.checkHost(w, r) {
 		return nil
 	}
 	if !originAllowed(r, h.cfg.OriginPatterns) {
@@ -59,6 +56,28 @@ func (h *Hub) check(w http.ResponseWriter, r *http.Request, endpoint string, rol
 		return nil
 	}
 	return h.authenticate(w, r, endpoint, roles...)
+}
+
+// checkHost refuses a request for a Host the hub does not answer to (403,
+// against DNS rebinding); it reports whether the request may go on.
+func (h *Hub) checkHost(w http.ResponseWriter, r *http.Request) bool {
+	if h.hostAllowed(r.Host) {
+		return true
+	}
+	h.metrics.authFailures.WithLabelValues("host").Inc()
+	http.Error(w, "403 forbidden: this hub does not answer to this Host name (DNS rebinding protection; "+
+		"use localhost or 127.0.0.1, or see --allowed-hosts)", http.StatusForbidden)
+	return false
+}
+
+// hostChecked serves next only for a Host the hub answers to: the
+// dashboard and its login, which a rebinding page must not reach either.
+func (h *Hub) hostChecked(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.checkHost(w, r) {
+			next.ServeHTTP(w, r)
+		}
+	})
 }
 
 // takeSlot counts a connection (or HTTP session) against its token's limit.

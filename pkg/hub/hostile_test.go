@@ -62,6 +62,26 @@ func upgradeStatus(t *testing.T, th *testHub, path, host, origin string) int {
 	return resp.StatusCode
 }
 
+// httpStatus sends a plain HTTP request with the given Host and Origin to
+// the hub's own address and returns the status.
+func httpStatus(t *testing.T, th *testHub, method, path, host, origin, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, th.srv.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Host = host
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	resp, err := scrapeClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // A page whose name an attacker points at 127.0.0.1 (DNS rebinding) used to
 // get in without tokens: Origin and Host both its own, so they matched. It
 // could list and call tools and join the demo server as a replica.
@@ -72,9 +92,29 @@ func TestHostile_dnsRebinding(t *testing.T) {
 	good := newBystander(th)
 	port := th.srv.URL[strings.LastIndex(th.srv.URL, ":")+1:]
 	evil := "rebind.attacker.example:" + port
-	for _, path := range []string{"/mcp", "/mcp/server?name=demo", "/metrics"} {
+	for _, path := range []string{"/mcp", "/servers/demo/mcp", "/mcp/server?name=demo", "/metrics"} {
 		assert.Equal(t, http.StatusForbidden, upgradeStatus(t, th, path, evil, "http://"+evil), "%s with a rebound Host", path)
 		assert.Equal(t, http.StatusForbidden, upgradeStatus(t, th, path, evil, ""), "%s with a rebound Host and no Origin", path)
+	}
+	// The Streamable HTTP face, the dashboard and its login are guarded the
+	// same way; health checks answer any Host (load balancers use IPs).
+	for _, r := range []struct{ method, path, body string }{
+		{http.MethodPost, "/mcp", initializeBody},
+		{http.MethodPost, "/servers/demo/mcp", initializeBody},
+		{http.MethodGet, "/mcp", ""},
+		{http.MethodGet, "/", ""},
+		{http.MethodPost, "/login", ""},
+		{http.MethodPost, "/logout", ""},
+	} {
+		assert.Equal(t, http.StatusForbidden, httpStatus(t, th, r.method, r.path, evil, "http://"+evil, r.body), "%s %s with a rebound Host", r.method, r.path)
+		assert.Equal(t, http.StatusForbidden, httpStatus(t, th, r.method, r.path, evil, "", r.body), "%s %s with a rebound Host and no Origin", r.method, r.path)
+	}
+	for _, path := range []string{"/mcp", "/servers/demo/mcp"} {
+		assert.Equal(t, http.StatusOK, httpStatus(t, th, http.MethodPost, path, "localhost:"+port, "", initializeBody), "POST %s on loopback", path)
+	}
+	assert.Equal(t, http.StatusOK, httpStatus(t, th, http.MethodGet, "/", "127.0.0.1:"+port, "", ""), "the dashboard on loopback")
+	for _, path := range []string{"/healthz", "/readyz"} {
+		assert.Equal(t, http.StatusOK, httpStatus(t, th, http.MethodGet, path, evil, "", ""), "%s answers any Host", path)
 	}
 	assert.Equal(t, http.StatusForbidden, upgradeStatus(t, th, "/mcp", "localhost:"+port, "http://"+evil), "a foreign Origin")
 	for _, host := range []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port, "app.localhost:" + port, "hub.internal:" + port} {

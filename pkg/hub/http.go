@@ -23,6 +23,9 @@ func (h *Hub) newMux() http.Handler {
 		mux.HandleFunc(method+" /servers/{name}/mcp", h.serveMCP)
 	}
 	mux.HandleFunc("GET /mcp/server", h.serveServer)
+	// The health endpoints answer any Host: load balancers and probes
+	// address instances by IP or by names of their own, and they reveal
+	// nothing.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
@@ -34,9 +37,9 @@ func (h *Hub) newMux() http.Handler {
 			h.metrics.handler().ServeHTTP(w, r)
 		}
 	})
-	mux.HandleFunc("POST /login", h.serveLogin)
-	mux.HandleFunc("POST /logout", h.serveLogout)
-	mux.Handle("GET /", securityHeaders(web.Handler()))
+	mux.Handle("POST /login", h.hostChecked(http.HandlerFunc(h.serveLogin)))
+	mux.Handle("POST /logout", h.hostChecked(http.HandlerFunc(h.serveLogout)))
+	mux.Handle("GET /", h.hostChecked(securityHeaders(web.Handler())))
 	return mux
 }
 
