@@ -473,6 +473,22 @@ func (rs *rawServer) expect(what string) {
 	}
 }
 
+// expectSet waits for the next len(whats) subscription changes the server
+// saw, in any order.
+func (rs *rawServer) expectSet(whats ...string) {
+	rs.t.Helper()
+	var got []string
+	for range whats {
+		select {
+		case g := <-rs.seen:
+			got = append(got, g)
+		case <-time.After(wait):
+			rs.t.Fatalf("the server saw %v of %v", got, whats)
+		}
+	}
+	assert.ElementsMatch(rs.t, whats, got)
+}
+
 // expectNothing checks that the server saw no subscription change so far.
 func (rs *rawServer) expectNothing() {
 	rs.t.Helper()

@@ -281,26 +281,35 @@ func TestHostile_rootsFlood(t *testing.T) {
 }
 
 // One connection could subscribe to 100,000 URIs; now each connection and
-// each token have a limit (-32004 beyond), and leaving releases them.
+// each token have a limit (-32004 beyond), and leaving releases them, here
+// and upstream.
 func TestHostile_subscriptionLimits(t *testing.T) {
 	t.Parallel()
 	th := authedHub(t, Config{MaxSubscriptions: 3, MaxSubscriptionsPerToken: 4})
 	good := &bystander{t: t, c: th.tokenClient("admin-secret", nil)}
+	srv := startRawServerWith(th, "weather", "weather-secret", subscribableCaps,
+		listing("weather://0", "weather://1", "weather://2", "weather://x", "weather://y", "weather://z"))
 	a := th.tokenClient("alice-secret", nil)
 	ctx := ctxFor(t)
 	for i := range 3 {
-		require.NoError(t, a.Subscribe(ctx, fmt.Sprintf("demo://greeting/%d", i)))
+		uri := fmt.Sprintf("weather://%d", i)
+		require.NoError(t, a.Subscribe(ctx, uri))
+		srv.expect("resources/subscribe " + uri)
 	}
-	err := a.Subscribe(ctx, "demo://greeting/x")
+	err := a.Subscribe(ctx, "weather://x")
 	assert.Equal(t, mcp.CodeRateLimited, rpcCode(err), "a connection's fourth: %v", err)
 	b := th.tokenClient("alice-secret", nil)
-	require.NoError(t, b.Subscribe(ctx, "demo://greeting/y"))
-	err = b.Subscribe(ctx, "demo://greeting/z")
+	require.NoError(t, b.Subscribe(ctx, "weather://y"))
+	srv.expect("resources/subscribe weather://y")
+	err = b.Subscribe(ctx, "weather://z")
 	assert.Equal(t, mcp.CodeRateLimited, rpcCode(err), "the token's fifth: %v", err)
+	srv.expectNothing() // nothing refused was subscribed upstream
 	require.NoError(t, good.c.Subscribe(ctx, "demo://counter"), "another token is not limited by alice's")
+
 	require.NoError(t, a.Close())
-	require.Eventually(t, func() bool { return b.Subscribe(ctx, "demo://greeting/z") == nil }, wait, time.Millisecond,
-		"leaving released the connection's subscriptions")
+	srv.expectSet("resources/unsubscribe weather://0", "resources/unsubscribe weather://1", "resources/unsubscribe weather://2")
+	require.NoError(t, b.Subscribe(ctx, "weather://z"), "leaving released the connection's subscriptions")
+	srv.expect("resources/subscribe weather://z")
 	good.stillWorks()
 }
 
@@ -532,7 +541,7 @@ func pagedTools(n, size int) func(string, json.RawMessage) string {
 // server beyond is refused with the reason, and pages are cut by bytes.
 func TestHostile_oversizedLists(t *testing.T) {
 	t.Parallel()
-	th := startHub(t, Config{PageBytes: 256 << 10})
+	th := startHub(t, Config{PageBytes: 256 << 10, MaxListItems: 30})
 	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
 	good := newBystander(th)
 
@@ -540,6 +549,11 @@ func TestHostile_oversizedLists(t *testing.T) {
 	assert.Equal(t, peer.ClosePolicyViolation, peer.CloseStatus(err), "%v", err)
 	assert.ErrorContains(t, err, "over the hub's limit")
 	assert.Empty(t, th.reg.view().servers["huge"])
+
+	err = dialRawServer(th, "numerous", `{"tools":{}}`, pagedTools(31, 10)) // 31 tools, over MaxListItems
+	assert.Equal(t, peer.ClosePolicyViolation, peer.CloseStatus(err), "%v", err)
+	assert.ErrorContains(t, err, "more than 30 items")
+	assert.Empty(t, th.reg.view().servers["numerous"])
 
 	err = dialRawServer(th, "many", `{"tools":{}}`, pagedTools(20, 100<<10)) // 2 MiB: allowed
 	require.NoError(t, err)
@@ -573,6 +587,10 @@ func TestHostile_oversizedLists(t *testing.T) {
 func TestHostile_largeSnapshotsGoInParts(t *testing.T) {
 	t.Parallel()
 	a, b, _, hb := startPair(t, Config{SnapshotChunkBytes: 64 << 10})
+	a.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	b.waitServer("demo", 1)
+	good := newBystander(b) // calls A's demo server from B, through the broker
+	good.stillWorks()
 	var largest atomic.Int64
 	hook := func(ctx context.Context, topic string, payload []byte) error {
 		if topic == topicRegistry {
@@ -590,6 +608,7 @@ func TestHostile_largeSnapshotsGoInParts(t *testing.T) {
 	a.waitFor("all 40 tools of big on A", func(v *view) bool { sl := v.own["big"]; return sl != nil && len(sl.lists[kindTools]) == 40 })
 	assert.LessOrEqual(t, largest.Load(), int64(64<<10*4/3+4<<10), "no message much larger than a part")
 	assert.Positive(t, largest.Load())
+	good.stillWorks()
 }
 
 // A server with 50,000 templates made every other server's registration
