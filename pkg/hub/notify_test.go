@@ -413,3 +413,74 @@ func TestHub_departuresAreVisible(t *testing.T) {
 	th.runServer(mcp.NewServer(mcp.Implementation{Name: "kid", Version: "1"}, nil), "kid")
 	assert.Empty(t, departed(), "back: no longer departed")
 }
+
+// A client that reads more slowly than log lines come loses some, never
+// its connection, and is told how many it lost: a warning line, before the
+// next line that gets through, with the exact count.
+func TestSession_droppedLogsAreCounted(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{SendQueue: 8})
+	pipe, client := peer.Pipe(0) // nothing is written until the client reads
+	conn := &gatedConn{Conn: pipe, writing: make(chan struct{})}
+	s := th.newSession(conn, anonymous, func() {}, "test", "")
+	require.True(t, s.start(conn))
+	logLine := func(text string) []byte {
+		return encodeNotification(mcp.NotificationMessage, &mcp.LoggingMessageParams{Level: mcp.LevelInfo, Data: text})
+	}
+	s.sendLog(logLine("first"))
+	<-conn.writing // the writer holds the first line until the client reads: the rest queue
+	const sent = 20
+	for i := range sent {
+		s.sendLog(logLine(fmt.Sprint(i)))
+	}
+	queued := th.cfg.SendQueue / 2 // notices fill half the queue at most
+	dropped := int(s.logsDropped.Load())
+	require.Equal(t, sent-queued, dropped, "the lines beyond half the queue are dropped and counted")
+
+	frames := make(chan string, sent+2)
+	go func() {
+		for {
+			b, err := client.Read(context.Background())
+			if err != nil {
+				close(frames)
+				return
+			}
+			frames <- string(b)
+		}
+	}()
+	next := func() string {
+		t.Helper()
+		select {
+		case f := <-frames:
+			return f
+		case <-time.After(wait):
+			t.Fatal("nothing more came")
+			return ""
+		}
+	}
+	assert.Contains(t, next(), `"data":"first"`)
+	for i := range queued {
+		assert.Contains(t, next(), fmt.Sprintf(`"data":"%d"`, i), "the lines queued, in order")
+	}
+	s.sendLog(logLine("after"))
+	gap := next()
+	assert.Contains(t, gap, fmt.Sprintf(`%d log messages were dropped`, dropped))
+	assert.Contains(t, gap, `"level":"warning"`)
+	assert.Contains(t, next(), `"data":"after"`)
+	assert.Zero(t, s.logsDropped.Load(), "told: the count starts again")
+	s.sendLog(logLine("again"))
+	assert.Contains(t, next(), `"data":"again"`, "no gap line when nothing was lost")
+	assert.NoError(t, s.peer.Err(), "the client was not dropped")
+}
+
+// gatedConn says when its first Write begins.
+type gatedConn struct {
+	peer.Conn
+	writing chan struct{}
+	once    sync.Once
+}
+
+func (g *gatedConn) Write(ctx context.Context, frame []byte) error {
+	g.once.Do(func() { close(g.writing) })
+	return g.Conn.Write(ctx, frame)
+}
