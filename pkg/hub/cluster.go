@@ -152,6 +152,14 @@ func (c *cluster) loop() {
 	recheck := time.NewTicker(max(interval/10, 20*time.Millisecond))
 	defer recheck.Stop()
 	for {
+		// The broker's news first: after a reconnection the first thing
+		// this instance publishes must be its hello.
+		select {
+		case up := <-c.state:
+			c.brokerState(up)
+			continue
+		default:
+		}
 		select {
 		case <-recheck.C:
 			c.mu.Lock()
@@ -168,19 +176,33 @@ func (c *cluster) loop() {
 		case up := <-c.state:
 			c.brokerState(up)
 		case <-c.dirty:
-			c.publishSnapshot(h.ctx)
+			// While the broker is down the snapshot waits: brokerState
+			// publishes it, after the hello, once the broker is back.
+			if c.isBrokerUp() {
+				c.publishSnapshot(h.ctx)
+			}
 		case <-tick.C:
 			c.heartbeat()
 		}
 	}
 }
 
-// checkBroker follows the broker's state: see brokerState.
-func (c *cluster) checkBroker() {
+// checkBroker follows the broker's state (see brokerState) and reports it.
+func (c *cluster) checkBroker() bool {
 	h := c.hub
 	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
 	defer cancel()
-	c.brokerState(h.broker.Ready(ctx) == nil)
+	up := h.broker.Ready(ctx) == nil
+	c.brokerState(up)
+	return up
+}
+
+// isBrokerUp reports whether the broker's connection is up, as far as the
+// loop knows.
+func (c *cluster) isBrokerUp() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.brokerUp
 }
 
 // brokerState records whether the broker connection is up. When it is lost,
@@ -222,12 +244,16 @@ func (c *cluster) brokerState(up bool) {
 
 func (c *cluster) heartbeat() {
 	h := c.hub
-	c.checkBroker()
-	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
-	defer cancel()
-	clients := len(h.sessionList())
-	c.publish(ctx, topicRegistry, &envelope{Kind: kindHeartbeat, Version: c.version.Load(), Clients: clients})
-	h.renewNames(ctx)
+	// Others take a heartbeat for proof that this instance listens: none
+	// goes out while it does not (its publishing connection may be back
+	// before its subscriptions are).
+	if c.checkBroker() {
+		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
+		clients := len(h.sessionList())
+		c.publish(ctx, topicRegistry, &envelope{Kind: kindHeartbeat, Version: c.version.Load(), Clients: clients})
+		h.renewNames(ctx)
+		cancel()
+	}
 	now := time.Now()
 	c.expire(now)
 	h.reg.expire(now)
@@ -275,7 +301,9 @@ func (c *cluster) interrupt(instance string) {
 
 // endExchanges fails the requests we sent to instance ("" for all) with
 // err (those never sent too when all is set) and cancels those we serve
-// for it.
+// for it: a call we serve is answered err, in case its caller still waits
+// for it (it sent it after it rejoined, and we heard of the call before
+// its hello), unless the caller is gone (all).
 func (c *cluster) endExchanges(instance string, err error, all bool) {
 	c.mu.Lock()
 	var failed []*outCall
@@ -301,8 +329,12 @@ func (c *cluster) endExchanges(instance string, err error, all bool) {
 	for _, oc := range failed {
 		oc.done(nil, err)
 	}
+	cause := err
+	if all {
+		cause = context.Canceled // no one to answer
+	}
 	for _, cancel := range cancels {
-		cancel(context.Canceled)
+		cancel(cause)
 	}
 }
 
@@ -707,8 +739,8 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 		// (the answer to a sampling request this call makes comes through
 		// it).
 		key := servedKey(env.From, env.Call)
-		sctx, cancel := context.WithTimeout(h.ctx, h.cfg.CallTimeout+time.Second)
-		stop := func(error) { cancel() }
+		tctx, cancel := context.WithTimeout(h.ctx, h.cfg.CallTimeout+time.Second)
+		sctx, stop := context.WithCancelCause(tctx)
 		c.mu.Lock()
 		c.served[key] = stop
 		c.mu.Unlock()
@@ -716,8 +748,11 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 			defer cancel()
 			defer c.unserve(key) // once answered: until then a drain waits
 			res, err := c.serveRequest(sctx, env)
-			if errors.Is(sctx.Err(), context.Canceled) {
-				return // the caller gave up, or the exchange was interrupted: no one wants the answer
+			switch cause := context.Cause(sctx); {
+			case errors.Is(cause, context.Canceled):
+				return // the caller gave up, or left: no one wants the answer
+			case errors.Is(cause, errInterrupted):
+				res, err = nil, cause // as for a call (endExchanges)
 			}
 			kind := kindResult
 			if env.Kind == kindSReq {
