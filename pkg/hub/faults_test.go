@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,15 @@ type hookBroker struct {
 	// deaf drops everything that arrives for the instance, as when its
 	// subscriber connection is down.
 	deaf atomic.Bool
+	// notReady makes Ready fail, as while the subscriptions are not back.
+	notReady atomic.Bool
+}
+
+func (b *hookBroker) Ready(ctx context.Context) error {
+	if b.notReady.Load() {
+		return fmt.Errorf("%w: resubscribing", pubsub.ErrUnavailable)
+	}
+	return b.Broker.Ready(ctx)
 }
 
 func (b *hookBroker) Publish(ctx context.Context, topic string, payload []byte) error {
@@ -243,6 +253,77 @@ func TestCluster_callAfterReconnectionWaitsForTheOtherInstance(t *testing.T) {
 		require.NoError(t, err, "the call reached B once B listened again")
 	case <-time.After(wait):
 		t.Fatal("the call vanished: it was sent before B listened again")
+	}
+}
+
+// Others take any message of an instance on the registry for proof that it
+// listens, and send it calls. After a reconnection, an instance used to
+// publish its heartbeat, or a snapshot, while its subscriptions were not
+// back, or before its hello: calls sent on that word were lost, or failed
+// when the hello came. Nothing goes out before the hello now.
+func TestCluster_helloComesFirstAfterAReconnection(t *testing.T) {
+	t.Parallel()
+	_, b, _, hb := startPair(t, Config{})
+	var mu sync.Mutex
+	var kinds []string
+	hook := func(ctx context.Context, topic string, payload []byte) error {
+		if env, ok := decodeEnvelope(payload); ok && topic == topicRegistry {
+			mu.Lock()
+			kinds = append(kinds, env.Kind)
+			mu.Unlock()
+		}
+		return nil
+	}
+	hb.beforePublish.Store(&hook)
+	published := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(kinds)
+	}
+
+	// The broker connection drops: the publishing side is back before the
+	// subscriptions are.
+	b.cluster.brokerState(false)
+	hb.notReady.Store(true)
+	b.cluster.heartbeat()
+	b.cluster.localChanged()
+	require.Eventually(t, func() bool { return len(b.cluster.dirty) == 0 }, wait, time.Millisecond, "the loop took the change")
+	// The subscriptions are back, and the broker says so.
+	hb.notReady.Store(false)
+	b.cluster.state <- true
+	require.Eventually(t, func() bool { return slices.Contains(published(), kindSnapshot) }, wait, time.Millisecond)
+	assert.Equal(t, []string{kindHello, kindSnapshot}, published(), "the hello first, then the snapshot; nothing before")
+}
+
+// An instance that rejoins fails the calls it had sent, and says hello; the
+// other gives up what it served for it. A call sent after the hello could
+// reach the other first, and was then given up without an answer: its
+// caller waited for the call timeout. It is answered -32000 now.
+func TestCluster_aCallServedForARejoinedInstanceIsAnswered(t *testing.T) {
+	t.Parallel()
+	a, b, _, _ := startPair(t, Config{CallTimeout: 5 * time.Minute})
+	blk := newBlocker("b")
+	b.runServer(blk.Server, "b")
+	a.waitServer("b", 1)
+	c := a.client(nil)
+	errc := make(chan error, 1)
+	go func() { _, err := c.CallTool(ctxFor(t), "b__block", nil, nil); errc <- err }()
+	<-blk.started
+
+	hello, err := (&envelope{Kind: kindHello, From: a.ID()}).encode()
+	require.NoError(t, err)
+	b.cluster.onRegistry(context.Background(), topicRegistry, hello) // A's hello, after its call
+	select {
+	case err := <-errc:
+		assert.Equal(t, mcp.CodeConnectionClosed, rpcCode(err), "%v", err)
+		assert.ErrorContains(t, err, "interrupted")
+	case <-time.After(wait):
+		t.Fatal("the call was given up without an answer")
+	}
+	select {
+	case <-blk.cancelled:
+	case <-time.After(wait):
+		t.Fatal("the server was not told to stop")
 	}
 }
 
