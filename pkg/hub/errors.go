@@ -25,7 +25,15 @@ var (
 		"level must be one of debug, info, notice, warning, error, critical, alert, emergency")
 	errParamsNotObject = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params must be a JSON object")
 	errDuplicateMeta   = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `params hold "_meta" more than once`)
+	errDuplicateName   = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `params hold "name" more than once`)
+	errRefNotObject    = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"ref" must be an object`)
+	errRefType         = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"ref.type" must be "ref/prompt" or "ref/resource"`)
 )
+
+// errBadInitialize answers initialize params that do not decode.
+func errBadInitialize(err error) error {
+	return jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "initialize: %v", err)
+}
 
 // errMethodNotFound answers a method the hub does not serve.
 func errMethodNotFound(method string) error {
@@ -95,7 +103,11 @@ func errServerGone(server string) error {
 	if server != "" {
 		msg = fmt.Sprintf("server %q disconnected", server)
 	}
-	return (&jsonrpc.Error{Code: mcp.CodeConnectionClosed, Message: msg}).WithData(map[string]string{"server": server})
+	e := &jsonrpc.Error{Code: mcp.CodeConnectionClosed, Message: msg}
+	if server == "" {
+		return e
+	}
+	return e.WithData(map[string]string{"server": server})
 }
 
 // errBrokerDown is what a cross-instance request gets while the broker is
@@ -130,6 +142,10 @@ func errTimedOut(server string, timeout time.Duration) error {
 
 // errClientGone answers a server whose request's client disconnected.
 var errClientGone = &jsonrpc.Error{Code: mcp.CodeConnectionClosed, Message: "the client disconnected"}
+
+// errRelatedNotID answers a server's message whose
+// _meta["switchboard/relatedRequest"] is not a request id.
+var errRelatedNotID = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "_meta[%q] must be a request id", mcp.MetaRelatedRequest)
 
 // errCannotRoute answers a server's request that has no client to go to.
 func errCannotRoute(method, why string) error {

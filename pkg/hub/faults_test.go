@@ -714,6 +714,7 @@ func TestErrors_sayWhatWentWrong(t *testing.T) {
 	e := jsonrpc.ErrorOf(errServerGone(""))
 	assert.Equal(t, mcp.CodeConnectionClosed, e.Code)
 	assert.NotContains(t, e.Message, `""`, "no empty server name")
+	assert.Empty(t, e.Data, "nor an empty server in data")
 	e = jsonrpc.ErrorOf(errServerGone("weather"))
 	assert.Contains(t, e.Message, `"weather"`)
 	e = jsonrpc.ErrorOf(errBrokerDown(fmt.Errorf("%w: redis publish at 10.0.0.1:6379: connection refused", pubsub.ErrUnavailable)))

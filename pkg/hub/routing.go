@@ -226,7 +226,7 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 	}
 	if s.scope != "" {
 		if names > 1 {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `params hold "name" more than once`)
+			return nil, errDuplicateName
 		}
 		return &target{server: it.server, replicas: it.replicas, params: req.Params, item: it.orig}, nil // already the server's own name
 	}
@@ -284,7 +284,7 @@ func (h *Hub) resolveComplete(s *session, raw json.RawMessage) (*target, error) 
 	}
 	ref, err := mcp.ParseObject(params["ref"])
 	if err != nil {
-		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"ref" must be an object`)
+		return nil, errRefNotObject
 	}
 	typ, _ := ref.String("type")
 	v := h.reg.view()
@@ -328,7 +328,7 @@ func (h *Hub) resolveComplete(s *session, raw json.RawMessage) (*target, error) 
 		}
 		return &target{server: server, replicas: v.replicasForURI(server, uri), params: raw}, nil
 	}
-	return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"ref.type" must be "ref/prompt" or "ref/resource"`)
+	return nil, errRefType
 }
 
 // pick chooses the replica with the fewest calls in flight; ties go round
@@ -685,7 +685,7 @@ func (rp *replica) callOf(params json.RawMessage) (uc *upstreamCall, rest json.R
 	}
 	var id jsonrpc.ID
 	if json.Unmarshal(related, &id) != nil {
-		return nil, params, true, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "_meta[%q] must be a request id", mcp.MetaRelatedRequest)
+		return nil, params, true, errRelatedNotID
 	}
 	rp.mu.Lock()
 	uc = rp.calls[id]

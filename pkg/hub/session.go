@@ -485,7 +485,7 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 		Capabilities json.RawMessage `json:"capabilities"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "initialize: %v", err)
+		return nil, errBadInitialize(err)
 	}
 	_ = json.Unmarshal(req.Params, &raw)
 	s.mu.Lock()
