@@ -316,7 +316,7 @@ func startEnv(ctx context.Context, sup *supervisor, hubBin, tmp string, servers 
 	if e.solo, err = startHub(ctx, sup, "hub", hubBin, ""); err != nil {
 		return nil, err
 	}
-	_, redisAddr, err := sup.startRedis(ctx, tmp)
+	redisAddr, err := sup.startRedis(tmp)
 	if err != nil {
 		return nil, err
 	}

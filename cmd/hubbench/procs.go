@@ -1,21 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/redistest"
 )
 
 // Time limits of the process supervisor.
@@ -31,6 +30,7 @@ const (
 type supervisor struct {
 	mu       sync.Mutex
 	children []*child
+	redis    []*redistest.Server
 	stopped  bool
 }
 
@@ -133,6 +133,11 @@ func (s *supervisor) cpuByProcess() map[string]time.Duration {
 			pids[c.name] = c.PID()
 		}
 	}
+	for _, rs := range s.redis {
+		if pid := rs.PID(); pid != 0 {
+			pids["redis-server"] = pid
+		}
+	}
 	s.mu.Unlock()
 	out := make(map[string]time.Duration, len(pids)+1)
 	for name, pid := range pids {
@@ -143,13 +148,17 @@ func (s *supervisor) cpuByProcess() map[string]time.Duration {
 }
 
 // stopAll stops every child: SIGTERM, then SIGKILL for those still running
-// after stopGrace, and reaps them all. It may be called more than once.
+// after stopGrace, and reaps them all; redis-server, which keeps nothing,
+// is killed at once. It may be called more than once.
 func (s *supervisor) stopAll() {
 	s.mu.Lock()
 	s.stopped = true
-	children := s.children
-	s.children = nil
+	children, redis := s.children, s.redis
+	s.children, s.redis = nil, nil
 	s.mu.Unlock()
+	for _, rs := range redis {
+		rs.Stop()
+	}
 	for _, c := range children {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	}
@@ -261,63 +270,22 @@ func (s *supervisor) startRole(ctx context.Context, name string, args ...string)
 	return s.start(ctx, name, append([]string{self}, args...), nil, ready)
 }
 
-// startRedis starts redis-server on a free loopback port without
-// persistence and waits until it answers PING. A port found free may be
-// taken before redis binds it, so a few are tried.
-func (s *supervisor) startRedis(ctx context.Context, dir string) (*child, string, error) {
-	bin, err := exec.LookPath("redis-server")
+// startRedis starts redis-server in dir as the tests do (internal/redistest:
+// a free loopback port, no persistence) and returns its address. The
+// supervisor owns it: stopAll stops it, and its CPU time counts.
+func (s *supervisor) startRedis(dir string) (string, error) {
+	rs, err := redistest.Launch(dir)
 	if err != nil {
-		return nil, "", errors.New("redis-server not found on PATH (apt-get install redis-server): needed for the cross-instance measurements")
+		return "", fmt.Errorf("%w (needed for the cross-instance measurements)", err)
 	}
-	var lastErr error
-	for range 3 {
-		port, err := freePort()
-		if err != nil {
-			return nil, "", err
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		c, _, err := s.start(ctx, "redis-server", []string{bin,
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}, nil, nil)
-		if err != nil {
-			return nil, "", err
-		}
-		if lastErr = poll(ctx, c, func() error { return redisPing(addr) }); lastErr == nil {
-			return c, addr, nil
-		}
-		_ = c.cmd.Process.Kill()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		rs.Stop()
+		return "", errors.New("supervisor stopped")
 	}
-	return nil, "", fmt.Errorf("redis-server: %w", lastErr)
-}
-
-// redisPing sends an inline PING and expects +PONG.
-func redisPing(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if line != "+PONG\r\n" {
-		return fmt.Errorf("PING answered %q", line)
-	}
-	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	s.redis = append(s.redis, rs)
+	return rs.Addr(), nil
 }
 
 // poll calls check every 10 ms until it succeeds, the child (if any) exits,

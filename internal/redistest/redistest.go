@@ -20,11 +20,16 @@
 // redis-server (and for a cluster redis-cli, and Redis 7.0 or later) must
 // be on PATH. When it is not, Start fails the test: tests that need Redis
 // are never skipped silently.
+//
+// Launch starts a server the same way for a program rather than a test (the
+// benchmark harness, cmd/hubbench), returning errors instead of failing a
+// test; the program stops it.
 package redistest
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -83,26 +88,57 @@ func Start(tb testing.TB, args ...string) *Server {
 // start starts a server, a cluster node if cluster is set.
 func start(tb testing.TB, cluster bool, args []string) *Server {
 	tb.Helper()
+	s, err := launch(tb.TempDir(), cluster, args)
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	s.tb = tb
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Launch starts redis-server as Start does, with dir as its directory, for
+// a program: it returns an error where Start fails the test, and registers
+// nothing; the caller must Stop the server. (Restart, Pause and Resume,
+// which fail the test they belong to, are for servers from Start.) The
+// process is killed if the program dies without stopping it.
+func Launch(dir string, args ...string) (*Server, error) {
+	return launch(dir, false, args)
+}
+
+func launch(dir string, cluster bool, args []string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		tb.Fatal("redis-server not found: run `make deps` (apt-get install redis-server)")
+		return nil, errors.New("redis-server not found: run `make deps` (apt-get install redis-server)")
 	}
-	s := &Server{tb: tb, bin: bin, args: args, dir: tb.TempDir()}
+	s := &Server{bin: bin, args: args, dir: dir}
 	// The port is free when freePort returns, but another process may take
 	// it before redis-server binds it: try a few.
 	var lastErr error
 	for range 3 {
-		s.port = freePort(tb)
+		if s.port, err = freePortErr(); err != nil {
+			return nil, err
+		}
 		if cluster {
-			s.busPort = freePort(tb)
+			if s.busPort, err = freePortErr(); err != nil {
+				return nil, err
+			}
 		}
 		if lastErr = s.start(); lastErr == nil {
-			tb.Cleanup(s.Stop)
-			return s
+			return s, nil
 		}
 	}
-	tb.Fatalf("redistest: %v", lastErr)
-	return nil
+	return nil, lastErr
+}
+
+// PID returns the process ID of the running server, 0 when it is stopped.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }
 
 // URL returns the server's URL, redis://127.0.0.1:PORT/0.
@@ -250,12 +286,20 @@ func ping(addr string) error {
 
 func freePort(tb testing.TB) int {
 	tb.Helper()
+	port, err := freePortErr()
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	return port
+}
+
+func freePortErr() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatalf("redistest: find a free port: %v", err)
+		return 0, fmt.Errorf("find a free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 var prefixSeq atomic.Uint64

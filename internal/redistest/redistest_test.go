@@ -72,7 +72,24 @@ func TestStart_failsWithoutRedisServer(t *testing.T) {
 		t.Error("Start returned without redis-server")
 	}()
 	<-done
-	assert.Equal(t, "redis-server not found: run `make deps` (apt-get install redis-server)", f.msg)
+	assert.Equal(t, "redistest: redis-server not found: run `make deps` (apt-get install redis-server)", f.msg)
+
+	_, err := Launch(t.TempDir())
+	assert.EqualError(t, err, "redis-server not found: run `make deps` (apt-get install redis-server)", "Launch says so instead")
+}
+
+// Launch starts a server for a program: nothing is tied to a test, and the
+// caller stops it.
+func TestLaunch_forPrograms(t *testing.T) {
+	t.Parallel()
+	s, err := Launch(t.TempDir())
+	require.NoError(t, err)
+	defer s.Stop()
+	require.NoError(t, ping(s.Addr()))
+	assert.Positive(t, s.PID())
+	s.Stop()
+	assert.Error(t, ping(s.Addr()), "a stopped server answers")
+	assert.Zero(t, s.PID())
 }
 
 func TestCluster_failoverAndResharding(t *testing.T) {
