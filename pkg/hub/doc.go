@@ -9,13 +9,16 @@
 // New builds a Hub from a Config (the zero value runs one instance on an
 // in-memory broker); Handler, or NewHTTPServer, serves it:
 //
-//	GET /mcp          clients (WebSocket, subprotocol "mcp")
-//	GET /mcp/server   MCP servers dialing out (named by their token, else
-//	                  by ?name=, else by serverInfo.name)
-//	GET /healthz      the process is up
-//	GET /readyz       it takes new connections (503 while draining or
-//	                  while the broker is unreachable)
-//	GET /metrics      Prometheus metrics (an admin token when tokens are on)
+//	/mcp                clients: a GET with a WebSocket upgrade (subprotocol
+//	                    "mcp"), or MCP Streamable HTTP (POST, GET, DELETE)
+//	/servers/<name>/mcp the same two transports, scoped to one server: its
+//	                    own names, serverInfo and instructions
+//	GET /mcp/server     MCP servers dialing out (named by their token, else
+//	                    by ?name=, else by serverInfo.name)
+//	GET /healthz        the process is up
+//	GET /readyz         it takes new connections (503 while draining or
+//	                    while the broker is unreachable)
+//	GET /metrics        Prometheus metrics (an admin token when tokens are on)
 //	POST /login, /logout, GET /   the dashboard and its session cookie
 //
 // Drain stops taking connections and lets calls in flight finish; Close
@@ -42,6 +45,10 @@
 //	admission.go      who may connect: draining, origin, token, limits
 //	auth.go           the tokens file and roles
 //	session.go        a client session: the method table, lists, routing entry
+//	session_ws.go     a session on a WebSocket
+//	session_http.go   a session on Streamable HTTP, /mcp and /servers/<name>/mcp
+//	http_relay.go     an HTTP request for a session another instance owns,
+//	                  served by its owner through the broker
 //	routing.go        the call path: resolve, pick, forward; id and progress-
 //	                  token rewriting; server requests routed to their client
 //	modern.go         clients of the 2026-07-28 revision: requests without a
@@ -53,11 +60,16 @@
 //	replica.go        a server connection: handshake, lists, what it sends
 //	replica_modern.go servers of the 2026-07-28 revision: discover, _meta,
 //	                  their listen stream
-//	registry.go       every replica of every instance, and the immutable view
+//	registry.go       every replica of every instance, and the immutable view:
+//	                  who serves each name, URI and template
+//	departures.go     servers that left: why, and the place they keep for a
+//	                  while (their URIs, templates and name)
 //	subscriptions.go  resource subscriptions counted cluster-wide; fan-out
 //	cluster.go        instances: heartbeats, snapshots, calls between them
 //	envelope.go       the wire format between instances
 //	errors.go         every JSON-RPC error the hub gives, built in one place
+//	coalesce.go       at most one event per key and interval, always the last
+//	                  (list_changed to clients, roots/list_changed to servers)
 //	stats.go          traffic statistics: counters per call, the window
 //	                  kept while someone watches; stats_doc.go renders
 //	                  switchboard://stats, stats_cluster.go adds up the

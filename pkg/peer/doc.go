@@ -64,6 +64,9 @@
 //     worker pool, batches, [Peer.Cancel] and [Peer.Pending].
 //   - close.go: [Peer.Close], [Peer.CloseWith], shutdown, [Peer.Done],
 //     [Peer.Err] and [Peer.Wait].
+//   - stdio.go: [Stdio], a Conn over a byte stream in MCP's stdio framing
+//     (one message a line), for a program launched by a client and for
+//     one that launches a server.
 //   - conn.go, websocket.go, cork*.go, pipe.go: the connection under a peer
 //     ([Conn], [WebSocket], [Pipe]).
 //
