@@ -488,12 +488,18 @@ func (r *registry) rebuildLocked() {
 	old := r.cur.Load()
 	now := time.Now()
 	if r.period > 0 {
-		// A server that leaves the view keeps its place, in the same change.
+		// A server that leaves the view keeps its place, in the same
+		// change; one that is back has taken it.
 		for name := range old.servers {
 			if len(live[name]) == 0 {
 				if res := reserve(old, name, now.Add(r.period)); res != nil {
 					r.reserved[name] = res
 				}
+			}
+		}
+		for name := range r.reserved {
+			if len(live[name]) > 0 {
+				delete(r.reserved, name)
 			}
 		}
 		for len(r.reserved) > maxReservations {
