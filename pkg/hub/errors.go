@@ -127,7 +127,7 @@ func errBrokerDown(cause error) error {
 // have begun serving it, and is told to stop.
 func errUnconfirmed(cause error) error {
 	return (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
-		Message: "the broker did not confirm delivery to the server's hub instance; the call was cancelled there and may or may not have run"}).
+		Message: "the broker did not confirm delivery to the server's hub instance; the request was cancelled there and may or may not have run"}).
 		WithData(map[string]string{"reason": "delivery unconfirmed", "cause": cause.Error()})
 }
 
