@@ -244,16 +244,15 @@ func (c *cluster) brokerState(up bool) {
 
 func (c *cluster) heartbeat() {
 	h := c.hub
-	// Others take a heartbeat for proof that this instance listens: none
-	// goes out while it does not (its publishing connection may be back
-	// before its subscriptions are).
-	if c.checkBroker() {
-		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
-		clients := len(h.sessionList())
-		c.publish(ctx, topicRegistry, &envelope{Kind: kindHeartbeat, Version: c.version.Load(), Clients: clients})
-		h.renewNames(ctx)
-		cancel()
-	}
+	// Others take a heartbeat for proof that this instance listens, unless
+	// it says it does not (its publishing connection may be back before its
+	// subscriptions are): then it only says it is alive.
+	up := c.checkBroker()
+	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
+	defer cancel()
+	clients := len(h.sessionList())
+	c.publish(ctx, topicRegistry, &envelope{Kind: kindHeartbeat, Version: c.version.Load(), Clients: clients, Deaf: !up})
+	h.renewNames(ctx)
 	now := time.Now()
 	c.expire(now)
 	h.reg.expire(now)
@@ -451,9 +450,9 @@ func (c *cluster) send(instance string, env *envelope) error {
 }
 
 // heard records that a message came from instance: it is alive, and,
-// since this instance's broker connection is up, subscribed; the sends
-// held for it go out.
-func (c *cluster) heard(instance string, now time.Time) *remoteInstance {
+// since this instance's broker connection is up, subscribed (unless it
+// says it is deaf); the sends held for it go out.
+func (c *cluster) heard(instance string, now time.Time, deaf bool) *remoteInstance {
 	c.mu.Lock()
 	r := c.remotes[instance]
 	if r == nil {
@@ -462,7 +461,7 @@ func (c *cluster) heard(instance string, now time.Time) *remoteInstance {
 	}
 	r.lastSeen = now
 	var release []func()
-	if c.brokerUp && r.heard != c.epoch {
+	if c.brokerUp && !deaf && r.heard != c.epoch {
 		r.heard = c.epoch
 		release, r.waiting = r.waiting, nil
 	}
@@ -486,13 +485,13 @@ func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) 
 		// It (re)joined: what we sent it before may be lost, and what it
 		// served for us may never answer.
 		c.interrupt(env.From)
-		c.heard(env.From, now)
+		c.heard(env.From, now, false)
 		c.localChanged() // publish our snapshot for the newcomer
 	case kindHeartbeat:
-		r := c.heard(env.From, now)
+		r := c.heard(env.From, now, env.Deaf)
 		c.mu.Lock()
 		r.clients = env.Clients
-		ask := (r.snap == nil || r.version != env.Version) && now.Sub(r.asked) > c.hub.cfg.HeartbeatInterval/2
+		ask := !env.Deaf && (r.snap == nil || r.version != env.Version) && now.Sub(r.asked) > c.hub.cfg.HeartbeatInterval/2
 		if ask {
 			r.asked = now
 		}
@@ -505,14 +504,14 @@ func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) 
 			c.applySnapshot(env.From, env.Version, env.Snapshot, now)
 		}
 	case kindSnapPart:
-		c.heard(env.From, now)
+		c.heard(env.From, now, false)
 		c.onSnapPart(env, now)
 	}
 }
 
 // applySnapshot takes another instance's snapshot into the registry.
 func (c *cluster) applySnapshot(from string, version uint64, snap *snapshot, now time.Time) {
-	r := c.heard(from, now)
+	r := c.heard(from, now, false)
 	c.mu.Lock()
 	same := r.snap != nil && r.version == version
 	r.version, r.snap = version, snap

@@ -39,6 +39,7 @@ type envelope struct {
 
 	Version  uint64    `json:"v,omitempty"`
 	Clients  int       `json:"n,omitempty"`
+	Deaf     bool      `json:"d,omitempty"` // of a heartbeat: the sender is alive but not subscribed now
 	Snapshot *snapshot `json:"s,omitempty"`
 	Part     int       `json:"pt,omitempty"` // of a snapshot in parts: this one's index, and how many
 	Parts    int       `json:"pts,omitempty"`
