@@ -123,8 +123,10 @@ func (c *cluster) start(ctx context.Context) error {
 		}
 		c.subs = append(c.subs, sub)
 	}
-	c.brokerUp = h.broker.Ready(ctx) == nil
-	c.epoch = 1
+	up := h.broker.Ready(ctx) == nil
+	c.mu.Lock() // the subscriptions' handlers read them already
+	c.brokerUp, c.epoch = up, 1
+	c.mu.Unlock()
 	if !h.goOwned(c.loop) {
 		return errors.New("hub closed")
 	}
