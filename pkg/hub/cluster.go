@@ -189,14 +189,13 @@ func (c *cluster) loop() {
 	}
 }
 
-// checkBroker follows the broker's state (see brokerState) and reports it.
-func (c *cluster) checkBroker() bool {
+// checkBroker follows the broker's state (see brokerState): the loop
+// checks it while the broker is down, besides what Watch says.
+func (c *cluster) checkBroker() {
 	h := c.hub
 	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
 	defer cancel()
-	up := h.broker.Ready(ctx) == nil
-	c.brokerState(up)
-	return up
+	c.brokerState(h.broker.Ready(ctx) == nil)
 }
 
 // isBrokerUp reports whether the broker's connection is up, as far as the
@@ -248,8 +247,11 @@ func (c *cluster) heartbeat() {
 	h := c.hub
 	// Others take a heartbeat for proof that this instance listens, unless
 	// it says it does not (its publishing connection may be back before its
-	// subscriptions are): then it only says it is alive.
-	up := c.checkBroker()
+	// subscriptions are): then it only says it is alive. Whether it listens
+	// is what the broker reported (Watch), not a readiness check of the
+	// moment: a check that is slow under load is no lost message, and
+	// taking it for one would interrupt every exchange with the others.
+	up := c.isBrokerUp()
 	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
 	defer cancel()
 	clients := len(h.sessionList())
