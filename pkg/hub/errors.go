@@ -167,6 +167,34 @@ func errMissingCapability(capability, method string) error {
 	return jsonrpc.Errorf(jsonrpc.ErrMethodNotFound, "the client did not declare the %s capability that %s needs", capability, method)
 }
 
+// modernError turns an error into what the 2026-07-28 revision asks: a
+// resource that does not exist is invalid params naming the URI (-32602),
+// not -32002.
+func modernError(err error) error {
+	if e, ok := err.(*jsonrpc.Error); ok && e.Code == mcp.CodeResourceNotFound {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message, Data: e.Data}
+	}
+	return err
+}
+
+// errNoFilter answers a subscriptions/listen without its filter.
+var errNoFilter = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `subscriptions/listen needs "notifications", the filter of what to send`)
+
+// errInputResponses answers a retry whose inputResponses (or one of them,
+// key) are not what an input request's answer is.
+func errInputResponses(key string) error {
+	if key == "" {
+		return jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"inputResponses" must be an object`)
+	}
+	return jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "inputResponses[%q] must be the result of the input request", key)
+}
+
+// errBadInputRequests fails a session-based client's call whose server's
+// input requests the hub cannot ask.
+func errBadInputRequests(why string) error {
+	return jsonrpc.Errorf(jsonrpc.ErrInternal, "the server's input requests cannot be asked: %s", why)
+}
+
 // errBadState answers a modern client's retry whose requestState the hub
 // cannot continue from.
 func errBadState(why string) error {

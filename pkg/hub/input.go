@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -535,11 +536,11 @@ func inputResponses(params json.RawMessage) (map[string]json.RawMessage, error) 
 	}
 	var out map[string]json.RawMessage
 	if json.Unmarshal(raw, &out) != nil {
-		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `"inputResponses" must be an object`)
+		return nil, errInputResponses("")
 	}
 	for k, v := range out {
 		if v = bytes.TrimSpace(v); len(v) == 0 || v[0] != '{' {
-			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "inputResponses[%q] must be the result of the input request", k)
+			return nil, errInputResponses(k)
 		}
 	}
 	return out, nil
@@ -573,7 +574,7 @@ func (h *Hub) mustAnswerInput(ri *replicaInfo, c caller, method string, raw json
 func (h *Hub) answerInput(ctx context.Context, c caller, raw json.RawMessage, params json.RawMessage) (json.RawMessage, error) {
 	var irr mcp.InputRequiredResult
 	if err := json.Unmarshal(raw, &irr); err != nil {
-		return nil, jsonrpc.Errorf(jsonrpc.ErrInternal, "the server's input_required result did not decode")
+		return nil, errBadInputRequests("its input_required result did not decode")
 	}
 	o, err := mcp.ParseObject(params)
 	if err != nil {
@@ -617,7 +618,7 @@ func (h *Hub) answerInput(ctx context.Context, c caller, raw json.RawMessage, pa
 // askClient asks the client of a call one of a server's input requests.
 func (h *Hub) askClient(ctx context.Context, c caller, ir mcp.InputRequest) (json.RawMessage, error) {
 	if _, ok := inputKinds[ir.Method]; !ok {
-		return nil, jsonrpc.Errorf(jsonrpc.ErrInternal, "the server asked for input by %q, which is not an input request", ir.Method)
+		return nil, errBadInputRequests(fmt.Sprintf("it asked for input by %q, which is not an input request", ir.Method))
 	}
 	params, err := mcp.ParseObject(ir.Params)
 	if err != nil {

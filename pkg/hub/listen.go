@@ -47,7 +47,7 @@ type hold struct {
 func (s *session) listen(req *jsonrpc.Request, m *mcp.RequestMeta, reply *peer.Reply) error {
 	var p mcp.ListenParams
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.Notifications == nil {
-		return jsonrpc.Errorf(jsonrpc.ErrInvalidParams, `subscriptions/listen needs "notifications", the filter of what to send`)
+		return errNoFilter
 	}
 	h := s.hub
 	if len(p.Notifications.ResourceSubscriptions) > h.cfg.MaxSubscriptions {

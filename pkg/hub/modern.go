@@ -123,15 +123,6 @@ func (s *session) handleModern(ctx context.Context, req *jsonrpc.Request, m *mcp
 	return s.decorate(req.Method, res), nil
 }
 
-// modernError turns an error into what the revision asks: a resource that
-// does not exist is invalid params naming the URI (-32602), not -32002.
-func modernError(err error) error {
-	if e, ok := err.(*jsonrpc.Error); ok && e.Code == mcp.CodeResourceNotFound {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message, Data: e.Data}
-	}
-	return err
-}
-
 // discover answers server/discover: the revisions the hub speaks and what
 // it offers, as initialize would.
 func (s *session) discover() *mcp.DiscoverResult {
