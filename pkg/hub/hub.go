@@ -505,7 +505,7 @@ func (h *Hub) waitView(ctx context.Context, ok func(*view) bool) error {
 func (h *Hub) listsChanged(old, cur *view) {
 	whole := cur.changed(old, "")
 	for _, s := range h.sessionList() {
-		if !s.isInitialized() && !s.hasListeners() {
+		if !s.toldOf(cur.gen) {
 			continue
 		}
 		methods := whole

@@ -162,12 +162,6 @@ func (s *session) endListeners() {
 	}
 }
 
-func (s *session) hasListeners() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.listeners) > 0
-}
-
 // subscribeURI is resources/subscribe: the session holds uri (once).
 func (s *session) subscribeURI(ctx context.Context, uri string) error {
 	s.mu.Lock()

@@ -484,3 +484,21 @@ func (g *gatedConn) Write(ctx context.Context, frame []byte) error {
 	g.once.Do(func() { close(g.writing) })
 	return g.Conn.Write(ctx, frame)
 }
+
+// TestHub_toldOfLaterChangesOnly: a view is swapped in before its changes
+// are told, so a client that initializes in between already got the new
+// lists: it is told of later changes only (it once got a stray
+// list_changed, which made the golden conversations flake under load).
+func TestHub_toldOfLaterChangesOnly(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	th.runServer(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "")
+	th.rawClient(true)
+	sessions := th.sessionList()
+	require.Len(t, sessions, 1)
+	s := sessions[0]
+	require.Eventually(t, s.isInitialized, wait, time.Millisecond)
+	gen := th.reg.view().gen
+	assert.False(t, s.toldOf(gen), "it initialized in this view: its lists came from it")
+	assert.True(t, s.toldOf(gen+1), "of a later change it is told")
+}

@@ -186,6 +186,7 @@ type view struct {
 	hash      [numKinds]uint64
 	conflicts []conflict
 	reserved  []*reservation // the places kept for servers that left
+	gen       uint64         // counts views: a later view has a larger one
 }
 
 // lookup finds an item of a list by the key clients use.
@@ -517,6 +518,7 @@ func (r *registry) rebuildLocked() {
 		sets = append(sets, set)
 	}
 	v := buildView(all, activeReservations(sets, live, now))
+	v.gen = old.gen + 1
 	r.cur.Store(v)
 	if r.onChange != nil {
 		r.onChange(old, v)

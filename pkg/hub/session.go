@@ -53,6 +53,7 @@ type session struct {
 	version     string           // its clientInfo.version, for switchboard://clients
 	declared    clientCaps       // what it can do for servers
 	level       mcp.LoggingLevel // "" until the client sets one: then everything is sent
+	sinceGen    uint64           // the view it initialized in: it hears of later changes only
 	calling     map[string]int   // calls in flight, by server
 }
 
@@ -143,6 +144,16 @@ func (s *session) clientName() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.name
+}
+
+// toldOf reports whether the session hears of the changes that made view
+// gen: a session initialized before it (the view is swapped in before its
+// changes are told, and one that initialized meanwhile got its lists from
+// it), or one with listen streams.
+func (s *session) toldOf(gen uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.initialized && s.sinceGen < gen || len(s.listeners) > 0
 }
 
 func (s *session) isInitialized() bool {
@@ -494,6 +505,7 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 		return nil, errAlreadyInitialized
 	}
 	s.initialized = true
+	s.sinceGen = s.hub.reg.view().gen
 	s.name, s.version = p.ClientInfo.Name, p.ClientInfo.Version
 	s.declared = parseClientCaps(raw.Capabilities)
 	return s.initializeResult(mcp.NegotiateVersion(p.ProtocolVersion)), nil
