@@ -24,10 +24,17 @@ import (
 
 const testHeartbeat = 100 * time.Millisecond
 
-// cluster starts n hub instances sharing one real redis-server.
+// startCluster starts n hub instances sharing one real redis-server.
 func startCluster(t *testing.T, n int) (*redistest.Server, []*testHub) {
 	t.Helper()
 	rs := redistest.Start(t)
+	return rs, startClusterOn(t, rs, n)
+}
+
+// startClusterOn starts n hub instances sharing rs: a redis-server or a
+// Redis Cluster.
+func startClusterOn(t *testing.T, rs redistest.Redis, n int) []*testHub {
+	t.Helper()
 	prefix := redistest.Prefix(t)
 	hubs := make([]*testHub, n)
 	for i := range hubs {
@@ -39,10 +46,10 @@ func startCluster(t *testing.T, n int) (*redistest.Server, []*testHub) {
 		require.Eventually(t, func() bool { return len(th.remoteInstances()) == n-1 }, wait, 10*time.Millisecond,
 			"instance %s never heard the others", shortID(th.ID()))
 	}
-	return rs, hubs
+	return hubs
 }
 
-func startHubOn(t *testing.T, rs *redistest.Server, prefix string, cfg Config) *testHub {
+func startHubOn(t *testing.T, rs redistest.Redis, prefix string, cfg Config) *testHub {
 	t.Helper()
 	broker, err := pubsub.NewRedis(context.Background(), pubsub.RedisOptions{
 		URL: rs.URL(), KeyPrefix: prefix, Logger: slog.New(slog.DiscardHandler),
