@@ -26,6 +26,20 @@ type endpoint struct {
 	dial  func(params json.RawMessage) dialer
 	pids  []int          // processes whose CPU time is charged to this path
 	stats []*statsSource // their runtime figures; a nil entry means not available
+	// only, when set, says which shapes and payloads the path is measured
+	// at; nil means all.
+	only func(shape, payload) bool
+}
+
+// measuredAt returns the endpoints measured at sh and pl, in order.
+func measuredAt(eps []*endpoint, sh shape, pl payload) []*endpoint {
+	var out []*endpoint
+	for _, ep := range eps {
+		if ep.only == nil || ep.only(sh, pl) {
+			out = append(out, ep)
+		}
+	}
+	return out
 }
 
 // callResult is one endpoint on one shape and payload.
@@ -46,9 +60,10 @@ type callResult struct {
 	mallocs     float64
 	mallocsOK   bool
 
-	// Filled by finish.
+	// Filled once the cell is measured.
 	rate, rateRatio, p99Ratio float64
 	sum                       latencies // medians of the rounds' percentiles
+	floorFigures
 }
 
 // cpuPerCall, allCPUPerCall and allocsPerCall are the costs per completed
@@ -81,6 +96,7 @@ func (r *callResult) allocsPerCall() (float64, bool) {
 //
 // cpuAll reads the CPU time of every process of the run.
 func runCell(ctx context.Context, cfg *config, eps []*endpoint, sh shape, pl payload, cpuAll func() map[string]time.Duration, progress func(string)) ([]*callResult, error) {
+	eps = measuredAt(eps, sh, pl)
 	params := callParams(pl.size)
 	conns := make([][]loadConn, len(eps))
 	defer func() {
@@ -145,6 +161,7 @@ func runCell(ctx context.Context, cfg *config, eps []*endpoint, sh shape, pl pay
 		res.rateRatio = median(res.ratios)
 		res.p99Ratio = median(res.p99Ratios)
 	}
+	setFloors(results)
 	return results, nil
 }
 

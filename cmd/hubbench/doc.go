@@ -1,7 +1,8 @@
 // Command hubbench is Switchboard's load generator. It measures the hub
 // against the physical limit of the machine it runs on, in the same run,
-// prints one table with the targets of issue 7 marked PASS or MISS, and
-// writes docs/benchmarks.md.
+// states each figure against its floor, prints one table with the targets
+// of issues 7, 12 and 15 marked PASS or MISS, and writes
+// docs/benchmarks.md.
 //
 // Usage, from the repository:
 //
@@ -23,11 +24,13 @@
 //   - hubbench itself in hidden roles: -role echo-server (a raw
 //     coder/websocket echo, the baseline), -role peer-server (pkg/peer
 //     answering every call with its params), -role mcp-server (an MCP server
-//     that dials out to a hub, with a tool "echo" returning its arguments)
-//     and -role hub (`hub serve` run in-process through the command's own
-//     entry, internal/cli, with the flags bin/hub gets, plus net/http/pprof:
-//     the twin that is profiled, since the hub binary has no profiling
-//     endpoint).
+//     that dials out to a hub, with a tool "echo" returning its arguments),
+//     -role fanout-server (the raw fan-out baseline: a coder/websocket
+//     server that answers MCP clients just enough for them to subscribe,
+//     and writes one prepared frame to all of them) and -role hub (`hub
+//     serve` run in-process through the command's own entry, internal/cli,
+//     with the flags bin/hub gets, plus net/http/pprof: the twin that is
+//     profiled, since the hub binary has no profiling endpoint).
 //
 // Readiness is always polled with a deadline, never slept for: a hub is
 // ready when it logs its address and answers /readyz, a role when it prints
@@ -39,7 +42,11 @@
 // Calls: for each payload (100 B and 16 KiB of arguments) and shape (1x1,
 // 16x1, 64x16: connections x calls in flight on each), four paths are
 // measured: the raw echo, pkg/peer direct, client -> hub -> server, and
-// client -> hub A -> Redis -> hub B -> server. Each connection keeps its
+// client -> hub A -> Redis -> hub B -> server. At 100 B, 1x1 and 64x16,
+// three more: the hub over Streamable HTTP answering with JSON, and with
+// SSE (pkg/mcp's client conn, one session per connection), and the floor
+// of a hop between instances: a PUBLISH delivered to a subscriber by the
+// redis-server the two hubs share (go-redis). Each connection keeps its
 // calls in flight in a closed loop. The paths warm up, then run in
 // alternating rounds so that the machine's drift hits all alike; in each
 // round each path's load warms up, then only the calls that end inside a
@@ -47,14 +54,18 @@
 // every ratio to the raw echo the median of the per-round ratios. CPU per
 // call is the middle process's user + system time from /proc/PID/stat over
 // the window's calls; allocations per call come from the hub's Go runtime
-// counters, where it exposes them (/metrics or /debug/pprof).
+// counters, where it exposes them (/metrics or /debug/pprof). Floors
+// (floors.go) come from the same cell: the hub's CPU per call against
+// twice the raw echo server's per round trip, two hubs' against twice one
+// instance's, and the 1x1 latency two instances add in Redis round trips.
 //
 // Fan-out: an MCP server running inside hubbench (so that the send time and
 // every receipt are read from one clock) dials a hub; 1,000 and 10,000 clients
 // connect, initialize and subscribe to its resource, on one instance and
 // spread over two; each round the server sends one
 // notifications/resources/updated and the next round starts once everyone
-// has it. Idle: the fresh hub's RSS before and after those clients connect.
+// has it. Just before each setting, the same clients measure the raw
+// fan-out server, told to send over a control connection. Idle: the fresh hub's RSS before and after those clients connect.
 // Churn: workers connecting, initializing and closing sessions in a loop.
 //
 // Traffic statistics (statscost.go): the hub's 64x16 load with nobody

@@ -26,7 +26,8 @@ type hubRef struct {
 	stats *statsSource // nil when the hub exposes no runtime figures
 }
 
-func (h *hubRef) ws(path string) string { return "ws://" + h.addr + path }
+func (h *hubRef) ws(path string) string   { return "ws://" + h.addr + path }
+func (h *hubRef) http(path string) string { return "http://" + h.addr + path }
 
 func pidsOf(hubs []*hubRef) []int {
 	var out []int
@@ -47,7 +48,8 @@ func statsOf(hubs []*hubRef) []*statsSource {
 // fanoutResult is one fan-out size in one setting. Figures are medians
 // over the rounds.
 type fanoutResult struct {
-	setting             string // "1 instance", "2 instances"
+	setting             string // "1 instance", "2 instances", or the raw baseline's
+	raw                 bool   // the raw baseline
 	instances           int
 	subs                int
 	rounds              int
@@ -58,6 +60,9 @@ type fanoutResult struct {
 	mallocs             float64
 	mallocsOK           bool
 	split               cpuSplit
+	// Against the raw baseline of the same size measured just before:
+	// rate / raw rate and p99 / raw p99; 0 when there is none.
+	rateRatio, p99Ratio float64
 }
 
 // cpuCell is the hubs' CPU per delivery, when enough time was measured for
@@ -116,15 +121,16 @@ func (d *deliveries) handler(i int) func(string, json.RawMessage) {
 	}
 }
 
-// send starts a round for the first n subscribers and sends the update.
-func (d *deliveries) send(ctx context.Context, srv *mcp.Server, n int) <-chan struct{} {
+// send starts a round for the first n subscribers and sends the update
+// with update.
+func (d *deliveries) send(ctx context.Context, update func(context.Context), n int) <-chan struct{} {
 	ch := make(chan struct{})
 	d.done.Store(&ch)
 	d.got.Store(0)
 	d.want.Store(int64(n))
 	d.round.Add(1)
 	d.sentAt.Store(int64(time.Since(d.t0)))
-	srv.ResourceUpdated(ctx, fanoutURI)
+	update(ctx)
 	return ch
 }
 
@@ -203,34 +209,61 @@ func toolNames(ctx context.Context, c *mcp.Client) ([]string, error) {
 	return out, err
 }
 
-// runFanout connects max(sizes) clients spread over hubs (the server dials
-// the first), measures the idle cost on the first hub when idle is set, then
-// for each size subscribes that many and sends rounds of one update each.
-//
-// cpuAll reads the CPU time of every process of the run.
-func runFanout(ctx context.Context, cfg *config, hubs []*hubRef, sizes []int, idle bool, cpuAll func() map[string]time.Duration, progress func(string)) ([]*fanoutResult, *idleResult, error) {
+// fanoutPath is what a fan-out is measured through: hubs with an MCP
+// server whose resource is updated, or the raw fan-out server.
+type fanoutPath struct {
+	setting   string
+	raw       bool
+	instances int
+	urls      []string // where subscribers connect, in turn
+	pids      []int    // processes whose CPU is charged to the deliveries
+	stats     []*statsSource
+	update    func(context.Context) // sends one update
+	idle      *hubRef               // measure the idle cost on this hub; nil: not
+}
+
+// hubFanout is the fan-out through hubs: the server dials the first, the
+// subscribers are spread over all. stop ends the server.
+func hubFanout(ctx context.Context, hubs []*hubRef, idle bool) (p *fanoutPath, stop func(), err error) {
 	setting := "1 instance"
 	if len(hubs) > 1 {
 		setting = fmt.Sprintf("%d instances", len(hubs))
 	}
 	srv := startFanoutServer(ctx, hubs[0].ws("/mcp/server?name=fanout"))
-	defer srv.stop()
 	for _, h := range hubs {
 		if err := waitListed(ctx, h, resourceURIs, fanoutURI); err != nil {
+			srv.stop()
 			return nil, nil, err
 		}
 	}
+	p = &fanoutPath{setting: setting, instances: len(hubs), pids: pidsOf(hubs), stats: statsOf(hubs),
+		update: func(ctx context.Context) { srv.ResourceUpdated(ctx, fanoutURI) }}
+	for _, h := range hubs {
+		p.urls = append(p.urls, h.ws("/mcp"))
+	}
+	if idle {
+		p.idle = hubs[0]
+	}
+	return p, srv.stop, nil
+}
+
+// runFanout connects max(sizes) clients spread over the path's URLs,
+// measures the idle cost of the path's idle hub if it has one, then for
+// each size subscribes that many and sends rounds of one update each.
+//
+// cpuAll reads the CPU time of every process of the run.
+func runFanout(ctx context.Context, cfg *config, p *fanoutPath, sizes []int, cpuAll func() map[string]time.Duration, progress func(string)) ([]*fanoutResult, *idleResult, error) {
 	n := slices.Max(sizes)
 	var ir *idleResult
-	if idle {
+	if p.idle != nil {
 		ir = &idleResult{conns: n}
-		ir.rssBefore, ir.before, ir.statsOK = hubMemory(ctx, hubs[0])
+		ir.rssBefore, ir.before, ir.statsOK = hubMemory(ctx, p.idle)
 	}
 
 	d := newDeliveries(n)
 	clients := make([]*mcp.Client, n)
 	defer func() {
-		progress(fmt.Sprintf("fan-out %s: closing %s clients", setting, fmtCount(int64(n))))
+		progress(fmt.Sprintf("fan-out %s: closing %s clients", p.setting, fmtCount(int64(n))))
 		_ = forEach(context.WithoutCancel(ctx), n, 64, func(i int) error {
 			if clients[i] != nil {
 				_ = clients[i].Close()
@@ -238,10 +271,10 @@ func runFanout(ctx context.Context, cfg *config, hubs []*hubRef, sizes []int, id
 			return nil
 		})
 	}()
-	progress(fmt.Sprintf("fan-out %s: connecting %s clients", setting, fmtCount(int64(n))))
+	progress(fmt.Sprintf("fan-out %s: connecting %s clients", p.setting, fmtCount(int64(n))))
 	began := time.Now()
 	err := forEach(ctx, n, 32, func(i int) error {
-		c, err := mcp.Connect(ctx, hubs[i%len(hubs)].ws("/mcp"), &mcp.ClientOptions{
+		c, err := mcp.Connect(ctx, p.urls[i%len(p.urls)], &mcp.ClientOptions{
 			ProtocolVersion: mcp.LatestVersion, // resources/subscribe, on a session
 			WebSocket:       noKeepalive,
 			OnNotification:  d.handler(i),
@@ -254,18 +287,18 @@ func runFanout(ctx context.Context, cfg *config, hubs []*hubRef, sizes []int, id
 	}
 	if ir != nil {
 		ir.connectRate = float64(n) / time.Since(began).Seconds()
-		if err := settle(ctx, hubs[0]); err != nil {
+		if err := settle(ctx, p.idle); err != nil {
 			return nil, nil, err
 		}
 		var ok bool
-		ir.rssAfter, ir.after, ok = hubMemory(ctx, hubs[0])
+		ir.rssAfter, ir.after, ok = hubMemory(ctx, p.idle)
 		ir.statsOK = ir.statsOK && ok
 	}
 
 	var results []*fanoutResult
 	subscribed := 0
 	for _, size := range sizes {
-		progress(fmt.Sprintf("fan-out %s: %s subscribers", setting, fmtCount(int64(size))))
+		progress(fmt.Sprintf("fan-out %s: %s subscribers", p.setting, fmtCount(int64(size))))
 		err := forEach(ctx, size-subscribed, 32, func(i int) error {
 			return clients[subscribed+i].Subscribe(ctx, fanoutURI)
 		})
@@ -273,7 +306,7 @@ func runFanout(ctx context.Context, cfg *config, hubs []*hubRef, sizes []int, id
 			return nil, nil, fmt.Errorf("subscribing: %w", err)
 		}
 		subscribed = size
-		res, err := fanoutRounds(ctx, cfg, setting, hubs, srv, d, size, cpuAll)
+		res, err := fanoutRounds(ctx, cfg, p, d, size, cpuAll)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -284,15 +317,15 @@ func runFanout(ctx context.Context, cfg *config, hubs []*hubRef, sizes []int, id
 
 // fanoutRounds sends cfg.fanoutRounds updates to size subscribers, one
 // after the other has reached everyone (or timed out), after one warm-up.
-func fanoutRounds(ctx context.Context, cfg *config, setting string, hubs []*hubRef, srv *fanoutServer, d *deliveries, size int, cpuAll func() map[string]time.Duration) (*fanoutResult, error) {
-	res := &fanoutResult{setting: setting, instances: len(hubs), subs: size, rounds: cfg.fanoutRounds, mallocsOK: true}
+func fanoutRounds(ctx context.Context, cfg *config, p *fanoutPath, d *deliveries, size int, cpuAll func() map[string]time.Duration) (*fanoutResult, error) {
+	res := &fanoutResult{setting: p.setting, raw: p.raw, instances: p.instances, subs: size, rounds: cfg.fanoutRounds, mallocsOK: true}
 	var p50s, p99s, maxs []time.Duration
 	var rates []float64
-	mt := meter{pids: pidsOf(hubs), stats: statsOf(hubs), all: cpuAll}
+	mt := meter{pids: p.pids, stats: p.stats, all: cpuAll}
 	for round := -1; round < cfg.fanoutRounds; round++ {
 		mt.start(ctx)
 		began := time.Now()
-		done := d.send(ctx, srv.Server, size)
+		done := d.send(ctx, p.update, size)
 		t := time.NewTimer(fanoutTimeout)
 		select {
 		case <-done:
@@ -365,4 +398,34 @@ func settle(ctx context.Context, h *hubRef) error {
 		}
 	}
 	return nil
+}
+
+// measureFanout sets a fan-out path up, measures it at every size and
+// takes it down.
+func measureFanout(ctx context.Context, cfg *config, sup *supervisor, setup func() (*fanoutPath, func(), error), progress func(string)) ([]*fanoutResult, error) {
+	res, _, err := measureFanoutIdle(ctx, cfg, sup, setup, progress)
+	return res, err
+}
+
+// measureFanoutIdle is measureFanout that also returns the idle cost, for a
+// path that measures it.
+func measureFanoutIdle(ctx context.Context, cfg *config, sup *supervisor, setup func() (*fanoutPath, func(), error), progress func(string)) ([]*fanoutResult, *idleResult, error) {
+	p, stop, err := setup()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer stop()
+	return runFanout(ctx, cfg, p, cfg.fanoutSizes, sup.cpuByProcess, progress)
+}
+
+// againstRaw sets each result's ratios to the raw baseline of its size.
+func againstRaw(results, raw []*fanoutResult) {
+	for _, r := range results {
+		for _, b := range raw {
+			if b.subs == r.subs && b.rate > 0 && b.p99 > 0 {
+				r.rateRatio = r.rate / b.rate
+				r.p99Ratio = float64(r.p99) / float64(b.p99)
+			}
+		}
+	}
 }

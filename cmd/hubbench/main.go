@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -207,16 +208,28 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	one, idle, err := runFanout(ctx, cfg, []*hubRef{fresh}, cfg.fanoutSizes, true, sup.cpuByProcess, progress)
+	rawProc, rawAddr, err := sup.startRole(ctx, "raw fan-out server", "-role", roleFanout, "-addr", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("fan-out on one instance: %w", err)
+		return err
 	}
-	rep.idle = idle
-	two, _, err := runFanout(ctx, cfg, []*hubRef{env.hubA, env.hubB}, cfg.fanoutSizes, false, sup.cpuByProcess, progress)
-	if err != nil {
-		return fmt.Errorf("fan-out over two instances: %w", err)
+	// Each setting right after a raw baseline of its own: the machine's
+	// drift over the minutes of the fan-out falls on both alike.
+	for _, hubs := range [][]*hubRef{{fresh}, {env.hubA, env.hubB}} {
+		raw, err := measureFanout(ctx, cfg, sup, func() (*fanoutPath, func(), error) { return rawFanoutPath(ctx, rawProc, rawAddr) }, progress)
+		if err != nil {
+			return fmt.Errorf("raw fan-out: %w", err)
+		}
+		idle := len(hubs) == 1
+		results, ir, err := measureFanoutIdle(ctx, cfg, sup, func() (*fanoutPath, func(), error) { return hubFanout(ctx, hubs, idle) }, progress)
+		if err != nil {
+			return fmt.Errorf("fan-out on %d instance(s): %w", len(hubs), err)
+		}
+		if idle {
+			rep.idle = ir
+		}
+		againstRaw(results, raw)
+		rep.fanout = append(append(rep.fanout, raw...), results...)
 	}
-	rep.fanout = append(one, two...)
 
 	if dir, ok := profileDir(o, cfg, rep); ok {
 		rep.profileDir = dir
@@ -230,7 +243,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 
 	fmt.Fprint(stdout, rep.table().text())
 	fmt.Fprintln(stdout)
-	fmt.Fprintln(stdout, "targets (issue 7):")
+	fmt.Fprintln(stdout, "targets (#issue):")
 	for _, v := range rep.verdicts() {
 		fmt.Fprintln(stdout, "  "+v.String())
 	}
@@ -266,8 +279,13 @@ func profileDir(o *options, cfg *config, rep *report) (string, bool) {
 		}
 		for _, cell := range rep.cells {
 			for _, c := range cell {
-				if v, ok := callVerdict(c); ok && c.shape == profiled && !v.ok {
-					return filepath.Join(os.TempDir(), "hubbench-profiles-"+rep.began.Format("20060102-150405")), true
+				if c.endpoint != epHub || c.shape != profiled {
+					continue
+				}
+				for _, v := range callVerdicts(c) {
+					if !v.ok {
+						return filepath.Join(os.TempDir(), "hubbench-profiles-"+rep.began.Format("20060102-150405")), true
+					}
 				}
 			}
 		}
@@ -348,6 +366,10 @@ func startEnv(ctx context.Context, sup *supervisor, hubBin, tmp string, servers 
 	raw := func(params json.RawMessage) dialer {
 		return rawDialer{url: "ws://" + echoAddr + "/", frame: callFrame(params)}
 	}
+	// The floor of a hop between instances, and the HTTP face, at 100 B
+	// and the shapes of the targets.
+	small := func(sh shape, pl payload) bool { return pl == payloads[0] && sh != shape{16, 1} }
+	var channels atomic.Int64
 	e.endpoints = []*endpoint{
 		{name: epRaw, dial: raw, pids: []int{echo.PID()}, stats: []*statsSource{findStats(ctx, echoAddr)}},
 		{name: epPeer, dial: func(p json.RawMessage) dialer { return peerDialer{url: "ws://" + peerAddr + "/", params: p} },
@@ -356,6 +378,13 @@ func startEnv(ctx context.Context, sup *supervisor, hubBin, tmp string, servers 
 			pids: pidsOf([]*hubRef{e.solo}), stats: statsOf([]*hubRef{e.solo})},
 		{name: epHub2, dial: func(p json.RawMessage) dialer { return hubDialer{url: e.hubA.ws("/mcp"), params: p} },
 			pids: pidsOf([]*hubRef{e.hubA, e.hubB}), stats: statsOf([]*hubRef{e.hubA, e.hubB})},
+		{name: epHTTP, dial: func(p json.RawMessage) dialer { return httpDialer{url: e.solo.http("/mcp"), params: p} },
+			pids: pidsOf([]*hubRef{e.solo}), stats: statsOf([]*hubRef{e.solo}), only: small},
+		{name: epHTTPSSE, dial: func(p json.RawMessage) dialer { return httpDialer{url: e.solo.http("/mcp"), params: p, progress: true} },
+			pids: pidsOf([]*hubRef{e.solo}), stats: statsOf([]*hubRef{e.solo}), only: small},
+		{name: epRedis, dial: func(json.RawMessage) dialer {
+			return redisDialer{addr: redisAddr, payload: callParams(payloads[0].size), seq: &channels}
+		}, pids: []int{sup.redisPID(redisAddr)}, stats: []*statsSource{nil}, only: small},
 	}
 	return e, nil
 }

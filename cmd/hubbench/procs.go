@@ -288,6 +288,19 @@ func (s *supervisor) startRedis(dir string) (string, error) {
 	return rs.Addr(), nil
 }
 
+// redisPID returns the process ID of the redis-server startRedis started
+// at addr, or 0.
+func (s *supervisor) redisPID(addr string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rs := range s.redis {
+		if rs.Addr() == addr {
+			return rs.PID()
+		}
+	}
+	return 0
+}
+
 // poll calls check every 10 ms until it succeeds, the child (if any) exits,
 // ctx ends or readyTimeout passes. It is how hubbench waits for readiness:
 // never by sleeping a fixed time.

@@ -24,6 +24,14 @@ const (
 	epPeer = "peer direct"
 	epHub  = "hub"
 	epHub2 = "hub x2 (redis)"
+	// The same calls through the hub over Streamable HTTP: answered as one
+	// JSON body, and (a call whose server reports progress once) as an SSE
+	// stream.
+	epHTTP    = "hub http (json)"
+	epHTTPSSE = "hub http (sse)"
+	// PUBLISH to a subscriber on the redis-server the hubs share: the floor
+	// of a hop between instances.
+	epRedis = "redis publish -> sub"
 )
 
 // report is everything one run measured.
@@ -46,6 +54,7 @@ type report struct {
 
 // verdict is one target with its measured figure.
 type verdict struct {
+	issue  int // the issue that set the target
 	ok     bool
 	what   string
 	figure string
@@ -55,30 +64,61 @@ type verdict struct {
 }
 
 func (v verdict) String() string {
-	s := fmt.Sprintf("%s  %s: %s (target %s)", passMiss(v.ok), v.what, v.figure, v.goal)
+	s := fmt.Sprintf("%s  (#%d) %s: %s (target %s)", passMiss(v.ok), v.issue, v.what, v.figure, v.goal)
 	if v.note != "" {
 		s += " " + v.note
 	}
 	return s
 }
 
-// callVerdict is the target of a calls row, if it has one.
-func callVerdict(r *callResult) (verdict, bool) {
-	if r.endpoint != epHub {
-		return verdict{}, false
-	}
-	what := fmt.Sprintf("tools/call %s %s through the hub", r.shape, r.payload.name)
-	switch r.shape {
-	case shape{64, 16}:
-		return verdict{ok: r.rateRatio >= targetRateRatio, what: what,
+// callVerdicts are the targets of a calls row.
+func callVerdicts(r *callResult) []verdict {
+	large := r.payload == payloads[1]
+	what := fmt.Sprintf("tools/call %s %s", r.shape, r.payload.name)
+	var out []verdict
+	switch {
+	case r.endpoint == epHub && r.shape == shape{64, 16}:
+		out = append(out, verdict{issue: 7, ok: r.rateRatio >= targetRateRatio, what: what + " through the hub",
 			figure: fmtRatio(r.rateRatio) + " raw echo calls/s", goal: fmt.Sprintf(">= %.1fx", targetRateRatio),
-			short: fmt.Sprintf("ops/s >= %.1fx raw", targetRateRatio)}, true
-	case shape{1, 1}:
-		return verdict{ok: r.p99Ratio <= targetP99Ratio, what: what,
+			short: fmt.Sprintf("ops/s >= %.1fx raw", targetRateRatio)})
+		if large && r.cpuFloor > 0 {
+			x := 2 * r.cpuFloor
+			out = append(out, verdict{issue: 15, ok: x <= targetLargeCPU, what: what + " through the hub",
+				figure: "hub CPU per call " + fmtRatio(x) + " the echo server's per round trip", goal: fmt.Sprintf("<= %.1fx", targetLargeCPU),
+				short: fmt.Sprintf("CPU <= %.1fx echo", targetLargeCPU)})
+		}
+	case r.endpoint == epHub && r.shape == shape{1, 1}:
+		out = append(out, verdict{issue: 7, ok: r.p99Ratio <= targetP99Ratio, what: what + " through the hub",
 			figure: "p99 " + fmtRatio(r.p99Ratio) + " raw echo p99", goal: fmt.Sprintf("<= %.0fx", targetP99Ratio),
-			short: fmt.Sprintf("p99 <= %.0fx raw", targetP99Ratio)}, true
+			short: fmt.Sprintf("p99 <= %.0fx raw", targetP99Ratio)})
+		if large {
+			out = append(out, verdict{issue: 15, ok: r.p99Ratio <= targetLargeP99, what: what + " through the hub",
+				figure: "p99 " + fmtRatio(r.p99Ratio) + " raw echo p99", goal: fmt.Sprintf("<= %.0fx", targetLargeP99),
+				short: fmt.Sprintf("p99 <= %.0fx raw", targetLargeP99)})
+		}
+	case r.endpoint == epHub2 && !large && r.shape == shape{64, 16}:
+		w := what + " across two instances"
+		out = append(out, verdict{issue: 15, ok: r.cpuFloor > 0 && r.cpuFloor <= targetCrossCPU, what: w,
+			figure: "both hubs' CPU per call " + fmtRatio(r.cpuFloor) + " twice one instance's", goal: fmt.Sprintf("<= %.1fx", targetCrossCPU),
+			short: fmt.Sprintf("CPU <= %.1fx floor", targetCrossCPU)})
+		if a, ok := r.allocsPerCall(); ok {
+			out = append(out, verdict{issue: 15, ok: a <= targetCrossAllocs, what: w,
+				figure: fmtPerOp(a) + " allocations per call in both hubs", goal: fmt.Sprintf("<= %.0f", targetCrossAllocs),
+				short: fmt.Sprintf("allocs <= %.0f", targetCrossAllocs)})
+		}
+		out = append(out, verdict{issue: 15, ok: r.vsOne >= targetCrossRate, what: w,
+			figure: fmtRatio(r.vsOne) + " one instance's calls/s", goal: fmt.Sprintf(">= %.1fx", targetCrossRate),
+			short: fmt.Sprintf("ops/s >= %.1fx one", targetCrossRate)})
+	case r.endpoint == epHub2 && !large && r.shape == shape{1, 1} && r.beyondRTTs != 0:
+		out = append(out, verdict{issue: 15, ok: r.beyondRTTs <= targetCrossRTTs, what: what + " across two instances",
+			figure: fmt.Sprintf("p50 %s beyond one instance's: %.1f Redis round trips", fmtDuration(r.p50Beyond), r.beyondRTTs),
+			goal:   fmt.Sprintf("<= %.0f", targetCrossRTTs), short: fmt.Sprintf("p50 <= 1 + %.0f Redis RTT", targetCrossRTTs)})
+	case (r.endpoint == epHTTP || r.endpoint == epHTTPSSE) && r.shape == shape{64, 16}:
+		out = append(out, verdict{issue: 12, ok: r.vsWS >= targetHTTPRate, what: what + " through the hub, " + r.endpoint,
+			figure: fmtRatio(r.vsWS) + " WebSocket calls/s through the hub", goal: fmt.Sprintf(">= %.1fx", targetHTTPRate),
+			short: fmt.Sprintf("ops/s >= %.1fx ws", targetHTTPRate)})
 	}
-	return verdict{}, false
+	return out
 }
 
 // fanoutVerdicts are the targets of a fan-out row: only the largest size
@@ -88,7 +128,7 @@ func (r *report) fanoutVerdicts(f *fanoutResult) []verdict {
 	for _, g := range r.fanout {
 		largest = max(largest, g.subs)
 	}
-	if f.subs != largest {
+	if f.subs != largest || f.raw {
 		return nil
 	}
 	note := ""
@@ -101,13 +141,25 @@ func (r *report) fanoutVerdicts(f *fanoutResult) []verdict {
 	}
 	what := fmt.Sprintf("fan-out to %s subscribers, %s", fmtCount(int64(f.subs)), f.setting)
 	out := []verdict{
-		{ok: f.p99 <= limit && f.delivered == f.expected, what: what, figure: "p99 " + fmtDuration(f.p99),
+		{issue: 7, ok: f.p99 <= limit && f.delivered == f.expected, what: what, figure: "p99 " + fmtDuration(f.p99),
 			goal: "<= " + fmtDuration(limit), short: "p99 <= " + fmtDuration(limit), note: note},
-		{ok: f.rate >= targetFanoutRate, what: what, figure: fmtRate(f.rate),
+		{issue: 7, ok: f.rate >= targetFanoutRate, what: what, figure: fmtRate(f.rate),
 			goal: ">= " + fmtRate(targetFanoutRate), short: ">= " + fmtRate(targetFanoutRate), note: note},
 	}
 	if f.delivered != f.expected {
 		out[0].note = strings.TrimSpace(out[0].note + fmt.Sprintf(" (only %d of %d delivered)", f.delivered, f.expected))
+	}
+	if f.rateRatio > 0 {
+		rate := targetFanoutRawOne
+		if f.instances > 1 {
+			rate = targetFanoutRawTwo
+		}
+		out = append(out, verdict{issue: 15, ok: f.rateRatio >= rate, what: what, figure: fmtRatio(f.rateRatio) + " the raw fan-out's rate",
+			goal: fmt.Sprintf(">= %.1fx", rate), short: fmt.Sprintf(">= %.1fx raw", rate), note: note})
+		if f.instances == 1 {
+			out = append(out, verdict{issue: 15, ok: f.p99Ratio <= targetFanoutP99One, what: what, figure: "p99 " + fmtRatio(f.p99Ratio) + " the raw fan-out's",
+				goal: fmt.Sprintf("<= %.1fx", targetFanoutP99One), short: fmt.Sprintf("p99 <= %.1fx raw", targetFanoutP99One), note: note})
+		}
 	}
 	return out
 }
@@ -121,7 +173,7 @@ func (r *report) idleVerdict() (verdict, bool) {
 	if r.idle.conns < targetSubs {
 		note = fmt.Sprintf("(measured at %s connections, not %s)", fmtCount(int64(r.idle.conns)), fmtCount(targetSubs))
 	}
-	return verdict{ok: per <= targetIdleRSS, what: "idle connection", figure: fmtBytes(per) + " RSS",
+	return verdict{issue: 7, ok: per <= targetIdleRSS, what: "idle connection", figure: fmtBytes(per) + " RSS",
 		goal: "<= " + fmtBytes(targetIdleRSS), short: "RSS <= " + fmtBytes(targetIdleRSS), note: note}, true
 }
 
@@ -130,9 +182,7 @@ func (r *report) verdicts() []verdict {
 	var out []verdict
 	for _, cell := range r.cells {
 		for _, c := range cell {
-			if v, ok := callVerdict(c); ok {
-				out = append(out, v)
-			}
+			out = append(out, callVerdicts(c)...)
 		}
 	}
 	for _, f := range r.fanout {
@@ -180,25 +230,29 @@ func cpuPerOp(cpu time.Duration, ops int64) string {
 // table builds the one table of the run.
 func (r *report) table() *table {
 	t := newTable(3, "what", "shape", "payload", "ops/s", "p50", "p99", "p999/max",
-		"ops/s vs raw", "p99 vs raw", "CPU/op", "all CPU/op", "allocs/op", "mem/conn", "target")
+		"ops/s vs raw", "p99 vs raw", "CPU/op", "CPU vs floor", "all CPU/op", "allocs/op", "mem/conn", "target")
 	t.section("tools/call round trips (shape: connections x calls in flight on each)")
 	for _, cell := range r.cells {
 		for _, c := range cell {
 			rateRatio, p99Ratio := fmtRatio(c.rateRatio), fmtRatio(c.p99Ratio)
-			if c.endpoint == epRaw {
+			switch c.endpoint {
+			case epRaw:
 				rateRatio, p99Ratio = "base", "base"
+			case epRedis:
+				rateRatio, p99Ratio = "", ""
 			}
 			allocs := "n/a"
 			if a, ok := c.allocsPerCall(); ok {
 				allocs = fmtPerOp(a)
 			}
-			target := ""
-			if v, ok := callVerdict(c); ok {
-				target = verdictCell(v)
+			floor := ""
+			if c.cpuFloor > 0 {
+				floor = fmtRatio(c.cpuFloor)
 			}
 			t.add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
 				fmtDuration(c.sum.P50), fmtDuration(c.sum.P99), fmtDuration(c.sum.P999),
-				rateRatio, p99Ratio, fmtDuration(c.cpuPerCall()), fmtDuration(c.allCPUPerCall()), allocs, "", target)
+				rateRatio, p99Ratio, fmtDuration(c.cpuPerCall()), floor, fmtDuration(c.allCPUPerCall()), allocs, "",
+				verdictCell(callVerdicts(c)...))
 		}
 	}
 	r.statsCostRows(t)
@@ -209,9 +263,16 @@ func (r *report) table() *table {
 			if f.delivered != f.expected {
 				rate += fmt.Sprintf(" (%d of %d delivered)", f.delivered, f.expected)
 			}
+			rateRatio, p99Ratio := "", ""
+			switch {
+			case f.raw:
+				rateRatio, p99Ratio = "base", "base"
+			case f.rateRatio > 0:
+				rateRatio, p99Ratio = fmtRatio(f.rateRatio), fmtRatio(f.p99Ratio)
+			}
 			t.add("fan-out, "+f.setting, fmtCount(int64(f.subs))+" subs", "-", rate,
-				fmtDuration(f.p50), fmtDuration(f.p99), fmtDuration(f.max), "", "",
-				f.cpuCell(), "", perOp(f.delivered, f.mallocs, f.mallocsOK), "", verdictCell(r.fanoutVerdicts(f)...))
+				fmtDuration(f.p50), fmtDuration(f.p99), fmtDuration(f.max), rateRatio, p99Ratio,
+				f.cpuCell(), "", "", perOp(f.delivered, f.mallocs, f.mallocsOK), "", verdictCell(r.fanoutVerdicts(f)...))
 		}
 	}
 	if ir := r.idle; ir != nil {
@@ -222,15 +283,15 @@ func (r *report) table() *table {
 			target = verdictCell(v)
 		}
 		n := float64(ir.conns)
-		t.add("idle", conns, "RSS", "", "", "", "", "", "", "", "", "",
+		t.add("idle", conns, "RSS", "", "", "", "", "", "", "", "", "", "",
 			fmtBytes(float64(ir.rssAfter-ir.rssBefore)/n), target)
 		heap, gor := "n/a", "n/a"
 		if ir.statsOK {
 			heap = fmtBytes((ir.after.HeapInuse - ir.before.HeapInuse) / n)
 			gor = fmtPerOp((ir.after.Goroutines - ir.before.Goroutines) / n)
 		}
-		t.add("idle", conns, "heap in use", "", "", "", "", "", "", "", "", "", heap)
-		t.add("idle", conns, "goroutines", "", "", "", "", "", "", "", "", "", gor)
+		t.add("idle", conns, "heap in use", "", "", "", "", "", "", "", "", "", "", heap)
+		t.add("idle", conns, "goroutines", "", "", "", "", "", "", "", "", "", "", gor)
 	}
 	if c := r.churn; c != nil || r.idle != nil {
 		t.section("connections: connect + initialize (+ close)")
@@ -238,7 +299,7 @@ func (r *report) table() *table {
 			allocs := perOp(c.total, c.mallocs, c.mallocsOK)
 			t.add("churn: connect+init+close", fmt.Sprintf("%d workers", c.workers), "-", rateCell(c.rate, c.errs),
 				fmtDuration(c.sum.P50), fmtDuration(c.sum.P99), fmtDuration(c.sum.P999), "", "",
-				cpuPerOp(c.cpu, c.total), "", allocs)
+				cpuPerOp(c.cpu, c.total), "", "", allocs)
 		}
 		if ir := r.idle; ir != nil {
 			t.add("ramp: connect+init, kept open", "32 at a time", "-", fmtRate(ir.connectRate))
@@ -283,7 +344,14 @@ func (r *report) markdown() string {
 	w("- **raw ws echo** is the physical limit: a coder/websocket server echoing the same frame bytes, one hop, same\n")
 	w("  connections and calls in flight. **peer direct** is pkg/peer on both ends, no hub. **hub** is a client\n")
 	w("  calling `tools/call` through `bin/hub` to an MCP server process: two hops. **hub x2** puts the client and the\n")
-	w("  server on two hub instances sharing one redis-server: the call crosses Redis both ways.\n")
+	w("  server on two hub instances sharing one redis-server: the call crosses Redis both ways. **hub http (json)** and\n")
+	w("  **hub http (sse)** make the same calls through the hub over Streamable HTTP, one session per connection:\n")
+	w("  answered with one JSON body, and answered with an SSE stream (each call carries a progress token and the\n")
+	w("  server reports progress once before answering, which is what makes the hub switch the POST to a stream).\n")
+	w("- **Floors**, measured in the same run: **redis publish -> sub** is a PUBLISH and its delivery to a subscriber\n")
+	w("  (go-redis, on the redis-server the hubs share; pipelined when more than one is in flight), the least a hop\n")
+	w("  between instances costs; **fan-out, raw fan-out** is a coder/websocket server writing one prepared frame to\n")
+	w("  the same subscribers (the same MCP clients, same machine), measured just before each hub fan-out.\n")
 	w("- **ops/s**: operations completed per second, median of the rounds. For fan-out: subscribers reached per\n")
 	w("  second, from the server's send to the last receipt.\n")
 	w("- **p50, p99, p999**: latency percentiles (nearest rank) of each round's calls, median over the rounds. For\n")
@@ -296,6 +364,10 @@ func (r *report) markdown() string {
 	w("  operations completed: the echo server for the baselines, the hub for hub rows (both hubs for x2), never the\n")
 	w("  MCP server, Redis or the load generator. **all CPU/op** counts every process of the run, the load\n")
 	w("  generator and the MCP server included: ops/s x all CPU/op near the core count means the machine is the limit.\n")
+	w("  For the redis row: redis-server's CPU per message; for fan-out rows: per delivery.\n")
+	w("- **CPU vs floor**: CPU/op over its floor from the same cell: for **hub**, twice the raw echo server's CPU per\n")
+	w("  round trip (a call crosses two hops); for **hub x2**, twice one instance's hub CPU per call (each of the two\n")
+	w("  hubs should cost about what one instance costs). 1.00x is the floor.\n")
 	w("- **allocs/op**: heap allocations per operation of the same process(es) as CPU/op, from their Go runtime\n")
 	w("  counters (the hub's /metrics; /debug/pprof for hubbench's own roles), less the reading's own; n/a where\n")
 	w("  a process does not expose them (see the notes).\n")
@@ -303,7 +375,8 @@ func (r *report) markdown() string {
 	w("  nothing, on a fresh hub.\n")
 	w("- Fan-out subscribers are WebSocket clients inside the load generator: their reading shares the cores with\n")
 	w("  the hub, so delivery times include the receivers' work, as they would on a real machine with that many.\n")
-	w("- **target**: the targets of issue 7, PASS or MISS.\n\n")
+	w("- **target**: the targets of issues 7 (one instance against raw), 15 (two instances, 16 KiB, fan-out, against\n")
+	w("  their floors) and 12 (HTTP against WebSocket), PASS or MISS; the list below names each one's issue.\n\n")
 	w("## Machine and run\n\n")
 	w("| | |\n|---|---|\n")
 	w("| CPU | %s |\n| cores | %d |\n| RAM | %s |\n| Go | %s |\n| OS | %s |\n", r.machine.CPU, r.machine.Cores, r.machine.RAM, r.machine.Go, r.machine.OS)
@@ -324,16 +397,23 @@ func (r *report) markdown() string {
 	w("  the processes' CPU and allocation counters are read at its edges. Arguments are `{\"text\":\"xx…\"}` of\n")
 	w("  exactly the payload size; the raw echo sends the whole `tools/call` request frame, the MCP server answers\n")
 	w("  with its arguments as `structuredContent`, so every answer is about as large as its call.\n")
+	w("- HTTP rows: pkg/mcp's Streamable HTTP client conn under the same closed loop, each session with keep-alive\n")
+	w("  TCP connections of its own (one per call in flight, and its GET stream); only at 100 B, 1x1 and 64x16.\n")
+	w("- Redis floor: each connection PUBLISHes on a channel of its own to a subscriber connection of its own, in the\n")
+	w("  same closed loop; with k in flight, the PUBLISHes free at the time leave as one pipeline, as the broker sends.\n")
 	w("- Fan-out: clients connect and initialize (spread evenly over the instances), subscribe to one resource of a\n")
 	w("  server (on the first instance), then the server sends one update per round, %d rounds after a warm-up, the\n", r.cfg.fanoutRounds)
-	w("  next one after the previous has reached everyone.\n")
+	w("  next one after the previous has reached everyone. The raw baseline: the same clients connect to\n")
+	w("  `hubbench -role fanout-server`, which answers initialize and resources/subscribe, and on a control\n")
+	w("  connection's word writes the prepared notifications/resources/updated frame to every subscriber, one\n")
+	w("  goroutine per core each writing its share in turn.\n")
 	w("- Idle: RSS (/proc/PID/status VmRSS) of a fresh hub before and after the clients connect and initialize, once\n")
 	w("  it stops moving; heap in use and goroutines from the hub's runtime counters where exposed.\n")
 	w("- Churn: %d workers each connect, initialize and close a session, over and over, for %v.\n", r.cfg.churnWorkers, r.cfg.churn)
 	w("%s", r.statsCostMethod())
 	w("- Processes: `bin/hub` (built from this tree, run with `SWITCHBOARD_RATE_LIMIT=-1`: the per-connection rate\n")
 	w("  limit is a policy, not a cost), redis-server (`--save '' --appendonly no`), and hubbench itself\n")
-	w("  in hidden roles: `-role echo-server`, `-role peer-server`, `-role mcp-server`, and for profiles only\n")
+	w("  in hidden roles: `-role echo-server`, `-role peer-server`, `-role mcp-server`, `-role fanout-server`, and for profiles only\n")
 	w("  `-role hub` (pkg/hub in-process exactly as cmd/hub runs it, plus net/http/pprof).\n")
 	w("\n## Where the CPU goes\n\n")
 	w("CPU per operation of each process while it was measured (those above 2%% of the total), and how many of the\n")

@@ -25,6 +25,8 @@ const (
 	rolePeer = "peer-server" // pkg/peer server answering every call with its params
 	roleMCP  = "mcp-server"  // MCP server dialing out to a hub, tool "echo"
 	roleHub  = "hub"         // `hub serve` in-process (internal/cli) plus net/http/pprof: the profiled twin
+	// raw coder/websocket fan-out to MCP clients: the fan-out baseline
+	roleFanout = "fanout-server"
 )
 
 // roleFlags are the flags of the hidden roles.
@@ -48,6 +50,12 @@ func runRole(ctx context.Context, role string, f roleFlags) error {
 			echo = peerEcho
 		}
 		return serve(ctx, ln, withPprof(echo))
+	case roleFanout:
+		ln, err := net.Listen("tcp", f.addr)
+		if err != nil {
+			return err
+		}
+		return serve(ctx, ln, withPprof(http.HandlerFunc(newRawFanout().serve)))
 	case roleMCP:
 		return mcpEchoServer().Dial(ctx, f.url, nil)
 	case roleHub:
@@ -114,11 +122,13 @@ func peerEcho(w http.ResponseWriter, r *http.Request) {
 
 // mcpEchoServer is the MCP server behind the hub: one tool, "echo", whose
 // result carries its arguments back as structured content, so that the
-// answer is as large as the call, like the echoes of the baselines.
+// answer is as large as the call, like the echoes of the baselines. A call
+// with a progress token gets one progress report before its answer.
 func mcpEchoServer() *mcp.Server {
 	s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1.0.0"}, nil)
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "Return the arguments."},
 		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			_ = req.Progress(ctx, 1, 1, "") // nothing without a token
 			return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(req.Params.Arguments)}, nil
 		})
 	return s
