@@ -70,6 +70,8 @@ type options struct {
 	out     string // Markdown report; "-" for none
 	profile string // "auto", "off" or a directory
 	servers int    // MCP server processes behind each hub
+	// profileOnly takes the profiles and nothing else, for work on the hub.
+	profileOnly bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
@@ -84,6 +86,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.hub, "hub", "", "hub binary to measure; empty builds ./cmd/hub of this tree into a temporary directory")
 	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "Markdown report, relative to the module root; - for none")
 	fs.StringVar(&o.profile, "profile", "auto", "CPU profiles of the hub at 64x16: auto (when its throughput target is missed, full runs only), off, or a directory to always write them to")
+	fs.BoolVar(&o.profileOnly, "profile-only", false, "take the CPU profiles only (into -profile DIR, else a temporary directory), print their summaries and write no report")
 	fs.IntVar(&o.servers, "servers", 1, "MCP server processes behind each hub path, replicas of one server that the hub spreads calls over")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -164,6 +167,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	defer os.RemoveAll(tmp)
 	sup := &supervisor{}
 	defer sup.stopAll()
+	if o.profileOnly {
+		return profileOnly(ctx, o, cfg, sup, stdout, progress)
+	}
 
 	hubBin := o.hub
 	if hubBin == "" {
@@ -248,7 +254,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "  "+v.String())
 	}
 	for _, p := range rep.profiles {
-		fmt.Fprintf(stdout, "CPU profile of the hub twin at %s %s: %s\n", profiled, p.payload.name, p.file)
+		fmt.Fprintf(stdout, "CPU profile at %s, %s: %s\n", profiled, p.heading(), p.file)
 	}
 	if o.out != "-" {
 		path := o.out
@@ -396,4 +402,21 @@ func startHub(ctx context.Context, sup *supervisor, name, bin, redisURL string) 
 		return nil, err
 	}
 	return &hubRef{name: name, addr: addr, c: c, stats: findStats(ctx, addr)}, nil
+}
+
+// profileOnly takes the CPU profiles of the twins and prints their
+// summaries.
+func profileOnly(ctx context.Context, o *options, cfg *config, sup *supervisor, stdout io.Writer, progress func(string)) error {
+	dir := o.profile
+	if dir == "auto" || dir == "off" {
+		dir = filepath.Join(os.TempDir(), "hubbench-profiles-"+time.Now().Format("20060102-150405"))
+	}
+	profiles, err := runProfile(ctx, cfg, sup, dir, profiled, progress)
+	if err != nil {
+		return fmt.Errorf("profiling: %w", err)
+	}
+	for _, p := range profiles {
+		fmt.Fprintf(stdout, "## %s\n%s\n%s\n\n%s\n\n", p.heading(), p.file, p.allocFile, p.top)
+	}
+	return nil
 }

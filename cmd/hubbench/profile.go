@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,11 +14,13 @@ import (
 	"time"
 )
 
-// profileResult is a CPU profile of the hub twin under the 64x16 load of
-// one payload, with the twin's allocations per call.
+// profileResult is a CPU profile of one hub twin under the 64x16 load of
+// one case, with the twin's CPU and allocations per call.
 type profileResult struct {
+	what      string // the case, and which twin when it has several
 	payload   payload
 	file      string
+	allocFile string // the allocations made meanwhile (alloc_objects)
 	rate      float64
 	allocs    float64
 	allocsOK  bool
@@ -26,88 +29,173 @@ type profileResult struct {
 	toolError error
 }
 
-// runProfile starts the instrumented twin of the hub (pkg/hub in a hubbench
-// process, with net/http/pprof), an MCP server behind it, and for each
-// payload drives the 64x16 load while the twin records a CPU profile.
+// profileCase is a load under which twins are profiled, each at once.
+type profileCase struct {
+	what    string
+	payload payload
+	twins   []*hubRef
+	dial    func(params json.RawMessage) dialer
+}
+
+// runProfile starts the instrumented twins of the hub (`hub serve` in a
+// hubbench process, with net/http/pprof): one alone with an MCP server
+// behind it, and two sharing a redis-server with an MCP server behind the
+// second. It drives the 64x16 load through each path (one instance at every
+// payload, two instances and Streamable HTTP at 100 B) while the twins
+// record CPU profiles.
 func runProfile(ctx context.Context, cfg *config, sup *supervisor, dir string, sh shape, progress func(string)) ([]*profileResult, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	c, addr, err := sup.startRole(ctx, "hub twin", "-role", roleHub, "-addr", "127.0.0.1:0")
+	tmp, err := os.MkdirTemp("", "hubbench-profile-")
 	if err != nil {
 		return nil, err
 	}
-	twin := &hubRef{name: "hub twin", addr: addr, c: c}
-	if _, _, err := sup.startRole(ctx, "mcp server (twin)", "-role", roleMCP, "-url", twin.ws("/mcp/server?name=bench")); err != nil {
-		return nil, err
-	}
-	if err := waitListed(ctx, twin, toolNames, echoTool); err != nil {
-		return nil, err
-	}
-	twin.stats = findStats(ctx, addr)
-	var out []*profileResult
-	for _, pl := range cfg.payloads {
-		progress(fmt.Sprintf("profile: hub twin, tools/call %s %s, %v", sh, pl.name, cfg.profile))
-		r, err := profileOne(ctx, cfg, twin, dir, sh, pl)
+	defer os.RemoveAll(tmp)
+	twin := func(name, redisURL string) (*hubRef, error) {
+		args := []string{"-role", roleHub, "-addr", "127.0.0.1:0"}
+		if redisURL != "" {
+			args = append(args, "-redis", redisURL)
+		}
+		c, addr, err := sup.startRole(ctx, name, args...)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		return &hubRef{name: name, addr: addr, c: c}, nil
+	}
+	solo, err := twin("hub twin", "")
+	if err != nil {
+		return nil, err
+	}
+	redisAddr, err := sup.startRedis(tmp)
+	if err != nil {
+		return nil, err
+	}
+	redisURL := "redis://" + redisAddr + "/0"
+	twinA, err := twin("hub twin A", redisURL)
+	if err != nil {
+		return nil, err
+	}
+	twinB, err := twin("hub twin B", redisURL)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range []*hubRef{solo, twinB} {
+		if _, _, err := sup.startRole(ctx, "mcp server ("+h.name+")", "-role", roleMCP, "-url", h.ws("/mcp/server?name=bench")); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range []*hubRef{solo, twinA} {
+		if err := waitListed(ctx, h, toolNames, echoTool); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range []*hubRef{solo, twinA, twinB} {
+		h.stats = findStats(ctx, h.addr)
+	}
+	var cases []profileCase
+	for _, pl := range cfg.payloads {
+		cases = append(cases, profileCase{what: epHub, payload: pl, twins: []*hubRef{solo},
+			dial: func(p json.RawMessage) dialer { return hubDialer{url: solo.ws("/mcp"), params: p} }})
+	}
+	cases = append(cases,
+		profileCase{what: epHub2, payload: payloads[0], twins: []*hubRef{twinA, twinB},
+			dial: func(p json.RawMessage) dialer { return hubDialer{url: twinA.ws("/mcp"), params: p} }},
+		profileCase{what: epHTTP, payload: payloads[0], twins: []*hubRef{solo},
+			dial: func(p json.RawMessage) dialer { return httpDialer{url: solo.http("/mcp"), params: p} }})
+	var out []*profileResult
+	for _, pc := range cases {
+		progress(fmt.Sprintf("profile: %s, tools/call %s %s, %v", pc.what, sh, pc.payload.name, cfg.profile))
+		rs, err := profileOne(ctx, cfg, pc, dir, sh)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", pc.what, pc.payload.name, err)
+		}
+		out = append(out, rs...)
 	}
 	return out, nil
 }
 
-func profileOne(ctx context.Context, cfg *config, twin *hubRef, dir string, sh shape, pl payload) (*profileResult, error) {
-	conns, err := dialAll(ctx, hubDialer{url: twin.ws("/mcp"), params: callParams(pl.size)}, sh.conns)
+// profileOne drives one case's load while each of its twins records a CPU
+// profile.
+func profileOne(ctx context.Context, cfg *config, pc profileCase, dir string, sh shape) ([]*profileResult, error) {
+	conns, err := dialAll(ctx, pc.dial(callParams(pc.payload.size)), sh.conns)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll(conns)
 
-	res := &profileResult{payload: pl, file: filepath.Join(dir, "hub-"+sh.String()+"-"+strings.ReplaceAll(pl.name, " ", "")+".pprof")}
 	secs := int(cfg.profile / time.Second)
 	type fetched struct {
 		body []byte
 		err  error
 	}
-	prof := make(chan fetched, 1)
-	mt := meter{pids: []int{twin.c.PID()}, stats: []*statsSource{twin.stats}}
-	var r reading
-	// The profile starts as the window opens; the window outlasts it a
+	var results []*profileResult
+	profs := make([]chan fetched, len(pc.twins))
+	allocProfs := make([]chan fetched, len(pc.twins))
+	meters := make([]meter, len(pc.twins))
+	readings := make([]reading, len(pc.twins))
+	for i, tw := range pc.twins {
+		what := pc.what
+		if len(pc.twins) > 1 {
+			what += ": " + tw.name
+		}
+		slug := strings.NewReplacer(" ", "", "(", "", ")", "", ":", "-").Replace(what + "-" + sh.String() + "-" + pc.payload.name)
+		results = append(results, &profileResult{what: what, payload: pc.payload,
+			file: filepath.Join(dir, slug+".pprof"), allocFile: filepath.Join(dir, slug+".allocs.pprof")})
+		profs[i] = make(chan fetched, 1)
+		allocProfs[i] = make(chan fetched, 1)
+		meters[i] = meter{pids: []int{tw.c.PID()}, stats: []*statsSource{tw.stats}}
+	}
+	// The profiles start as the window opens; the window outlasts them a
 	// little, so that the whole profile sees the load.
 	w, err := measure(ctx, conns, sh.inflight, cfg.warmup, time.Duration(secs)*time.Second+200*time.Millisecond, func(open bool) {
-		if open {
-			go func() {
-				b, err := fetch(ctx, "http://"+twin.addr+"/debug/pprof/profile?seconds="+strconv.Itoa(secs))
-				prof <- fetched{b, err}
-			}()
-			mt.start(ctx)
-		} else {
-			r = mt.stop(ctx)
+		for i, tw := range pc.twins {
+			if open {
+				go func() {
+					b, err := fetch(ctx, "http://"+tw.addr+"/debug/pprof/profile?seconds="+strconv.Itoa(secs))
+					profs[i] <- fetched{b, err}
+				}()
+				go func() {
+					b, err := fetch(ctx, "http://"+tw.addr+"/debug/pprof/allocs?seconds="+strconv.Itoa(secs))
+					allocProfs[i] <- fetched{b, err}
+				}()
+				meters[i].start(ctx)
+			} else {
+				readings[i] = meters[i].stop(ctx)
+			}
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	f := <-prof
-	if f.err != nil {
-		return nil, fmt.Errorf("CPU profile of the twin: %w", f.err)
-	}
-	if err := os.WriteFile(res.file, f.body, 0o644); err != nil {
-		return nil, err
-	}
-	res.rate = w.rate()
-	if n := w.calls(); n > 0 {
-		res.cpu = r.cpu / time.Duration(n)
-		if r.mallocsOK {
-			res.allocs, res.allocsOK = r.mallocs/float64(n), true
+	for i, res := range results {
+		f := <-profs[i]
+		if f.err != nil {
+			return nil, fmt.Errorf("CPU profile of %s: %w", pc.twins[i].name, f.err)
+		}
+		if err := os.WriteFile(res.file, f.body, 0o644); err != nil {
+			return nil, err
+		}
+		if a := <-allocProfs[i]; a.err == nil {
+			if err := os.WriteFile(res.allocFile, a.body, 0o644); err != nil {
+				return nil, err
+			}
+		} else {
+			res.allocFile = ""
+		}
+		res.rate = w.rate()
+		if n := w.calls(); n > 0 {
+			res.cpu = readings[i].cpu / time.Duration(n)
+			if readings[i].mallocsOK {
+				res.allocs, res.allocsOK = readings[i].mallocs/float64(n), true
+			}
+		}
+		res.top, res.toolError = pprofTop(ctx, res.file, false)
+		if res.toolError == nil {
+			res.cum, res.toolError = pprofTop(ctx, res.file, true)
 		}
 	}
-	res.top, res.toolError = pprofTop(ctx, res.file, false)
-	if res.toolError == nil {
-		res.cum, res.toolError = pprofTop(ctx, res.file, true)
-	}
-	return res, nil
+	return results, nil
 }
 
 func fetch(ctx context.Context, url string) ([]byte, error) {
@@ -138,4 +226,13 @@ func pprofTop(ctx context.Context, file string, cum bool) (string, error) {
 		return "", fmt.Errorf("go tool pprof: %w", err)
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// heading names the profile with its figures.
+func (p *profileResult) heading() string {
+	allocs := "n/a"
+	if p.allocsOK {
+		allocs = fmtPerOp(p.allocs)
+	}
+	return fmt.Sprintf("%s, %s: %s, CPU %s/call, %s allocs/call", p.what, p.payload.name, fmtRate(p.rate), fmtDuration(p.cpu), allocs)
 }

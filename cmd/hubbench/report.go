@@ -429,15 +429,12 @@ func (r *report) markdown() string {
 		}
 	}
 	if len(r.profiles) > 0 {
-		w("\n## CPU profile of the hub at 64x16\n\n")
-		w("The hub binary has no profiling endpoint, so these come from its twin (`hubbench -role hub`: `hub serve` through\n")
-		w("the command's own entry, with net/http/pprof beside it) under the same 64x16 load, %v each. Profiles: `%s`.\n\n", r.cfg.profile, r.profileDir)
+		w("\n## CPU profiles of the hub at 64x16\n\n")
+		w("The hub binary has no profiling endpoint, so these come from its twins (`hubbench -role hub`: `hub serve` through\n")
+		w("the command's own entry, with net/http/pprof beside it) under the same 64x16 loads, %v each: one instance, two\n", r.cfg.profile)
+		w("instances sharing a redis-server (each twin profiled), and Streamable HTTP. Profiles: `%s`.\n\n", r.profileDir)
 		for _, p := range r.profiles {
-			allocs := "n/a"
-			if p.allocsOK {
-				allocs = fmtPerOp(p.allocs)
-			}
-			w("### %s: %s, hub CPU %s/call, %s allocs/call\n\n", p.payload.name, fmtRate(p.rate), fmtDuration(p.cpu), allocs)
+			w("### %s\n\n", p.heading())
 			if p.toolError != nil {
 				w("(go tool pprof failed: %v)\n\n", p.toolError)
 				continue

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -160,6 +162,74 @@ func BenchmarkCrossInstance(b *testing.B) {
 	b.ReportMetric(pct(crossFan, 50).Seconds()*1e3, "cross-fanout-p50-ms")
 	b.ReportMetric(pct(crossFan, 99).Seconds()*1e3, "cross-fanout-p99-ms")
 	b.Logf("%d calls (%d connections x %d in flight); fan-out of 20 updates to 200 subscribers", n, conns, inflight)
+}
+
+// BenchmarkCall is one tools/call of 100 bytes from a client to a server,
+// through one hub instance and across two sharing Redis, with 64 calls in
+// flight on 4 connections: for A/B comparisons of the call path with
+// benchstat. ns/op and allocs/op count the whole process: the clients, the
+// hubs, the server (and for two instances, both hubs' broker work).
+func BenchmarkCall(b *testing.B) {
+	rs := redistest.Start(b)
+	prefix := redistest.Prefix(b)
+	newBroker := func() pubsub.Broker {
+		br, err := pubsub.NewRedis(context.Background(), pubsub.RedisOptions{URL: rs.URL(), KeyPrefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { br.Close() })
+		return br
+	}
+	single := benchHub(b, nil)
+	a, bh := benchHub(b, newBroker()), benchHub(b, newBroker())
+	for _, th := range []*testHub{single, bh} {
+		s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		s.AddTool(&mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(req.Params.Arguments)}, nil
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		dialed := make(chan struct{})
+		go func() { defer close(dialed); s.Dial(ctx, th.wsURL("/mcp/server"), nil) }()
+		b.Cleanup(func() { cancel(); <-dialed })
+	}
+	for _, th := range []*testHub{single, a} {
+		wctx, wcancel := context.WithTimeout(context.Background(), wait)
+		if err := th.waitView(wctx, func(v *view) bool { return len(v.servers["bench"]) == 1 }); err != nil {
+			b.Fatal("the bench server never appeared")
+		}
+		wcancel()
+	}
+	params := json.RawMessage(`{"name":"bench__echo","arguments":{"text":"` + strings.Repeat("x", 100-len(`{"text":""}`)) + `"}}`)
+	for _, tc := range []struct {
+		name string
+		th   *testHub
+	}{{"one-instance", single}, {"two-instances", a}} {
+		b.Run(tc.name, func(b *testing.B) {
+			clients := make([]*mcp.Client, 4)
+			for i := range clients {
+				c, err := mcp.Connect(context.Background(), tc.th.wsURL("/mcp"), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				clients[i] = c
+			}
+			var next atomic.Int64
+			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				c := clients[next.Add(1)%int64(len(clients))]
+				var out json.RawMessage
+				for pb.Next() {
+					if err := c.Peer().Call(context.Background(), mcp.MethodToolsCall, params, &out); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 func pct(d []time.Duration, p int) time.Duration {
