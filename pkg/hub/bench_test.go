@@ -218,6 +218,8 @@ func BenchmarkCall(b *testing.B) {
 			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := processCPU()
+			defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
 			b.RunParallel(func(pb *testing.PB) {
 				c := clients[next.Add(1)%int64(len(clients))]
 				var out json.RawMessage
