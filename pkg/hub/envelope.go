@@ -2,7 +2,10 @@ package hub
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -83,13 +86,11 @@ func (env *envelope) encode() ([]byte, error) {
 	case len(env.Result) > 0:
 		head.Body, head.Result, body = bodyResult, nil, env.Result
 	}
-	b, err := json.Marshal(&head)
+	b, err := head.appendHead(make([]byte, 0, 160+len(body)))
 	if err != nil || body == nil {
 		return b, err
 	}
-	out := make([]byte, 0, len(b)+1+len(body))
-	out = append(append(b, '\n'), body...)
-	return out, nil
+	return append(append(b, '\n'), body...), nil
 }
 
 // decodeEnvelope reads an envelope's wire form. The params or result it
@@ -97,7 +98,7 @@ func (env *envelope) encode() ([]byte, error) {
 func decodeEnvelope(payload []byte) (*envelope, bool) {
 	head, body, hasBody := bytes.Cut(payload, []byte{'\n'})
 	env := new(envelope)
-	if json.Unmarshal(head, env) != nil || env.From == "" {
+	if !env.decodeHead(head) || env.From == "" {
 		return nil, false
 	}
 	switch {
@@ -113,6 +114,287 @@ func decodeEnvelope(payload []byte) (*envelope, bool) {
 		return nil, false
 	}
 	return env, true
+}
+
+// The header is JSON as encoding/json writes the envelope (the field tags
+// above, omitempty), written and read by hand: a call crosses two
+// instances as four envelopes, and reflection over the struct cost more
+// than the rest of their handling. The rare members that are objects of
+// their own (a snapshot, an HTTP part) still go through encoding/json.
+
+// appendHead appends the envelope's JSON to b. Raw members (params, a
+// result, an error's data) are compacted, as encoding/json does, so that
+// the header never holds a newline.
+func (env *envelope) appendHead(b []byte) ([]byte, error) {
+	b = append(b, `{"k":`...)
+	b = jsonrpc.AppendString(b, env.Kind)
+	b = append(b, `,"f":`...)
+	b = jsonrpc.AppendString(b, env.From)
+	b = appendUint(b, `,"v":`, env.Version)
+	b = appendUint(b, `,"n":`, uint64(env.Clients))
+	var err error
+	if env.Snapshot != nil {
+		if b, err = appendMarshal(b, `,"s":`, env.Snapshot); err != nil {
+			return nil, err
+		}
+	}
+	b = appendUint(b, `,"pt":`, uint64(env.Part))
+	b = appendUint(b, `,"pts":`, uint64(env.Parts))
+	if len(env.Chunk) > 0 {
+		b = append(b, `,"ch":"`...)
+		b = base64.StdEncoding.AppendEncode(b, env.Chunk)
+		b = append(b, '"')
+	}
+	b = appendUint(b, `,"c":`, env.Call)
+	b = appendUint(b, `,"o":`, env.Of)
+	b = appendStr(b, `,"cl":`, env.Client)
+	b = appendStr(b, `,"r":`, env.Replica)
+	b = appendStr(b, `,"sv":`, env.Server)
+	b = appendStr(b, `,"m":`, env.Method)
+	if b, err = appendRaw(b, `,"p":`, env.Params); err != nil {
+		return nil, err
+	}
+	if env.Caps != nil {
+		b = append(b, `,"cap":{`...)
+		n := len(b)
+		for _, f := range [...]struct {
+			on   bool
+			name string
+		}{{env.Caps.Sampling, `"s":true`}, {env.Caps.SamplingTools, `"st":true`}, {env.Caps.ElicitForm, `"ef":true`},
+			{env.Caps.ElicitURL, `"eu":true`}, {env.Caps.Roots, `"r":true`}} {
+			if f.on {
+				if len(b) > n {
+					b = append(b, ',')
+				}
+				b = append(b, f.name...)
+			}
+		}
+		b = append(b, '}')
+	}
+	if b, err = appendRaw(b, `,"res":`, env.Result); err != nil {
+		return nil, err
+	}
+	if e := env.Error; e != nil {
+		b = append(b, `,"err":{"code":`...)
+		b = strconv.AppendInt(b, int64(e.Code), 10)
+		b = append(b, `,"message":`...)
+		b = jsonrpc.AppendString(b, e.Message)
+		if b, err = appendRaw(b, `,"data":`, e.Data); err != nil {
+			return nil, err
+		}
+		b = append(b, '}')
+	}
+	b = appendStr(b, `,"u":`, env.URI)
+	if env.Unsub {
+		b = append(b, `,"x":true`...)
+	}
+	b = appendStr(b, `,"b":`, env.Body)
+	if env.HTTP != nil {
+		if b, err = appendMarshal(b, `,"h":`, env.HTTP); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func appendUint(b []byte, name string, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	return strconv.AppendUint(append(b, name...), v, 10)
+}
+
+func appendStr(b []byte, name, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return jsonrpc.AppendString(append(b, name...), v)
+}
+
+func appendRaw(b []byte, name string, v json.RawMessage) ([]byte, error) {
+	if len(v) == 0 {
+		return b, nil
+	}
+	buf := bytes.NewBuffer(append(b, name...))
+	if err := json.Compact(buf, v); err != nil {
+		return nil, fmt.Errorf("envelope member %s: %w", name[1:], err)
+	}
+	return buf.Bytes(), nil
+}
+
+func appendMarshal(b []byte, name string, v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(b, name...), raw...), nil
+}
+
+// decodeHead reads the header as encoding/json would into the envelope,
+// for the names this hub writes (exactly: encoding/json would also take
+// them in other cases). A member of the wrong type makes it invalid.
+func (env *envelope) decodeHead(head []byte) bool {
+	if !jsonrpc.Valid(head) {
+		return false
+	}
+	head = bytes.TrimSpace(head)
+	if len(head) == 0 || head[0] != '{' {
+		return false
+	}
+	ok := true
+	for name, v := range jsonrpc.Members(head) {
+		null := string(v) == "null" // encoding/json leaves the field as it was
+		switch string(name) {
+		case "k":
+			ok = null || decodeKind(v, &env.Kind)
+		case "f":
+			ok = null || decodeStr(v, &env.From)
+		case "v":
+			ok = null || decodeUint(v, &env.Version)
+		case "n":
+			ok = null || decodeInt(v, &env.Clients)
+		case "s":
+			ok = unmarshalMember(v, &env.Snapshot)
+		case "pt":
+			ok = null || decodeInt(v, &env.Part)
+		case "pts":
+			ok = null || decodeInt(v, &env.Parts)
+		case "ch":
+			ok = unmarshalMember(v, &env.Chunk)
+		case "c":
+			ok = null || decodeUint(v, &env.Call)
+		case "o":
+			ok = null || decodeUint(v, &env.Of)
+		case "cl":
+			ok = null || decodeStr(v, &env.Client)
+		case "r":
+			ok = null || decodeStr(v, &env.Replica)
+		case "sv":
+			ok = null || decodeStr(v, &env.Server)
+		case "m":
+			ok = null || decodeStr(v, &env.Method)
+		case "p":
+			env.Params = rawMember(v)
+		case "cap":
+			ok = decodeCaps(v, &env.Caps)
+		case "res":
+			env.Result = rawMember(v)
+		case "err":
+			ok = unmarshalMember(v, &env.Error)
+		case "u":
+			ok = null || decodeStr(v, &env.URI)
+		case "x":
+			ok = null || decodeBool(v, &env.Unsub)
+		case "b":
+			ok = null || decodeStr(v, &env.Body)
+		case "h":
+			ok = unmarshalMember(v, &env.HTTP)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeKind reads a kind without allocating for the kinds there are.
+func decodeKind(v []byte, kind *string) bool {
+	for _, k := range kinds {
+		if len(v) == len(k)+2 && string(v[1:len(v)-1]) == k && v[0] == '"' {
+			*kind = k
+			return true
+		}
+	}
+	return decodeStr(v, kind)
+}
+
+var kinds = [...]string{kindCall, kindResult, kindNotify, kindCancel, kindHeartbeat, kindSReq, kindSRes, kindSCancel,
+	kindSub, kindSync, kindHTTP, kindHTTPRes, kindSnapshot, kindSnapPart, kindBye, kindHello}
+
+func decodeStr(v []byte, s *string) bool {
+	u, ok := jsonrpc.Unquote(v)
+	if ok {
+		*s = u
+	}
+	return ok
+}
+
+func decodeUint(v []byte, n *uint64) bool {
+	u, err := strconv.ParseUint(string(v), 10, 64)
+	if err == nil {
+		*n = u
+	}
+	return err == nil
+}
+
+func decodeInt(v []byte, n *int) bool {
+	i, err := strconv.ParseInt(string(v), 10, strconv.IntSize)
+	if err == nil {
+		*n = int(i)
+	}
+	return err == nil
+}
+
+func decodeBool(v []byte, b *bool) bool {
+	switch string(v) {
+	case "true":
+		*b = true
+	case "false":
+		*b = false
+	default:
+		return false
+	}
+	return true
+}
+
+// rawMember is a raw member as encoding/json keeps a json.RawMessage: the
+// literal null too.
+func rawMember(v []byte) json.RawMessage {
+	return json.RawMessage(v)
+}
+
+// decodeCaps reads a client's capabilities by hand: they travel with
+// every call.
+func decodeCaps(v []byte, caps **clientCaps) bool {
+	if string(v) == "null" {
+		*caps = nil
+		return true
+	}
+	if len(v) == 0 || v[0] != '{' {
+		return false
+	}
+	c := *caps
+	if c == nil {
+		c = new(clientCaps)
+	}
+	for name, f := range jsonrpc.Members(v) {
+		var p *bool
+		switch string(name) {
+		case "s":
+			p = &c.Sampling
+		case "st":
+			p = &c.SamplingTools
+		case "ef":
+			p = &c.ElicitForm
+		case "eu":
+			p = &c.ElicitURL
+		case "r":
+			p = &c.Roots
+		default:
+			continue
+		}
+		if string(f) != "null" && !decodeBool(f, p) {
+			return false
+		}
+	}
+	*caps = c
+	return true
+}
+
+// unmarshalMember decodes a member that is an object of its own (or the
+// base64 of a chunk) with encoding/json.
+func unmarshalMember(v []byte, into any) bool {
+	return json.Unmarshal(v, into) == nil
 }
 
 // wireError is a JSON-RPC error object in an envelope.

@@ -1,0 +1,147 @@
+package hub
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sampleEnvelopes hold every member of an envelope, each kind of value and
+// strings that need escaping.
+func sampleEnvelopes() []*envelope {
+	at := time.Date(2026, 11, 26, 4, 0, 0, 0, time.UTC)
+	return []*envelope{
+		{Kind: kindCall, From: "a", Call: 7, Client: "c<1>", Replica: "r/1", Server: "s", Method: "tools/call",
+			Params: json.RawMessage(`{"name":"x"}`), Caps: &clientCaps{Sampling: true, ElicitURL: true, Roots: true}},
+		{Kind: kindCall, From: "a", Call: 8, Caps: &clientCaps{}},
+		{Kind: kindResult, From: "b", Call: 7, Error: &wireError{Code: -32602, Message: "bad \"x\"\n\u2028", Data: json.RawMessage(`{"uri":"a"}`)}},
+		{Kind: kindResult, From: "b", Call: 9, Error: &wireError{Code: -32000, Message: "gone"}},
+		{Kind: kindHeartbeat, From: "c", Version: 1<<64 - 1, Clients: 12},
+		{Kind: kindSnapshot, From: "d", Version: 2, Snapshot: &snapshot{Addr: "x:1", StartedAt: at,
+			Replicas: []replicaSnap{{ID: "d/1", Name: "n", ConnectedAt: at, Lists: [numKinds][]json.RawMessage{{json.RawMessage(`{"name":"t"}`)}}}}}},
+		{Kind: kindSnapPart, From: "e", Version: 3, Part: 1, Parts: 4, Chunk: []byte("\x00\xffchunk\n")},
+		{Kind: kindSReq, From: "f", Call: 3, Of: 2, Method: "sampling/createMessage", URI: "file:///ü", Unsub: true},
+		{Kind: kindHTTP, From: "g", Call: 4, HTTP: &httpPart{Method: "POST", URL: "/mcp", Header: http.Header{"A": {"b"}}, Body: []byte("{}"), End: true}},
+		{Kind: kindNotify, From: "h", Call: 5, Method: "notifications/progress", Params: json.RawMessage(`{"a": [1, 2]}`), Result: json.RawMessage(`{}`)},
+		{Kind: "future", From: "i"},
+	}
+}
+
+// TestEnvelope_headAsEncodingJSON: the hand-written header is what
+// encoding/json makes of the envelope and reads back, both ways, so that
+// instances of either kind understand each other.
+func TestEnvelope_headAsEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, env := range sampleEnvelopes() {
+		ours, err := env.appendHead(nil)
+		require.NoError(t, err)
+		theirs, err := json.Marshal(env)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(theirs), string(ours), "%s", ours)
+		assert.NotContains(t, string(ours), "\n")
+
+		var byJSON envelope
+		require.NoError(t, json.Unmarshal(ours, &byJSON), "%s", ours)
+		var byHand envelope
+		require.True(t, byHand.decodeHead(theirs), "%s", theirs)
+		assert.Equal(t, byJSON, byHand)
+		want := *env
+		var compact bytes.Buffer
+		for _, raw := range []*json.RawMessage{&want.Params, &want.Result} {
+			if len(*raw) > 0 {
+				compact.Reset()
+				require.NoError(t, json.Compact(&compact, *raw))
+				*raw = bytes.Clone(compact.Bytes())
+			}
+		}
+		assert.Equal(t, want, byHand)
+	}
+}
+
+// TestEnvelope_badHeads: members of the wrong type, or a header that is
+// not an object, make the envelope invalid, as they do for encoding/json.
+func TestEnvelope_badHeads(t *testing.T) {
+	t.Parallel()
+	for _, head := range []string{
+		`{"k":"call","f":"a","c":-1}`,
+		`{"k":"call","f":"a","c":1.5}`,
+		`{"k":"call","f":"a","n":"2"}`,
+		`{"k":1,"f":"a"}`,
+		`{"k":"call","f":"a","x":"yes"}`,
+		`{"k":"call","f":"a","cap":[]}`,
+		`{"k":"call","f":"a","cap":{"s":1}}`,
+		`{"k":"call","f":"a","err":"x"}`,
+		`{"k":"call","f":"a","ch":"not base64!"}`,
+		`{"k":"call","f":"a"`,
+		`["k","call"]`,
+		`{"k":"call","f":null}`,
+	} {
+		var byJSON envelope
+		jsonOK := json.Unmarshal([]byte(head), &byJSON) == nil && byJSON.From != ""
+		_, ok := decodeEnvelope([]byte(head))
+		assert.False(t, ok, head)
+		assert.False(t, jsonOK, "encoding/json refuses %s too", head)
+	}
+}
+
+// FuzzEnvelope: whatever decodeEnvelope accepts encodes again, to a header
+// without a newline, and decodes to what it encoded.
+func FuzzEnvelope(f *testing.F) {
+	for _, env := range sampleEnvelopes() {
+		b, err := env.encode()
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"k":"call","f":"a","cap":{"s":true,"s":null},"cap":{"r":true}}`))
+	f.Add([]byte("{\"k\":\"res\",\"f\":\"b\",\"b\":\"res\"}\n[1,2]"))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		env, ok := decodeEnvelope(payload)
+		if !ok {
+			return
+		}
+		once, err := env.encode()
+		if err != nil {
+			return // a raw member encoding/json would refuse too
+		}
+		head, _, _ := bytes.Cut(once, []byte{'\n'})
+		if !json.Valid(head) {
+			t.Fatalf("invalid header %q from %q", head, payload)
+		}
+		again, ok := decodeEnvelope(once)
+		if !ok {
+			t.Fatalf("%q does not decode; it came from %q", once, payload)
+		}
+		twice, err := again.encode()
+		if err != nil || !bytes.Equal(once, twice) {
+			t.Fatalf("encoding is not stable: %q then %q (%v)", once, twice, err)
+		}
+	})
+}
+
+// BenchmarkEnvelope encodes and decodes the two envelopes of a call
+// between instances: the call and its result.
+func BenchmarkEnvelope(b *testing.B) {
+	call := &envelope{Kind: kindCall, From: "0b7c2f1e-6f1d-4a9e-9c57-1d2f3e4a5b6c", Call: 123456, Client: "0b7c2f1e/17",
+		Replica: "9a8b7c6d-1e2f-3a4b-5c6d-7e8f9a0b1c2d/3", Server: "bench", Method: "tools/call",
+		Params: json.RawMessage(`{"name":"echo","arguments":{"text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}`),
+		Caps:   &clientCaps{Sampling: true}}
+	res := &envelope{Kind: kindResult, From: "9a8b7c6d-1e2f-3a4b-5c6d-7e8f9a0b1c2d", Call: 123456,
+		Result: json.RawMessage(`{"content":[],"structuredContent":{"text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, env := range []*envelope{call, res} {
+			wire, err := env.encode()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, ok := decodeEnvelope(wire); !ok {
+				b.Fatal("does not decode")
+			}
+		}
+	}
+}
