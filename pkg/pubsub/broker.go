@@ -91,6 +91,26 @@ type Subscription interface {
 	Close() error
 }
 
+// AsyncPublisher is implemented by brokers that can publish without making
+// the caller wait for the outcome (both Memory and Redis do): a router that
+// sends a message per request need not hold a goroutine per message in
+// flight. It is an optional capability: find it with a type assertion.
+type AsyncPublisher interface {
+	// PublishAsync publishes payload on topic as Publish does, bounded by
+	// the broker's own time limit (for Redis, CommandTimeout) instead of a
+	// ctx, and returns without waiting for the outcome. done, if not nil,
+	// is called exactly once with the error Publish would have returned:
+	// before PublishAsync returns when the message is refused at once (the
+	// broker is closed, or knows its backend unreachable), else later on a
+	// goroutine of the broker's, which done must not block. The broker
+	// keeps payload until then: the caller must not modify it meanwhile.
+	//
+	// Messages published by one goroutine, with Publish or PublishAsync,
+	// are sent in the order of the calls. PublishAsync may wait briefly
+	// while the broker's queue is full.
+	PublishAsync(topic string, payload []byte, done func(error))
+}
+
 // DropCounter is implemented by brokers that count the messages they drop
 // because a subscriber's queue was full (both Memory and Redis do). It is
 // an optional capability: find it with a type assertion.

@@ -201,6 +201,45 @@ func testBroker(t *testing.T, be backend) {
 		}
 	})
 
+	t.Run("async publishes keep order with publishes and report once", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		b := newBroker(t)
+		ap, ok := b.(pubsub.AsyncPublisher)
+		require.True(t, ok, "every broker publishes asynchronously")
+		rec := newRecorder()
+		subscribe(t, b, "seq", rec.handle)
+		outcomes := make(chan error, testQueueSize)
+		for i := range testQueueSize {
+			if i%3 == 0 {
+				require.NoError(t, b.Publish(ctx, "seq", []byte(fmt.Sprint(i))))
+				continue
+			}
+			ap.PublishAsync("seq", []byte(fmt.Sprint(i)), func(err error) { outcomes <- err })
+		}
+		for i := range testQueueSize {
+			require.Equal(t, fmt.Sprint(i), rec.next(t).payload)
+		}
+		for i := range testQueueSize {
+			if i%3 != 0 {
+				assert.NoError(t, receive(t, outcomes))
+			}
+		}
+		select {
+		case err := <-outcomes:
+			t.Fatalf("an outcome reported twice: %v", err)
+		default:
+		}
+		ap.PublishAsync("seq", []byte("no one asks"), nil)
+		assert.Equal(t, "no one asks", rec.next(t).payload)
+
+		require.NoError(t, b.Close())
+		ap.PublishAsync("seq", []byte("closed"), func(err error) { outcomes <- err })
+		err := receive(t, outcomes)
+		assert.ErrorIs(t, err, pubsub.ErrClosed)
+		assert.ErrorIs(t, err, pubsub.ErrNotSent)
+	})
+
 	t.Run("handler context keeps values, not cancellation", func(t *testing.T) {
 		t.Parallel()
 		type key struct{}

@@ -95,6 +95,16 @@ func (m *Memory) Publish(ctx context.Context, topic string, payload []byte) erro
 	return nil
 }
 
+// PublishAsync publishes as Publish does, which never waits for anything
+// but the offering to local subscriptions: done is called before it
+// returns.
+func (m *Memory) PublishAsync(topic string, payload []byte, done func(error)) {
+	err := m.Publish(context.Background(), topic, payload)
+	if done != nil {
+		done(err)
+	}
+}
+
 // Subscribe calls h for every message published on topic from now on,
 // until the Subscription or the broker is closed.
 func (m *Memory) Subscribe(ctx context.Context, topic string, h Handler) (Subscription, error) {

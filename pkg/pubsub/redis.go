@@ -128,6 +128,9 @@ type Redis struct {
 	ctx    context.Context // the broker's lifetime, cancelled by Close
 	cancel context.CancelFunc
 	pubq   chan *pubReq // Publish -> the publisher goroutine
+
+	chanMu   sync.RWMutex
+	channels map[string]string // topic -> KeyPrefix+topic
 	// goroutines are the publisher and, for a cluster, the resolver.
 	goroutines sync.WaitGroup
 	tokens     atomic.Uint64
@@ -165,8 +168,9 @@ type Redis struct {
 }
 
 var (
-	_ Broker      = (*Redis)(nil)
-	_ DropCounter = (*Redis)(nil)
+	_ Broker         = (*Redis)(nil)
+	_ DropCounter    = (*Redis)(nil)
+	_ AsyncPublisher = (*Redis)(nil)
 )
 
 // NewRedis connects to the Redis server or cluster at opts.URL and returns
@@ -190,6 +194,7 @@ func NewRedis(ctx context.Context, opts RedisOptions) (*Redis, error) {
 		ctx:       bctx,
 		cancel:    cancel,
 		pubq:      make(chan *pubReq, maxPublishBatch),
+		channels:  make(map[string]string),
 		shards:    make(map[string]*shard),
 		where:     make(map[string]*shard),
 		topics:    make(map[string]map[*subscription]struct{}),
@@ -367,7 +372,7 @@ func (r *Redis) Publish(ctx context.Context, topic string, payload []byte) error
 	if err := ctx.Err(); err != nil {
 		return notSent(err)
 	}
-	channel := r.opts.KeyPrefix + topic
+	channel := r.channel(topic)
 	if err := r.failFast(channel); err != nil {
 		return notSent(r.unavailable("publish", err))
 	}
@@ -376,6 +381,7 @@ func (r *Redis) Publish(ctx context.Context, topic string, payload []byte) error
 	// The copy lets the caller reuse payload even when Publish returns
 	// before the publisher has written it.
 	req := &pubReq{ctx: pctx, channel: channel, payload: bytes.Clone(payload), done: make(chan error, 1)}
+	// Publish waits, and takes the outcome, here.
 	select {
 	case r.pubq <- req:
 	case <-pctx.Done():
@@ -403,6 +409,71 @@ func (r *Redis) Publish(ctx context.Context, topic string, payload []byte) error
 	return r.publishError(ctx, err)
 }
 
+// PublishAsync publishes payload on topic as Publish does, within
+// CommandTimeout, and tells done the outcome instead of waiting for it, as
+// AsyncPublisher describes. It shares the pipelined round trips of
+// Publish, in one queue: the messages of one caller keep their order.
+func (r *Redis) PublishAsync(topic string, payload []byte, done func(error)) {
+	fail := func(err error) {
+		if done != nil {
+			done(err)
+		}
+	}
+	if r.isClosed() {
+		fail(notSent(ErrClosed))
+		return
+	}
+	channel := r.channel(topic)
+	if err := r.failFast(channel); err != nil {
+		fail(notSent(r.unavailable("publish", err)))
+		return
+	}
+	req := &pubReq{deadline: time.Now().Add(r.opts.CommandTimeout), channel: channel, payload: payload, cb: done}
+	select {
+	case r.pubq <- req:
+	default:
+		// The queue is full: wait for room, within the same time limit.
+		t := time.NewTimer(time.Until(req.deadline))
+		defer t.Stop()
+		select {
+		case r.pubq <- req:
+		case <-t.C:
+			fail(notSent(r.unavailable("publish", context.DeadlineExceeded)))
+			return
+		case <-r.ctx.Done():
+			fail(notSent(ErrClosed))
+			return
+		}
+	}
+	// Queued as the broker closed: the publisher may have drained the
+	// queue already. Whoever gives the message up tells done.
+	if r.ctx.Err() != nil && req.giveUp() {
+		fail(notSent(ErrClosed))
+	}
+}
+
+// channel returns the Redis channel of topic: KeyPrefix+topic, from a small
+// cache, since the hub publishes on a few topics over and over.
+func (r *Redis) channel(topic string) string {
+	r.chanMu.RLock()
+	c, ok := r.channels[topic]
+	r.chanMu.RUnlock()
+	if ok {
+		return c
+	}
+	c = r.opts.KeyPrefix + topic
+	r.chanMu.Lock()
+	if len(r.channels) < maxCachedChannels {
+		r.channels[topic] = c
+	}
+	r.chanMu.Unlock()
+	return c
+}
+
+// maxCachedChannels bounds the cache of channel names: topics named after
+// instances come and go.
+const maxCachedChannels = 256
+
 // publishError explains the failure of a Publish whose ctx was ctx, keeping
 // ErrNotSent when err has it.
 func (r *Redis) publishError(ctx context.Context, err error) error {
@@ -426,10 +497,13 @@ const maxPublishBatch = 256
 
 // pubReq is a message waiting for the publisher.
 type pubReq struct {
-	ctx     context.Context
-	channel string
-	payload []byte
-	done    chan error // buffered: the publisher never waits on it
+	// ctx bounds a Publish; a PublishAsync has a deadline instead.
+	ctx      context.Context
+	deadline time.Time
+	channel  string
+	payload  []byte
+	done     chan error  // Publish's, buffered: the publisher never waits on it
+	cb       func(error) // or PublishAsync's; nil when no one wants the outcome
 
 	// state is reqQueued until the publisher takes the message to write it
 	// (reqTaken), or until the caller, or the publisher finding ctx done,
@@ -442,6 +516,37 @@ const (
 	reqTaken
 	reqAbandoned
 )
+
+// expired returns why the message may no longer be sent, if it may not.
+func (req *pubReq) expired() error {
+	if req.ctx != nil {
+		return req.ctx.Err()
+	}
+	if time.Now().After(req.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// finish tells the caller the outcome: Publish, which explains it itself,
+// or PublishAsync's done, with the error Publish would have returned.
+func (r *Redis) finish(req *pubReq, err error) {
+	switch {
+	case req.done != nil:
+		req.done <- err
+	case req.cb != nil:
+		if err != nil {
+			err = r.publishError(context.Background(), err)
+		}
+		req.cb(err)
+	}
+}
+
+// giveUp gives the message up unless someone took it or gave it up first,
+// and reports whether this call did: the one that did tells the caller.
+func (req *pubReq) giveUp() bool {
+	return req.state.CompareAndSwap(reqQueued, reqAbandoned)
+}
 
 // abandon gives the message up unless the publisher took it first, and
 // reports whether it is certainly not sent.
@@ -458,7 +563,17 @@ func (r *Redis) publisher() {
 	for {
 		select {
 		case <-r.ctx.Done():
-			return
+			// The broker is closed: what is still queued is not sent.
+			for {
+				select {
+				case req := <-r.pubq:
+					if req.giveUp() {
+						r.finish(req, notSent(ErrClosed))
+					}
+				default:
+					return
+				}
+			}
 		case req := <-r.pubq:
 			batch = append(batch[:0], req)
 		}
@@ -484,8 +599,8 @@ func (r *Redis) publishBatch(batch []*pubReq, cmds []*redis.IntCmd) []*redis.Int
 	defer cancel()
 	pipe := r.client.Pipeline()
 	for _, req := range batch {
-		if err := req.ctx.Err(); err != nil && req.abandon() {
-			req.done <- notSent(err)
+		if err := req.expired(); err != nil && req.giveUp() {
+			r.finish(req, notSent(err))
 		}
 		if !req.state.CompareAndSwap(reqQueued, reqTaken) {
 			cmds = append(cmds, nil) // abandoned
@@ -509,7 +624,7 @@ func (r *Redis) publishBatch(batch []*pubReq, cmds []*redis.IntCmd) []*redis.Int
 		if isDialError(err) {
 			err = notSent(err)
 		}
-		batch[i].done <- err
+		r.finish(batch[i], err)
 	}
 	return cmds
 }

@@ -314,6 +314,46 @@ func TestRedis_frozenServer(t *testing.T) {
 	assert.Less(t, deliveredAfter, recoveryLimit)
 }
 
+// TestRedis_asyncPublishToAFrozenServer: messages published without
+// waiting to a server that answers nothing each get their outcome within
+// the time limit, and those still queued when the broker closes get one
+// too, once.
+func TestRedis_asyncPublishToAFrozenServer(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	b := newRedis(t, srv, redistest.Prefix(t))
+	subscribe(t, b, "t", newRecorder().handle)
+	srv.Pause()
+	defer srv.Resume()
+
+	const n = 100
+	outcomes := make(chan error, 2*n)
+	start := time.Now()
+	for range n {
+		b.PublishAsync("t", []byte("x"), func(err error) { outcomes <- err })
+	}
+	for range n {
+		assert.ErrorIs(t, receive(t, outcomes), pubsub.ErrUnavailable)
+	}
+	took := time.Since(start)
+	assert.Less(t, took, 2*time.Second, "every outcome within the time limit")
+	t.Logf("%d messages to a frozen Redis failed within %v", n, took.Round(time.Millisecond))
+
+	for range n {
+		b.PublishAsync("t", []byte("y"), func(err error) { outcomes <- err })
+	}
+	within(t, 2*time.Second, "Close with messages queued", func() { assert.NoError(t, b.Close()) })
+	for range n {
+		err := receive(t, outcomes)
+		assert.True(t, errors.Is(err, pubsub.ErrClosed) || errors.Is(err, pubsub.ErrUnavailable), "%v", err)
+	}
+	select {
+	case err := <-outcomes:
+		t.Fatalf("an outcome reported twice: %v", err)
+	default:
+	}
+}
+
 func TestRedis_closeWhileDown(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
