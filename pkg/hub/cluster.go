@@ -443,6 +443,48 @@ func (c *cluster) publish(ctx context.Context, topic string, env *envelope) erro
 	return nil
 }
 
+// post publishes an envelope to another instance's inbox as send does,
+// without waiting: done, if not nil, is told what send would have returned,
+// on the broker's goroutine (it must not block). Envelopes posted, or sent,
+// from one goroutine leave in order. A call between instances is four
+// envelopes: none holds a goroutine while Redis answers. Where the broker
+// cannot publish without waiting, a goroutine of the hub's waits instead.
+func (c *cluster) post(instance string, env *envelope, done func(error)) {
+	h := c.hub
+	mb, _ := h.broker.(*meteredBroker)
+	var ap pubsub.AsyncPublisher
+	if mb != nil {
+		ap, _ = mb.async()
+	}
+	if ap == nil {
+		if !h.goOwned(func() { tell(done, c.send(instance, env)) }) {
+			tell(done, errDraining)
+		}
+		return
+	}
+	env.From = h.id
+	b, err := env.encode()
+	if err != nil {
+		tell(done, err)
+		return
+	}
+	kind := env.Kind
+	ap.PublishAsync(topicInboxPrefix+instance, b, func(err error) {
+		mb.count(err)
+		if err != nil {
+			h.log.Debug("publishing to the cluster failed", "peer", shortID(instance), "kind", kind, "err", err)
+		}
+		tell(done, err)
+	})
+}
+
+// tell calls done, if any, with err.
+func tell(done func(error), err error) {
+	if done != nil {
+		done(err)
+	}
+}
+
 // send publishes an envelope to another instance's inbox, bounded by a
 // second but not by any caller's cancellation: a message that the broker
 // may already have delivered must be followed by its cancellation, never
@@ -604,26 +646,13 @@ func (c *cluster) startRequest(instance string, env *envelope, cl caller, done f
 	env.Call = n
 	oc := &outCall{instance: instance, caller: cl, done: done, sent: make(chan struct{})}
 	sendIt := func() {
-		if !h.goOwned(func() {
-			err := c.send(instance, env)
+		c.post(instance, env, func(err error) {
 			close(oc.sent)
-			switch {
-			case err == nil:
-			case errors.Is(err, pubsub.ErrNotSent):
-				c.finish(n, nil, errBrokerDown(err))
-			default:
-				// The broker may have delivered it (a write that timed out,
-				// a connection lost after the write): the other instance may
-				// be serving it, so it is told to stop, as when the caller
-				// gives up.
-				if c.finish(n, nil, errUnconfirmed(err)) {
-					c.cancelSent(instance, env)
-				}
+			// Off the broker's goroutine: ending a call answers its client.
+			if err != nil && !h.goOwned(func() { c.sendFailed(n, instance, env, err) }) {
+				c.finish(n, nil, errDraining)
 			}
-		}) {
-			close(oc.sent)
-			c.finish(n, nil, errDraining)
-		}
+		})
 	}
 	c.mu.Lock()
 	c.calls[n] = oc
@@ -676,6 +705,20 @@ func (c *cluster) cancelSent(instance string, req *envelope) {
 		c.send(instance, &envelope{Kind: kindCancel, Call: req.Call})
 	case kindSReq:
 		c.send(instance, &envelope{Kind: kindSCancel, Call: req.Call})
+	}
+}
+
+// sendFailed ends request n, whose publish failed: certainly not sent
+// (pubsub.ErrNotSent), or perhaps delivered (a write that timed out, a
+// connection lost after the write), and then the other instance may be
+// serving it: it is told to stop, as when the caller gives up.
+func (c *cluster) sendFailed(n uint64, instance string, env *envelope, err error) {
+	if errors.Is(err, pubsub.ErrNotSent) {
+		c.finish(n, nil, errBrokerDown(err))
+		return
+	}
+	if c.finish(n, nil, errUnconfirmed(err)) {
+		c.cancelSent(instance, env)
 	}
 }
 
@@ -775,13 +818,24 @@ func (c *cluster) unserve(key string) {
 	c.mu.Unlock()
 }
 
-// answer sends the outcome of a request another instance sent.
+// answer sends the outcome of a request another instance sent, without
+// waiting.
 func (c *cluster) answer(req *envelope, kind string, res json.RawMessage, err error) {
+	c.send(req.From, answerTo(req, kind, res, err))
+}
+
+// postAnswer is answer without waiting: done learns the outcome once the
+// broker has it.
+func (c *cluster) postAnswer(req *envelope, kind string, res json.RawMessage, err error, done func(error)) {
+	c.post(req.From, answerTo(req, kind, res, err), done)
+}
+
+func answerTo(req *envelope, kind string, res json.RawMessage, err error) *envelope {
 	ans := &envelope{Kind: kind, Call: req.Call, Result: res}
 	if err != nil {
 		ans.Result, ans.Error = nil, toWire(err)
 	}
-	c.send(req.From, ans)
+	return ans
 }
 
 // serveCall forwards a call another instance sent to one of this
@@ -808,16 +862,10 @@ func (c *cluster) serveCall(env *envelope) {
 			c.unserve(key)
 			return // the caller gave up, or the exchange was interrupted: no one wants the answer
 		}
-		err = h.upstreamError(ri.Name, err)
 		// The call stays served until its answer is published: a drain that
 		// saw it gone would close the hub before the answer left, and the
 		// caller would hear "instance gone" instead.
-		if !h.goOwned(func() {
-			defer c.unserve(key)
-			c.answer(env, kindResult, raw, err)
-		}) {
-			c.unserve(key)
-		}
+		c.postAnswer(env, kindResult, raw, h.upstreamError(ri.Name, err), func(error) { c.unserve(key) })
 	}
 	c.mu.Lock()
 	c.served[key] = f.cancel
@@ -923,10 +971,11 @@ type remoteCaller struct {
 
 var _ caller = (*remoteCaller)(nil)
 
-// notify publishes at once, before the replica's read loop goes on, so that
-// a progress report is never overtaken by the answer it precedes.
+// notify posts at once, from the replica's read loop, so that a progress
+// report is never overtaken by the answer it precedes: both leave in the
+// order they were posted.
 func (o *remoteCaller) notify(method string, params json.RawMessage) {
-	o.c.send(o.instance, &envelope{Kind: kindNotify, Call: o.call, Method: method, Params: params})
+	o.c.post(o.instance, &envelope{Kind: kindNotify, Call: o.call, Method: method, Params: params}, nil)
 }
 
 func (o *remoteCaller) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {

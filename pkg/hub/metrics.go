@@ -32,8 +32,10 @@ type metrics struct {
 	rateLimited   prometheus.Counter
 	authFailures  *prometheus.CounterVec
 	brokerOps     *prometheus.CounterVec
-	brokerUp      prometheus.Gauge
-	draining      prometheus.Gauge
+	// brokerOps of publishes, resolved once: there is one per message.
+	brokerPublishOK, brokerPublishErr prometheus.Counter
+	brokerUp                          prometheus.Gauge
+	draining                          prometheus.Gauge
 }
 
 func newMetrics(h *Hub) *metrics {
@@ -92,6 +94,8 @@ func newMetrics(h *Hub) *metrics {
 	for _, role := range []string{"client", "server"} {
 		m.connections.WithLabelValues(role)
 	}
+	m.brokerPublishOK = m.brokerOps.WithLabelValues("publish", "ok")
+	m.brokerPublishErr = m.brokerOps.WithLabelValues("publish", "error")
 	return m
 }
 
@@ -138,12 +142,24 @@ type meteredBroker struct {
 
 func (b *meteredBroker) Publish(ctx context.Context, topic string, payload []byte) error {
 	err := b.Broker.Publish(ctx, topic, payload)
-	outcome := "ok"
-	if err != nil {
-		outcome = "error"
-	}
-	b.m.brokerOps.WithLabelValues("publish", outcome).Inc()
+	b.count(err)
 	return err
+}
+
+// count counts one publish and its outcome.
+func (b *meteredBroker) count(err error) {
+	if err != nil {
+		b.m.brokerPublishErr.Inc()
+	} else {
+		b.m.brokerPublishOK.Inc()
+	}
+}
+
+// async returns the broker's way of publishing without waiting, if it has
+// one (pubsub.AsyncPublisher).
+func (b *meteredBroker) async() (pubsub.AsyncPublisher, bool) {
+	ap, ok := b.Broker.(pubsub.AsyncPublisher)
+	return ap, ok
 }
 
 func (b *meteredBroker) Subscribe(ctx context.Context, topic string, fn pubsub.Handler) (pubsub.Subscription, error) {
