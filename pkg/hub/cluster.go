@@ -533,6 +533,7 @@ func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) 
 		c.interrupt(env.From)
 		c.heard(env.From, now, false)
 		c.localChanged() // publish our snapshot for the newcomer
+		c.hub.subs.rejoined(env.From)
 	case kindHeartbeat:
 		r := c.heard(env.From, now, env.Deaf)
 		c.mu.Lock()

@@ -407,6 +407,28 @@ func (s *subscriptions) viewChanged(v *view) {
 	}
 }
 
+// rejoined asks instance again for every subscription it keeps for this
+// one: it says it (re)joined, and an instance forgets what it kept for
+// those it stopped hearing from, which may still have heard it all along
+// and have no other reason to ask.
+func (s *subscriptions) rejoined(instance string) {
+	s.mu.Lock()
+	var uris []string
+	for uri, up := range s.upstream {
+		select {
+		case <-up.ready:
+			if up.instance == instance {
+				uris = append(uris, uri)
+			}
+		default: // still being asked
+		}
+	}
+	s.mu.Unlock()
+	for _, uri := range uris {
+		s.hub.goOwned(func() { s.reask(uri) })
+	}
+}
+
 // reask asks the current coordinator of uri again, for the subscribers this
 // instance still has, then releases the previous one if it is still there:
 // a resource is never left subscribed twice.

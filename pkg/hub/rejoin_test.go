@@ -1,0 +1,55 @@
+package hub
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// An instance that stops hearing another drops it, and with it the
+// subscriptions it kept for it; the other may still hear the first all
+// along (a Redis Cluster shard down for one of them, or a partition one
+// way), so it has no reason to ask again. The subscription used to stay
+// lost after the first rejoined: updates never reached the second's
+// clients (seen in TestRedisCluster_shardMasterKilled under load). A hello
+// now makes every instance ask again for what the newcomer keeps for it.
+func TestSubscriptions_renewedWhenTheCoordinatorRejoins(t *testing.T) {
+	t.Parallel()
+	a, b, _, hb := startPair(t, Config{HeartbeatInterval: 50 * time.Millisecond})
+	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
+	a.waitServer("far", 1)
+	notes := newNotes()
+	c := a.client(&mcp.ClientOptions{OnNotification: notes.add})
+	require.NoError(t, c.Subscribe(ctxFor(t), demo.CounterURI))
+	_, replicas := b.subs.coordOf(demo.CounterURI)
+	require.Equal(t, 1, replicas, "B keeps the subscription for A")
+
+	// B hears nothing: it drops A, and releases what it kept for it. A
+	// hears B all along and keeps its servers.
+	hb.deaf.Store(true)
+	require.Eventually(t, func() bool {
+		_, replicas := b.subs.coordOf(demo.CounterURI)
+		return replicas == 0
+	}, wait, time.Millisecond, "B dropped A's subscription")
+	require.Len(t, a.reg.view().servers["far"], 1, "A still lists B's server")
+
+	// B's broker connection comes back: it says hello.
+	hb.deaf.Store(false)
+	b.cluster.state <- false
+	b.cluster.state <- true
+
+	require.Eventually(t, func() bool {
+		_, replicas := b.subs.coordOf(demo.CounterURI)
+		return replicas == 1
+	}, wait, time.Millisecond, "A asked B again for its subscription")
+	_, err := c.CallTool(ctxFor(t), "far__increment", nil, nil)
+	require.NoError(t, err)
+	notes.wait(t, mcp.NotificationResourceUpdated, 1, func(p json.RawMessage) bool {
+		return string(p) == `{"uri":"demo://counter"}`
+	})
+}
