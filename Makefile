@@ -74,7 +74,8 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./internal/connect || exit 1; done
 	@for f in FuzzParseTokens FuzzClientCaps FuzzListItem FuzzClusterMessage FuzzStatsSummary FuzzEnvelope; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/hub || exit 1; done
-	$(GO) test -run '^$$' -fuzz '^FuzzReadReply$$' -fuzztime $(FUZZOTHER) ./pkg/pubsub
+	@for f in FuzzReadReply FuzzMessage; do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/pubsub || exit 1; done
 
 ## lint: gofmt and go vet (e2e/gosdk too)
 lint:

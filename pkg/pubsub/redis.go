@@ -121,6 +121,7 @@ type Redis struct {
 	conn   connConfig            // how subscriber connections are made
 	// The commands and replies of pub/sub, or of sharded pub/sub.
 	subCmd, unsubCmd, msgKind, unsubKind string
+	msgHead                              []byte // messageHead(msgKind)
 
 	cluster *clusterState // nil for a single server
 	single  *shard        // the one shard of a single server; nil for a cluster
@@ -246,6 +247,7 @@ func (r *Redis) setupSingle(rawURL string) error {
 	r.conn = connConfig{network: ro.Network, username: ro.Username, password: ro.Password, db: ro.DB, tls: ro.TLSConfig}
 	r.conn.dialTimeout, r.conn.readTimeout, r.conn.writeTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
 	r.subCmd, r.unsubCmd, r.msgKind, r.unsubKind = "SUBSCRIBE", "UNSUBSCRIBE", "message", "unsubscribe"
+	r.msgHead = messageHead(r.msgKind)
 	return nil
 }
 
@@ -266,6 +268,7 @@ func (r *Redis) setupCluster(co *redis.ClusterOptions) {
 	r.conn = connConfig{network: "tcp", username: co.Username, password: co.Password, tls: co.TLSConfig}
 	r.conn.dialTimeout, r.conn.readTimeout, r.conn.writeTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
 	r.subCmd, r.unsubCmd, r.msgKind, r.unsubKind = "SSUBSCRIBE", "SUNSUBSCRIBE", "smessage", "sunsubscribe"
+	r.msgHead = messageHead(r.msgKind)
 	r.cluster = &clusterState{
 		seeds: co.Addrs,
 		wake:  make(chan struct{}, 1),

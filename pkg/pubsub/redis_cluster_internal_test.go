@@ -172,6 +172,58 @@ func FuzzReadReply(f *testing.F) {
 	})
 }
 
+// FuzzMessage: a reply read as a message is what readReply reads from the
+// same bytes, and a message is never taken for anything else.
+func FuzzMessage(f *testing.F) {
+	for _, seed := range []string{
+		"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n",
+		"*3\r\n$7\r\nmessage\r\n$0\r\n\r\n$0\r\n\r\n*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$3\r\nabc\r\n",
+		"*3\r\n$8\r\nsmessage\r\n$2\r\nch\r\n$1\r\nx\r\n",
+		"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$9\r\nshort\r\n",
+		"*2\r\n$4\r\npong\r\n$3\r\ntok\r\n",
+		"+PONG\r\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	head := messageHead("message")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := &subConn{rd: bufio.NewReader(bytes.NewReader(data))}
+		other := bufio.NewReader(bytes.NewReader(data))
+		for {
+			if _, err := c.rd.Peek(1); err != nil {
+				return
+			}
+			channel, payload, ok, err := c.message(head)
+			rep, rerr := readReply(other, 0)
+			if !ok {
+				if rerr != nil {
+					return
+				}
+				if rep.kind == '*' && len(rep.elems) == 3 && rep.elems[0].is("message") && rep.elems[1].kind == '$' && rep.elems[2].kind == '$' &&
+					len(data) >= len(head) && bytes.HasPrefix(data, head) {
+					t.Fatalf("a message fully buffered was not read as one: %q", data)
+				}
+				if _, err := readReply(c.rd, 0); err != nil {
+					t.Fatalf("readReply read %+v on one reader and failed on the other: %v", rep, err)
+				}
+				continue
+			}
+			if err != nil {
+				if rerr == nil && rep.elems != nil && len(rep.elems) == 3 && rep.elems[1].str != nil && rep.elems[2].str != nil {
+					t.Fatalf("message failed (%v) where readReply read %+v", err, rep)
+				}
+				return
+			}
+			if rerr != nil {
+				t.Fatalf("message read %q %q where readReply failed: %v", channel, payload, rerr)
+			}
+			if len(rep.elems) != 3 || !bytes.Equal(rep.elems[1].str, channel) || !bytes.Equal(rep.elems[2].str, payload) {
+				t.Fatalf("message read %q %q, readReply %+v", channel, payload, rep)
+			}
+		}
+	})
+}
+
 // appendReply encodes rep as RESP2.
 func appendReply(b []byte, rep reply) []byte {
 	b = append(b, rep.kind)

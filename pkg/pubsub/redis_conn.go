@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -44,6 +45,8 @@ type subConn struct {
 
 	wmu  sync.Mutex
 	wbuf []byte
+
+	scratch []byte // the channel of the last message read by message
 
 	// unsubs counts the UNSUBSCRIBEs written and not yet answered, by
 	// channel, to tell Redis's answers from the unsubscriptions it decides
@@ -156,19 +159,93 @@ var errSilent = errors.New("pubsub: connection silent")
 // returns errSilent if none came; the rest of the reply must then arrive
 // without a pause longer than the read timeout.
 func (c *subConn) next(wait time.Time) (reply, error) {
+	if err := c.await(wait); err != nil {
+		return reply{}, err
+	}
+	return readReply(c.rd, 0)
+}
+
+// await waits until wait for the first byte of the next reply, as next
+// does; the rest of it may then take a read timeout between bytes.
+func (c *subConn) await(wait time.Time) error {
 	if c.rd.Buffered() == 0 {
 		c.in.extend = false
 		_ = c.nc.SetReadDeadline(wait)
 		if _, err := c.rd.Peek(1); err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				return reply{}, errSilent
+				return errSilent
 			}
-			return reply{}, err
+			return err
 		}
 	}
 	c.in.extend = true
-	return readReply(c.rd, 0)
+	return nil
+}
+
+// message reads the next reply if it is a message whose head, head (as
+// messageHead makes it), is already buffered: the channel into the
+// connection's scratch buffer, valid until the next read, and the payload
+// into memory of its own. It reports false, reading nothing, for any other
+// reply, which readReply then reads; a message is most of what a
+// subscriber connection carries, and this reads one with one allocation.
+func (c *subConn) message(head []byte) (channel, payload []byte, ok bool, err error) {
+	if b, _ := c.rd.Peek(min(c.rd.Buffered(), len(head))); !bytes.Equal(b, head) {
+		return nil, nil, false, nil
+	}
+	_, _ = c.rd.Discard(len(head))
+	if c.scratch, err = readBulk(c.rd, c.scratch[:0]); err != nil {
+		return nil, nil, true, err
+	}
+	if payload, err = readBulk(c.rd, nil); err != nil {
+		return nil, nil, true, err
+	}
+	return c.scratch, payload, true, nil
+}
+
+// messageHead is how a message reply of kind ("message", "smessage")
+// begins, up to its channel.
+func messageHead(kind string) []byte {
+	return []byte("*3\r\n$" + strconv.Itoa(len(kind)) + "\r\n" + kind + "\r\n")
+}
+
+// readBulk reads a bulk string, appending its bytes to buf (a new buffer
+// of the right size when buf is nil).
+func readBulk(rd *bufio.Reader, buf []byte) ([]byte, error) {
+	line, err := readLine(rd)
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 2 || line[0] != '$' {
+		return nil, errProtocol
+	}
+	n, err := strconv.Atoi(string(line[1:]))
+	if err != nil || n < 0 || n > maxBulk {
+		return nil, errProtocol
+	}
+	if buf == nil {
+		buf = make([]byte, 0, min(n, max(rd.Buffered(), 64<<10)))
+	}
+	start := len(buf)
+	for len(buf)-start < n {
+		// Read in steps no larger than what is buffered or 64 KiB, so
+		// that a garbage length costs no more memory than the bytes
+		// that actually came.
+		step := min(n-(len(buf)-start), max(rd.Buffered(), 64<<10))
+		buf = slices.Grow(buf, step)
+		if _, err := io.ReadFull(rd, buf[len(buf):len(buf)+step]); err != nil {
+			return nil, err
+		}
+		buf = buf[:len(buf)+step]
+	}
+	if crlf, err := rd.Peek(2); err != nil || crlf[0] != '\r' || crlf[1] != '\n' {
+		if err != nil {
+			return nil, err
+		}
+		return nil, errProtocol
+	}
+	_, _ = rd.Discard(2)
+	return buf, nil
 }
 
 func (c *subConn) close() error {

@@ -210,7 +210,19 @@ func (sh *shard) session() (reachedUp bool, err error) {
 		if probe != "" {
 			wait = probeBy
 		}
-		rep, err := c.next(wait)
+		err := c.await(wait)
+		if err == nil {
+			var channel, payload []byte
+			var ok bool
+			if channel, payload, ok, err = c.message(r.msgHead); ok && err == nil {
+				r.dispatch(channel, payload)
+				continue
+			}
+		}
+		var rep reply
+		if err == nil {
+			rep, err = readReply(c.rd, 0)
+		}
 		switch {
 		case errors.Is(err, errSilent):
 			if probe != "" {
