@@ -216,10 +216,11 @@ func errNotAnswered(method string) error {
 // server as -32000, the caller's own cancellation as context.Canceled (no
 // one hears that answer).
 func (h *Hub) upstreamError(server string, err error) error {
+	if err == nil {
+		return nil // before rpcErr, which escapes: no allocation for an answer
+	}
 	var rpcErr *jsonrpc.Error
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, context.DeadlineExceeded):
 		return errTimedOut(server, h.cfg.CallTimeout)
 	case errors.As(err, &rpcErr):
@@ -237,10 +238,11 @@ func (h *Hub) upstreamError(server string, err error) error {
 // downstreamError is upstreamError for a server's request routed to a
 // client.
 func (h *Hub) downstreamError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var rpcErr *jsonrpc.Error
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, context.DeadlineExceeded):
 		return errTimedOut("", h.cfg.CallTimeout)
 	case errors.As(err, &rpcErr):

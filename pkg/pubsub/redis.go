@@ -635,6 +635,9 @@ func (r *Redis) publishBatch(batch []*pubReq, cmds []*redis.IntCmd) []*redis.Int
 // isDialError reports whether err is a failure to connect, after which
 // nothing was written.
 func isDialError(err error) bool {
+	if err == nil {
+		return false // before oe, which escapes: no allocation for a success
+	}
 	var oe *net.OpError
 	return errors.As(err, &oe) && oe.Op == "dial"
 }
