@@ -24,6 +24,7 @@ import (
 type session struct {
 	hub       *Hub
 	id        string
+	clientKey string // instance/id: key, built once since every call between instances carries it
 	peer      *peer.Peer
 	who       *principal
 	role      string  // for metrics: "client" or "dashboard"
@@ -65,6 +66,7 @@ const sessionMaxConcurrent = 64
 func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transport, scope string) *session {
 	s := &session{hub: h, id: h.nextID(), who: who, role: "client", transport: transport, scope: scope,
 		limit: h.bucketFor(who), release: release, since: time.Now()}
+	s.clientKey = h.id + "/" + s.id
 	if !who.has(RoleClient) {
 		s.role = "dashboard"
 	}
@@ -163,7 +165,7 @@ func (s *session) isInitialized() bool {
 }
 
 // key identifies the session across the cluster.
-func (s *session) key() string { return s.hub.id + "/" + s.id }
+func (s *session) key() string { return s.clientKey }
 
 // caps returns what the client declared it can do for servers.
 func (s *session) caps() clientCaps {
