@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,10 +66,10 @@ type cluster struct {
 
 	mu       sync.Mutex
 	remotes  map[string]*remoteInstance
-	calls    map[uint64]*outCall    // calls, subs and sreqs we sent, by number
-	served   map[string]func(error) // calls, subs, sreqs and relayed requests we serve for others, by "from/number": how to end them
-	relays   map[uint64]*relay      // HTTP requests we relayed to their session's owner, by number
-	partial  map[string]*snapParts  // snapshots in parts still coming, by instance
+	calls    map[uint64]*outCall      // calls, subs and sreqs we sent, by number
+	served   map[servedID]func(error) // calls, subs, sreqs and relayed requests we serve for others: how to end them
+	relays   map[uint64]*relay        // HTTP requests we relayed to their session's owner, by number
+	partial  map[string]*snapParts    // snapshots in parts still coming, by instance
 	brokerUp bool
 	epoch    uint64 // counts our broker (re)connections
 	subs     []pubsub.Subscription
@@ -78,6 +77,9 @@ type cluster struct {
 
 	state     chan bool // the broker's connection went down or up (Watch)
 	stopWatch func()
+
+	inboxMu sync.RWMutex
+	inboxes map[string]string // instance -> its inbox topic
 }
 
 // outCall is a request this instance sent to another and waits on.
@@ -94,11 +96,12 @@ func newCluster(h *Hub) *cluster {
 		hub:     h,
 		remotes: map[string]*remoteInstance{},
 		calls:   map[uint64]*outCall{},
-		served:  map[string]func(error){},
+		served:  map[servedID]func(error){},
 		relays:  map[uint64]*relay{},
 		partial: map[string]*snapParts{},
 		dirty:   make(chan struct{}, 1),
 		state:   make(chan bool, 2),
+		inboxes: map[string]string{},
 	}
 }
 
@@ -341,12 +344,17 @@ func (c *cluster) endExchanges(instance string, err error, all bool) {
 	}
 }
 
-// servedKey names a request another instance sent us.
-func servedKey(from string, n uint64) string { return from + "/" + strconv.FormatUint(n, 10) }
-
-func servedBy(key, instance string) bool {
-	return len(key) > len(instance) && key[:len(instance)] == instance && key[len(instance)] == '/'
+// servedID names a request another instance sent us: its sender, and the
+// sender's number for it.
+type servedID struct {
+	from string
+	call uint64
 }
+
+// servedKey names a request another instance sent us.
+func servedKey(from string, n uint64) servedID { return servedID{from: from, call: n} }
+
+func servedBy(key servedID, instance string) bool { return key.from == instance }
 
 // publishSnapshot publishes this instance's replicas: in one message, or,
 // when that would be larger than SnapshotChunkBytes, in parts, so that no
@@ -468,15 +476,37 @@ func (c *cluster) post(instance string, env *envelope, done func(error)) {
 		tell(done, err)
 		return
 	}
-	kind := env.Kind
-	ap.PublishAsync(topicInboxPrefix+instance, b, func(err error) {
-		mb.count(err)
-		if err != nil {
-			h.log.Debug("publishing to the cluster failed", "peer", shortID(instance), "kind", kind, "err", err)
-		}
+	if done == nil {
+		ap.PublishAsync(c.inbox(instance), b, h.metrics.published)
+		return
+	}
+	ap.PublishAsync(c.inbox(instance), b, func(err error) {
+		h.metrics.published(err)
 		tell(done, err)
 	})
 }
+
+// inbox returns the inbox topic of instance, from a small cache: every
+// envelope posted names one.
+func (c *cluster) inbox(instance string) string {
+	c.inboxMu.RLock()
+	t, ok := c.inboxes[instance]
+	c.inboxMu.RUnlock()
+	if ok {
+		return t
+	}
+	t = topicInboxPrefix + instance
+	c.inboxMu.Lock()
+	if len(c.inboxes) >= maxCachedInboxes {
+		clear(c.inboxes) // instances come and go
+	}
+	c.inboxes[instance] = t
+	c.inboxMu.Unlock()
+	return t
+}
+
+// maxCachedInboxes bounds the cache of inbox topics.
+const maxCachedInboxes = 256
 
 // tell calls done, if any, with err.
 func tell(done func(error), err error) {
@@ -646,15 +676,6 @@ func (c *cluster) startRequest(instance string, env *envelope, cl caller, done f
 	n := c.nextCall.Add(1)
 	env.Call = n
 	oc := &outCall{instance: instance, caller: cl, done: done, sent: make(chan struct{})}
-	sendIt := func() {
-		c.post(instance, env, func(err error) {
-			close(oc.sent)
-			// Off the broker's goroutine: ending a call answers its client.
-			if err != nil && !h.goOwned(func() { c.sendFailed(n, instance, env, err) }) {
-				c.finish(n, nil, errDraining)
-			}
-		})
-	}
 	c.mu.Lock()
 	c.calls[n] = oc
 	r := c.remotes[instance]
@@ -666,7 +687,7 @@ func (c *cluster) startRequest(instance string, env *envelope, cl caller, done f
 			oc.started = live
 			c.mu.Unlock()
 			if live {
-				sendIt()
+				c.sendRequest(n, oc, env)
 			}
 		})
 	} else {
@@ -674,7 +695,7 @@ func (c *cluster) startRequest(instance string, env *envelope, cl caller, done f
 	}
 	c.mu.Unlock()
 	if !held {
-		sendIt()
+		c.sendRequest(n, oc, env)
 	}
 	return func(cause error) {
 		if !c.finish(n, nil, cause) {
@@ -721,6 +742,17 @@ func (c *cluster) sendFailed(n uint64, instance string, env *envelope, err error
 	if c.finish(n, nil, errUnconfirmed(err)) {
 		c.cancelSent(instance, env)
 	}
+}
+
+// sendRequest posts request n; a failure to send ends it (sendFailed).
+func (c *cluster) sendRequest(n uint64, oc *outCall, env *envelope) {
+	c.post(oc.instance, env, func(err error) {
+		close(oc.sent)
+		// Off the broker's goroutine: ending a call answers its client.
+		if err != nil && !c.hub.goOwned(func() { c.sendFailed(n, oc.instance, env, err) }) {
+			c.finish(n, nil, errDraining)
+		}
+	})
 }
 
 // finish ends a request we sent; it reports false when it had ended
@@ -813,7 +845,7 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 	}
 }
 
-func (c *cluster) unserve(key string) {
+func (c *cluster) unserve(key servedID) {
 	c.mu.Lock()
 	delete(c.served, key)
 	c.mu.Unlock()
@@ -849,32 +881,48 @@ func (c *cluster) serveCall(env *envelope) {
 		h.goOwned(func() { c.answer(env, kindResult, nil, errServerGone(env.Server)) })
 		return
 	}
-	ri := rp.currentInfo()
-	key := servedKey(env.From, env.Call)
-	cl := &remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client, declared: env.Caps, level: env.LogLevel}
-	f := &flight{}
-	ri.inflight.Add(1)
-	finish := func(raw json.RawMessage, err error) {
-		if !f.end() {
-			return
-		}
-		ri.inflight.Add(-1)
-		if errors.Is(err, context.Canceled) {
-			c.unserve(key)
-			return // the caller gave up, or the exchange was interrupted: no one wants the answer
-		}
-		// The call stays served until its answer is published: a drain that
-		// saw it gone would close the hub before the answer left, and the
-		// caller would hear "instance gone" instead.
-		c.postAnswer(env, kindResult, raw, h.upstreamError(ri.Name, err), func(error) { c.unserve(key) })
-	}
+	sc := &servedCall{env: env, ri: rp.currentInfo(),
+		remoteCaller: remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client, declared: env.Caps, level: env.LogLevel}}
+	sc.ri.inflight.Add(1)
 	c.mu.Lock()
-	c.served[key] = f.cancel
+	c.served[servedKey(env.From, env.Call)] = sc.cancel
 	c.mu.Unlock()
-	abort := rp.send(cl, env.Method, env.Params, finish)
+	abort := rp.send(&sc.remoteCaller, env.Method, env.Params, sc.finish)
 	// The caller times the call out and cancels it; this bound only holds
 	// if that cancellation is lost.
-	f.started(0, abort, h.cfg.CallTimeout+time.Second)
+	sc.started(0, abort, h.cfg.CallTimeout+time.Second)
+}
+
+// servedCall is a call another instance sent, on its way through one of
+// this instance's replicas: one allocation for all it needs.
+type servedCall struct {
+	remoteCaller
+	flight
+	env *envelope
+	ri  *replicaInfo
+}
+
+// finish sends the call's answer back, once.
+func (sc *servedCall) finish(raw json.RawMessage, err error) {
+	if !sc.end() {
+		return
+	}
+	c := sc.c
+	sc.ri.inflight.Add(-1)
+	if errors.Is(err, context.Canceled) {
+		c.unserve(servedKey(sc.env.From, sc.env.Call))
+		return // the caller gave up, or the exchange was interrupted: no one wants the answer
+	}
+	// The call stays served until its answer is published: a drain that
+	// saw it gone would close the hub before the answer left, and the
+	// caller would hear "instance gone" instead.
+	c.postAnswer(sc.env, kindResult, raw, c.hub.upstreamError(sc.ri.Name, err), sc.answered)
+}
+
+// answered ends the call's service once its answer is published (or could
+// not be).
+func (sc *servedCall) answered(error) {
+	sc.c.unserve(servedKey(sc.env.From, sc.env.Call))
 }
 
 // resume sends a modern client's retry of a call that asked for input to

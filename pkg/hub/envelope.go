@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -248,7 +249,7 @@ func (env *envelope) decodeHead(head []byte) bool {
 		case "k":
 			ok = null || decodeKind(v, &env.Kind)
 		case "f":
-			ok = null || decodeStr(v, &env.From)
+			ok = null || decodeInterned(v, &env.From)
 		case "v":
 			ok = null || decodeUint(v, &env.Version)
 		case "n":
@@ -266,13 +267,13 @@ func (env *envelope) decodeHead(head []byte) bool {
 		case "o":
 			ok = null || decodeUint(v, &env.Of)
 		case "cl":
-			ok = null || decodeStr(v, &env.Client)
+			ok = null || decodeInterned(v, &env.Client)
 		case "r":
-			ok = null || decodeStr(v, &env.Replica)
+			ok = null || decodeInterned(v, &env.Replica)
 		case "sv":
-			ok = null || decodeStr(v, &env.Server)
+			ok = null || decodeInterned(v, &env.Server)
 		case "m":
-			ok = null || decodeStr(v, &env.Method)
+			ok = null || decodeInterned(v, &env.Method)
 		case "p":
 			env.Params = rawMember(v)
 		case "cap":
@@ -286,7 +287,7 @@ func (env *envelope) decodeHead(head []byte) bool {
 		case "x":
 			ok = null || decodeBool(v, &env.Unsub)
 		case "b":
-			ok = null || decodeStr(v, &env.Body)
+			ok = null || decodeBody(v, &env.Body)
 		case "h":
 			ok = unmarshalMember(v, &env.HTTP)
 		}
@@ -310,6 +311,66 @@ func decodeKind(v []byte, kind *string) bool {
 
 var kinds = [...]string{kindCall, kindResult, kindNotify, kindCancel, kindHeartbeat, kindSReq, kindSRes, kindSCancel,
 	kindSub, kindSync, kindHTTP, kindHTTPRes, kindSnapshot, kindSnapPart, kindBye, kindHello}
+
+// decodeBody reads which member follows the header without allocating for
+// the two there are.
+func decodeBody(v []byte, s *string) bool {
+	switch string(v) {
+	case `"` + bodyParams + `"`:
+		*s = bodyParams
+	case `"` + bodyResult + `"`:
+		*s = bodyResult
+	default:
+		return decodeStr(v, s)
+	}
+	return true
+}
+
+// decodeInterned reads a string that envelopes repeat (an instance's or a
+// replica's id, a server's name, a method, a client's key) through
+// interned.
+func decodeInterned(v []byte, s *string) bool {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return false
+	}
+	inner := v[1 : len(v)-1]
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
+			return decodeStr(v, s) // escapes or more than ASCII: the long way
+		}
+	}
+	*s = interned.get(inner)
+	return true
+}
+
+// interned holds the strings envelopes repeat, so that reading one
+// allocates none of them again. It is bounded: when full, it starts over.
+var interned = internTable{m: map[string]string{}}
+
+// maxInterned bounds the strings interned at once.
+const maxInterned = 16384
+
+type internTable struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+func (t *internTable) get(b []byte) string {
+	t.mu.RLock()
+	s, ok := t.m[string(b)]
+	t.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = string(b)
+	t.mu.Lock()
+	if len(t.m) >= maxInterned {
+		clear(t.m)
+	}
+	t.m[s] = s
+	t.mu.Unlock()
+	return s
+}
 
 func decodeStr(v []byte, s *string) bool {
 	u, ok := jsonrpc.Unquote(v)

@@ -34,8 +34,11 @@ type metrics struct {
 	brokerOps     *prometheus.CounterVec
 	// brokerOps of publishes, resolved once: there is one per message.
 	brokerPublishOK, brokerPublishErr prometheus.Counter
-	brokerUp                          prometheus.Gauge
-	draining                          prometheus.Gauge
+	// published counts a publish by its outcome, and logs a failure: the
+	// done of an envelope posted without one of its own.
+	published func(error)
+	brokerUp  prometheus.Gauge
+	draining  prometheus.Gauge
 }
 
 func newMetrics(h *Hub) *metrics {
@@ -96,6 +99,14 @@ func newMetrics(h *Hub) *metrics {
 	}
 	m.brokerPublishOK = m.brokerOps.WithLabelValues("publish", "ok")
 	m.brokerPublishErr = m.brokerOps.WithLabelValues("publish", "error")
+	m.published = func(err error) {
+		if err != nil {
+			m.brokerPublishErr.Inc()
+			h.log.Debug("publishing to the cluster failed", "err", err)
+		} else {
+			m.brokerPublishOK.Inc()
+		}
+	}
 	return m
 }
 
@@ -142,17 +153,12 @@ type meteredBroker struct {
 
 func (b *meteredBroker) Publish(ctx context.Context, topic string, payload []byte) error {
 	err := b.Broker.Publish(ctx, topic, payload)
-	b.count(err)
-	return err
-}
-
-// count counts one publish and its outcome.
-func (b *meteredBroker) count(err error) {
 	if err != nil {
 		b.m.brokerPublishErr.Inc()
 	} else {
 		b.m.brokerPublishOK.Inc()
 	}
+	return err
 }
 
 // async returns the broker's way of publishing without waiting, if it has
