@@ -132,6 +132,13 @@ type Redis struct {
 
 	chanMu   sync.RWMutex
 	channels map[string]string // topic -> KeyPrefix+topic
+
+	// The publisher goroutine's own, for a single server (redis_pub.go).
+	pubConn  *subConn
+	pubTaken []*pubReq
+	// beforeWrite, when set (by tests), runs as the publisher writes a
+	// batch.
+	beforeWrite func()
 	// goroutines are the publisher and, for a cluster, the resolver.
 	goroutines sync.WaitGroup
 	tokens     atomic.Uint64
@@ -561,6 +568,7 @@ func (req *pubReq) abandon() bool {
 // publisher writes the waiting messages, as one pipeline per round trip,
 // until the broker is closed.
 func (r *Redis) publisher() {
+	defer r.dropPubConn()
 	batch := make([]*pubReq, 0, maxPublishBatch)
 	cmds := make([]*redis.IntCmd, 0, maxPublishBatch)
 	for {
@@ -589,9 +597,13 @@ func (r *Redis) publisher() {
 				break more
 			}
 		}
-		cmds = r.publishBatch(batch, cmds[:0])
+		if r.cluster == nil {
+			r.publishDirect(batch)
+		} else {
+			cmds = r.publishBatch(batch, cmds[:0])
+			clear(cmds)
+		}
 		clear(batch)
-		clear(cmds)
 	}
 }
 
@@ -616,6 +628,9 @@ func (r *Redis) publishBatch(batch []*pubReq, cmds []*redis.IntCmd) []*redis.Int
 		}
 	}
 	if pipe.Len() > 0 {
+		if r.beforeWrite != nil {
+			r.beforeWrite()
+		}
 		_, _ = pipe.Exec(ctx) // each command carries its own error
 	}
 	for i, cmd := range cmds {

@@ -4,11 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,12 +38,17 @@ func TestRedis_publishErrorsSayWhetherSent(t *testing.T) {
 		}
 	})
 	// The publisher takes "written" and blocks on the frozen server...
-	hook := &pipelineHook{started: make(chan struct{}, 1)}
-	r.client.AddHook(hook)
+	started := make(chan struct{}, 1)
+	r.beforeWrite = func() {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+	}
 	writtenErr := make(chan error, 1)
 	go func() { writtenErr <- r.Publish(ctx, "t", []byte("written")) }()
 	select {
-	case <-hook.started:
+	case <-started:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the publisher did not write the first message")
 	}
@@ -97,26 +99,5 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within 10s", what)
 		}
 		<-time.After(5 * time.Millisecond)
-	}
-}
-
-// pipelineHook signals when a pipeline is about to be written.
-type pipelineHook struct{ started chan struct{} }
-
-func (h *pipelineHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
-}
-
-func (h *pipelineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { return next(ctx, cmd) }
-}
-
-func (h *pipelineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		select {
-		case h.started <- struct{}{}:
-		default:
-		}
-		return next(ctx, cmds)
 	}
 }
