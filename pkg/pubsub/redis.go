@@ -95,9 +95,10 @@ func (o RedisOptions) withDefaults() RedisOptions {
 // It works with a single Redis server, or with a Redis Cluster, where it
 // uses sharded pub/sub (see RedisOptions.URL).
 //
-// Each Redis holds a small go-redis pool for PUBLISH, lease scripts and
-// PING, one goroutine that writes the PUBLISHes waiting at the time as one
-// pipeline, and subscriber connections: one to a single server, or one to
+// Each Redis holds a small go-redis pool for lease scripts, PING and a
+// cluster's SPUBLISH, one goroutine that writes the PUBLISHes waiting at
+// the time as one pipeline (on a connection of its own to a single
+// server), and subscriber connections: one to a single server, or one to
 // each cluster master that serves the slot of a subscribed topic. A topic's
 // channel is subscribed when the topic gets its first local subscriber and
 // unsubscribed when the last one leaves. One goroutine per subscriber
