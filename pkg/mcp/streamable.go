@@ -303,7 +303,16 @@ func accepts(header []string, mt string) bool {
 	typ, _, _ := strings.Cut(mt, "/")
 	for _, h := range header {
 		for part := range strings.SplitSeq(h, ",") {
-			media, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			part = strings.TrimSpace(part)
+			if !strings.Contains(part, ";") {
+				// No parameters, as most clients send it: compared as
+				// mime.ParseMediaType would read it, without its map.
+				if strings.EqualFold(part, mt) || part == "*/*" || isWildcardOf(part, typ) {
+					return true
+				}
+				continue
+			}
+			media, params, err := mime.ParseMediaType(part)
 			if err != nil {
 				continue
 			}
@@ -317,6 +326,25 @@ func accepts(header []string, mt string) bool {
 	}
 	return false
 }
+
+// isWildcardOf reports whether media is typ/*, in any case.
+func isWildcardOf(media, typ string) bool {
+	return len(media) == len(typ)+2 && strings.EqualFold(media[:len(typ)], typ) && media[len(typ):] == "/*"
+}
+
+// isJSON reports whether a Content-Type is application/json: compared as
+// is first, which is how clients send it, and parsed otherwise.
+func isJSON(contentType string) bool {
+	if strings.EqualFold(contentType, "application/json") {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+// jsonContentType is the Content-Type of JSON answers, set without
+// allocating a value slice per response (net/http copies what it sends).
+var jsonContentType = []string{"application/json"}
 
 // checkVersion checks the MCP-Protocol-Version header.
 func (h *StreamableHandler) checkVersion(w http.ResponseWriter, r *http.Request) bool {
@@ -401,7 +429,7 @@ func (h *StreamableHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotAcceptable, 0, "a POST must accept both application/json and text/event-stream")
 		return
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !isJSON(r.Header.Get("Content-Type")) {
 		writeHTTPError(w, http.StatusUnsupportedMediaType, 0, "Content-Type must be application/json")
 		return
 	}

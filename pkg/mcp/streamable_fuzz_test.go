@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -73,10 +74,40 @@ func FuzzAccept(f *testing.F) {
 	f.Add("application/json, text/event-stream;q=0.5")
 	f.Add("*/*;q=0")
 	f.Add(`text/*; charset="a,b"`)
+	f.Add("APPLICATION/JSON")
+	f.Add("text/*, application/*")
 	f.Fuzz(func(t *testing.T, header string) {
-		_ = accepts([]string{header}, "application/json")
-		_ = accepts([]string{header, header}, "text/event-stream")
+		for _, mt := range []string{"application/json", "text/event-stream"} {
+			if got, want := accepts([]string{header, header}, mt), acceptsParsed([]string{header, header}, mt); got != want {
+				t.Fatalf("accepts(%q, %s) = %v, parsing every part says %v", header, mt, got, want)
+			}
+		}
+		mt, _, err := mime.ParseMediaType(header)
+		if got, want := isJSON(header), err == nil && mt == "application/json"; got != want {
+			t.Fatalf("isJSON(%q) = %v, mime.ParseMediaType says %v", header, got, want)
+		}
 	})
+}
+
+// acceptsParsed is accepts without its fast path: every part through
+// mime.ParseMediaType.
+func acceptsParsed(header []string, mt string) bool {
+	typ, _, _ := strings.Cut(mt, "/")
+	for _, h := range header {
+		for part := range strings.SplitSeq(h, ",") {
+			media, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			if q, ok := params["q"]; ok && strings.Trim(q, "0.") == "" {
+				continue
+			}
+			if media == mt || media == "*/*" || media == typ+"/*" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // FuzzStreamablePOST sends arbitrary bodies and headers to a live session:

@@ -465,6 +465,14 @@ func (s *StreamSession) detach(st *stream, att *attachment) {
 	}
 }
 
+// patiencePool keeps the timers of pending POSTs, one per call otherwise.
+// A stopped timer sends nothing stale after Reset (Go 1.23 and later).
+var patiencePool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
 // pump writes a stream to its HTTP response until the stream is finished
 // and written, the client leaves, the session ends, or CloseStream asks.
 func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream, att *attachment) {
@@ -481,6 +489,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 	defer func() {
 		if patience != nil {
 			patience.Stop()
+			patiencePool.Put(patience)
 		}
 	}()
 	for {
@@ -499,7 +508,8 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			var impatient <-chan time.Time
 			if ka := s.h.opts.KeepAlive; ka > 0 {
 				if patience == nil {
-					patience = time.NewTimer(ka)
+					patience = patiencePool.Get().(*time.Timer)
+					patience.Reset(ka)
 				}
 				impatient = patience.C
 			}
@@ -524,7 +534,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			st.jsonBody = nil
 			s.forgetStreamLocked(st, true)
 			s.mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
+			w.Header()["Content-Type"] = jsonContentType
 			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
 			status := http.StatusOK
 			if s.stateless {
