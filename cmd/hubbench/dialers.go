@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,53 +124,11 @@ type hubDialer struct {
 	params json.RawMessage
 }
 
-// httpDialer: MCP clients of the hub over Streamable HTTP (pkg/mcp's
-// client conn): one session per connection, each with keep-alive TCP
-// connections of its own for its calls in flight and its GET stream. With
-// progress set every call carries a progress token of its own, and the
-// MCP server reports progress once before it answers: what makes the hub
-// answer the POST with an SSE stream instead of one JSON body.
-type httpDialer struct {
-	url      string
-	params   json.RawMessage
-	progress bool
-}
-
-func (d httpDialer) dial(ctx context.Context) (loadConn, error) {
-	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}
-	c, err := mcp.Connect(ctx, d.url, &mcp.ClientOptions{HTTP: mcp.StreamableClientOptions{HTTPClient: &http.Client{Transport: tr}}})
-	if err != nil {
-		tr.CloseIdleConnections()
-		return nil, err
-	}
-	cc := &callConn{p: c.Peer(), params: d.params, closer: func() error {
-		err := c.Close()
-		tr.CloseIdleConnections()
-		return err
-	}}
-	if d.progress {
-		cc.withToken = withProgressToken
-	}
-	return cc, nil
-}
-
-// withProgressToken returns params with _meta.progressToken n in front.
-func withProgressToken(params json.RawMessage, n int64) json.RawMessage {
-	b := make([]byte, 0, len(params)+40)
-	b = append(b, `{"_meta":{"progressToken":`...)
-	b = strconv.AppendInt(b, n, 10)
-	b = append(b, "},"...)
-	return append(b, params[1:]...)
-}
-
 // callConn makes JSON-RPC calls on a peer, inflight goroutines at a time.
 type callConn struct {
 	p      *peer.Peer
 	params json.RawMessage
 	closer func() error
-	// withToken, when set, gives each call its own progress token.
-	withToken func(json.RawMessage, int64) json.RawMessage
-	tokens    atomic.Int64
 }
 
 func (d peerDialer) dial(ctx context.Context) (loadConn, error) {
@@ -206,13 +162,9 @@ func (c *callConn) drive(ctx context.Context, inflight int, lr *loadRun, rec *re
 			defer rec.add(&t)
 			first := true
 			for !lr.stop.Load() && ctx.Err() == nil {
-				params := c.params
-				if c.withToken != nil {
-					params = c.withToken(params, c.tokens.Add(1))
-				}
 				start := time.Now()
 				var out json.RawMessage
-				if err := c.p.Call(ctx, mcp.MethodToolsCall, params, &out); err != nil {
+				if err := c.p.Call(ctx, mcp.MethodToolsCall, c.params, &out); err != nil {
 					t.fail(err)
 					if c.p.Err() != nil {
 						return // the connection is gone

@@ -384,9 +384,14 @@ func startEnv(ctx context.Context, sup *supervisor, hubBin, tmp string, servers 
 			pids: pidsOf([]*hubRef{e.solo}), stats: statsOf([]*hubRef{e.solo})},
 		{name: epHub2, dial: func(p json.RawMessage) dialer { return hubDialer{url: e.hubA.ws("/mcp"), params: p} },
 			pids: pidsOf([]*hubRef{e.hubA, e.hubB}), stats: statsOf([]*hubRef{e.hubA, e.hubB})},
-		{name: epHTTP, dial: func(p json.RawMessage) dialer { return httpDialer{url: e.solo.http("/mcp"), params: p} },
+		{name: epRawHTTP, dial: func(p json.RawMessage) dialer {
+			return leanHTTPDialer{url: "http://" + echoAddr + "/http", params: p, raw: true}
+		}, pids: []int{echo.PID()}, stats: []*statsSource{findStats(ctx, echoAddr)}, only: small},
+		{name: epHTTP, dial: func(p json.RawMessage) dialer { return leanHTTPDialer{url: e.solo.http("/mcp"), params: p} },
 			pids: pidsOf([]*hubRef{e.solo}), stats: statsOf([]*hubRef{e.solo}), only: small},
-		{name: epHTTPSSE, dial: func(p json.RawMessage) dialer { return httpDialer{url: e.solo.http("/mcp"), params: p, progress: true} },
+		{name: epHTTPSSE, dial: func(p json.RawMessage) dialer {
+			return leanHTTPDialer{url: e.solo.http("/mcp"), params: p, progress: true}
+		},
 			pids: pidsOf([]*hubRef{e.solo}), stats: statsOf([]*hubRef{e.solo}), only: small},
 		{name: epRedis, dial: func(json.RawMessage) dialer {
 			return redisDialer{addr: redisAddr, payload: callParams(payloads[0].size), seq: &channels}

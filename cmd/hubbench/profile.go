@@ -102,7 +102,7 @@ func runProfile(ctx context.Context, cfg *config, sup *supervisor, dir string, s
 		profileCase{what: epHub2, payload: payloads[0], twins: []*hubRef{twinA, twinB},
 			dial: func(p json.RawMessage) dialer { return hubDialer{url: twinA.ws("/mcp"), params: p} }},
 		profileCase{what: epHTTP, payload: payloads[0], twins: []*hubRef{solo},
-			dial: func(p json.RawMessage) dialer { return httpDialer{url: solo.http("/mcp"), params: p} }})
+			dial: func(p json.RawMessage) dialer { return leanHTTPDialer{url: solo.http("/mcp"), params: p} }})
 	var out []*profileResult
 	for _, pc := range cases {
 		progress(fmt.Sprintf("profile: %s, tools/call %s %s, %v", pc.what, sh, pc.payload.name, cfg.profile))

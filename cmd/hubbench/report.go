@@ -27,6 +27,7 @@ const (
 	// The same calls through the hub over Streamable HTTP: answered as one
 	// JSON body, and (a call whose server reports progress once) as an SSE
 	// stream.
+	epRawHTTP = "raw http echo"
 	epHTTP    = "hub http (json)"
 	epHTTPSSE = "hub http (sse)"
 	// PUBLISH to a subscriber on the redis-server the hubs share: the floor

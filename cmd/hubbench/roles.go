@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -45,9 +46,14 @@ func runRole(ctx context.Context, role string, f roleFlags) error {
 		if err != nil {
 			return err
 		}
-		echo := http.HandlerFunc(rawEcho)
+		var echo http.Handler = http.HandlerFunc(rawEcho)
 		if role == rolePeer {
-			echo = peerEcho
+			echo = http.HandlerFunc(peerEcho)
+		} else {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/http", rawHTTPEcho)
+			mux.HandleFunc("/", rawEcho)
+			echo = mux
 		}
 		return serve(ctx, ln, withPprof(echo))
 	case roleFanout:
@@ -100,6 +106,19 @@ func rawEcho(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// rawHTTPEcho answers a POST with its body, with net/http alone: the least
+// an HTTP request and its answer cost on this machine, the floor of the
+// Streamable HTTP rows.
+func rawHTTPEcho(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
 }
 
 // peerEcho serves a pkg/peer connection whose handler returns each call's
