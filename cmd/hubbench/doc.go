@@ -43,10 +43,12 @@
 // 16x1, 64x16: connections x calls in flight on each), four paths are
 // measured: the raw echo, pkg/peer direct, client -> hub -> server, and
 // client -> hub A -> Redis -> hub B -> server. At 100 B, 1x1 and 64x16,
-// three more: the hub over Streamable HTTP answering with JSON, and with
-// SSE (pkg/mcp's client conn, one session per connection), and the floor
-// of a hop between instances: a PUBLISH delivered to a subscriber by the
-// redis-server the two hubs share (go-redis). Each connection keeps its
+// four more: the hub over Streamable HTTP answering with JSON, and with
+// SSE (a lean client, httpload.go: one session per connection, a keep-alive
+// TCP connection per call in flight), net/http alone echoing the same POSTs
+// (the floor of the HTTP face), and the floor of a hop between instances: a
+// PUBLISH delivered to a subscriber by the redis-server the two hubs share
+// (go-redis). Each connection keeps its
 // calls in flight in a closed loop. The paths warm up, then run in
 // alternating rounds so that the machine's drift hits all alike; in each
 // round each path's load warms up, then only the calls that end inside a
