@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -108,6 +109,8 @@ type WebSocket struct {
 	ws   *websocket.Conn
 	opts WebSocketOptions
 	cork *corkConn // nil when the socket is not ours to wrap
+
+	readHint int // the size of the last frame read; only Read uses it
 
 	mu      sync.Mutex
 	closed  bool
@@ -221,28 +224,46 @@ func (c *WebSocket) Read(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, c.readErr(err)
 	}
-	// Read into a scratch buffer shared through a pool, then copy out just
-	// the frame: no connection keeps a read buffer of its own while idle.
-	buf := readBuffers.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= 64<<10 {
-			buf.Reset()
-			readBuffers.Put(buf)
+	// Read straight into a buffer of the size of the connection's last
+	// frame (its frames tend to be alike), grown if this one is larger: one
+	// copy of the frame, where a shared scratch buffer and a copy out of it
+	// took two. No connection keeps a read buffer while idle; a buffer much
+	// larger than its frame is traded for an exact copy.
+	buf := make([]byte, 0, min(c.readHint, maxReadHint)+readSlack)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, len(buf))
 		}
-	}()
-	if _, err := buf.ReadFrom(r); err != nil {
-		return nil, c.readErr(err)
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, c.readErr(err)
+		}
 	}
+	c.readHint = len(buf)
 	if typ != websocket.MessageText {
 		return nil, c.closeLocal(&CloseError{Code: CloseUnsupportedData, Reason: "binary frames are not supported; send JSON-RPC as text"}, true)
 	}
-	if !utf8.Valid(buf.Bytes()) {
+	if !utf8.Valid(buf) {
 		return nil, c.closeLocal(&CloseError{Code: CloseInvalidData, Reason: "text frame is not valid UTF-8"}, true)
 	}
-	return bytes.Clone(buf.Bytes()), nil
+	if cap(buf)-len(buf) > len(buf)/4+readSlack {
+		return bytes.Clone(buf), nil
+	}
+	return buf, nil
 }
 
-var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// readSlack is room beyond the last frame's size in the next read buffer:
+// frames that differ a little fit, and the end of the frame is seen
+// without growing it. maxReadHint bounds the buffer a frame gets before any
+// of its bytes came: one large frame must not make every next one costly.
+const (
+	readSlack   = 64
+	maxReadHint = 64 << 10
+)
 
 func (c *WebSocket) readErr(err error) error {
 	c.mu.Lock()
