@@ -70,8 +70,9 @@ type options struct {
 	out     string // Markdown report; "-" for none
 	profile string // "auto", "off" or a directory
 	servers int    // MCP server processes behind each hub
-	// profileOnly takes the profiles and nothing else, for work on the hub.
-	profileOnly bool
+	// profileOnly takes the profiles and nothing else, for work on the hub;
+	// fanoutOnly measures the fan-out and idle connections only.
+	profileOnly, fanoutOnly bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
@@ -86,10 +87,14 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.hub, "hub", "", "hub binary to measure; empty builds ./cmd/hub of this tree into a temporary directory")
 	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "Markdown report, relative to the module root; - for none")
 	fs.StringVar(&o.profile, "profile", "auto", "CPU profiles of the hub at 64x16: auto (when its throughput target is missed, full runs only), off, or a directory to always write them to")
+	fs.BoolVar(&o.fanoutOnly, "fanout-only", false, "measure the fan-out and idle connections only, print the table and write no report")
 	fs.BoolVar(&o.profileOnly, "profile-only", false, "take the CPU profiles only (into -profile DIR, else a temporary directory), print their summaries and write no report")
 	fs.IntVar(&o.servers, "servers", 1, "MCP server processes behind each hub path, replicas of one server that the hub spreads calls over")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if o.fanoutOnly {
+		o.out, o.profile = "-", "off"
 	}
 	if o.servers < 1 {
 		return nil, errors.New("-servers must be at least 1")
@@ -190,6 +195,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 
 	for _, pl := range cfg.payloads {
 		for _, sh := range cfg.shapes {
+			if o.fanoutOnly {
+				break
+			}
 			cell, err := runCell(ctx, cfg, env.endpoints, sh, pl, sup.cpuByProcess, progress)
 			if err != nil {
 				return fmt.Errorf("calls %s %s: %w", sh, pl.name, err)
@@ -204,11 +212,13 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if rep.statsCost, err = runStatsCost(ctx, cfg, env.solo, progress); err != nil {
-		return fmt.Errorf("traffic statistics' cost: %w", err)
-	}
-	if rep.churn, err = runChurn(ctx, cfg, env.solo, progress); err != nil {
-		return err
+	if !o.fanoutOnly {
+		if rep.statsCost, err = runStatsCost(ctx, cfg, env.solo, progress); err != nil {
+			return fmt.Errorf("traffic statistics' cost: %w", err)
+		}
+		if rep.churn, err = runChurn(ctx, cfg, env.solo, progress); err != nil {
+			return err
+		}
 	}
 	fresh, err := startHub(ctx, sup, "hub (fan-out)", hubBin, "")
 	if err != nil {
