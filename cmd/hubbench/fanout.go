@@ -322,7 +322,17 @@ func fanoutRounds(ctx context.Context, cfg *config, p *fanoutPath, d *deliveries
 	var p50s, p99s, maxs []time.Duration
 	var rates []float64
 	mt := meter{pids: p.pids, stats: p.stats, all: cpuAll}
+	var first time.Time
 	for round := -1; round < cfg.fanoutRounds; round++ {
+		if round == 0 {
+			first = time.Now()
+			if cfg.fanoutStart != nil {
+				cfg.fanoutStart()
+			}
+		}
+		if cfg.fanoutUntil > 0 && round > 0 && time.Since(first) > cfg.fanoutUntil {
+			break
+		}
 		mt.start(ctx)
 		began := time.Now()
 		done := d.send(ctx, p.update, size)

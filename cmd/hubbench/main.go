@@ -118,6 +118,10 @@ type config struct {
 	churnWorkers int
 	churn        time.Duration
 	profile      time.Duration
+	// For a profile of the fan-out: rounds stop once fanoutUntil has
+	// passed since the first measured one, when fanoutStart runs.
+	fanoutUntil time.Duration
+	fanoutStart func()
 }
 
 var (

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +105,14 @@ func runProfile(ctx context.Context, cfg *config, sup *supervisor, dir string, s
 		profileCase{what: epHTTP, payload: payloads[0], twins: []*hubRef{solo},
 			dial: func(p json.RawMessage) dialer { return leanHTTPDialer{url: solo.http("/mcp"), params: p} }})
 	var out []*profileResult
+	if n := slices.Max(cfg.fanoutSizes); n > 0 {
+		progress(fmt.Sprintf("profile: fan-out to %s on the hub twin, %v", fmtCount(int64(n)), cfg.profile))
+		r, err := profileFanout(ctx, cfg, sup, solo, dir, n, progress)
+		if err != nil {
+			return nil, fmt.Errorf("fan-out: %w", err)
+		}
+		out = append(out, r)
+	}
 	for _, pc := range cases {
 		progress(fmt.Sprintf("profile: %s, tools/call %s %s, %v", pc.what, sh, pc.payload.name, cfg.profile))
 		rs, err := profileOne(ctx, cfg, pc, dir, sh)
@@ -235,4 +244,71 @@ func (p *profileResult) heading() string {
 		allocs = fmtPerOp(p.allocs)
 	}
 	return fmt.Sprintf("%s, %s: %s, CPU %s/call, %s allocs/call", p.what, p.payload.name, fmtRate(p.rate), fmtDuration(p.cpu), allocs)
+}
+
+// profileFanout profiles the twin while it fans updates out to n
+// subscribers, round after round, for the length of the profile.
+func profileFanout(ctx context.Context, cfg *config, sup *supervisor, twin *hubRef, dir string, n int, progress func(string)) (*profileResult, error) {
+	p, stop, err := hubFanout(ctx, []*hubRef{twin}, false)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	res := &profileResult{what: "fan-out, 1 instance", payload: payload{name: fmtCount(int64(n)) + " subs"},
+		file: filepath.Join(dir, fmt.Sprintf("fanout-%d.pprof", n)), allocFile: filepath.Join(dir, fmt.Sprintf("fanout-%d.allocs.pprof", n))}
+	secs := int(cfg.profile / time.Second)
+	type fetched struct {
+		body []byte
+		err  error
+	}
+	prof, allocs := make(chan fetched, 1), make(chan fetched, 1)
+	mt := meter{pids: []int{twin.c.PID()}, stats: []*statsSource{twin.stats}}
+	// Enough rounds to outlast the profile: the measured run of runFanout,
+	// with the profile taken meanwhile.
+	pcfg := *cfg
+	pcfg.fanoutRounds = 1000
+	pcfg.fanoutUntil = time.Duration(secs)*time.Second + 200*time.Millisecond
+	pcfg.fanoutStart = func() {
+		go func() {
+			b, err := fetch(ctx, "http://"+twin.addr+"/debug/pprof/profile?seconds="+strconv.Itoa(secs))
+			prof <- fetched{b, err}
+		}()
+		go func() {
+			b, err := fetch(ctx, "http://"+twin.addr+"/debug/pprof/allocs?seconds="+strconv.Itoa(secs))
+			allocs <- fetched{b, err}
+		}()
+		mt.start(ctx)
+	}
+	results, _, err := runFanout(ctx, &pcfg, p, []int{n}, nil, progress)
+	if err != nil {
+		return nil, err
+	}
+	r := mt.stop(ctx)
+	delivered := results[0].delivered
+	f := <-prof
+	if f.err != nil {
+		return nil, f.err
+	}
+	if err := os.WriteFile(res.file, f.body, 0o644); err != nil {
+		return nil, err
+	}
+	if a := <-allocs; a.err == nil {
+		if err := os.WriteFile(res.allocFile, a.body, 0o644); err != nil {
+			return nil, err
+		}
+	} else {
+		res.allocFile = ""
+	}
+	res.rate = results[0].rate
+	if delivered > 0 {
+		res.cpu = r.cpu / time.Duration(delivered)
+		if r.mallocsOK {
+			res.allocs, res.allocsOK = r.mallocs/float64(delivered), true
+		}
+	}
+	res.top, res.toolError = pprofTop(ctx, res.file, false)
+	if res.toolError == nil {
+		res.cum, res.toolError = pprofTop(ctx, res.file, true)
+	}
+	return res, nil
 }
