@@ -432,10 +432,11 @@ func (r *report) markdown() string {
 		}
 	}
 	if len(r.profiles) > 0 {
-		w("\n## CPU profiles of the hub at 64x16\n\n")
+		w("\n## CPU profiles of the hub\n\n")
 		w("The hub binary has no profiling endpoint, so these come from its twins (`hubbench -role hub`: `hub serve` through\n")
 		w("the command's own entry, with net/http/pprof beside it) under the same 64x16 loads, %v each: one instance, two\n", r.cfg.profile)
-		w("instances sharing a redis-server (each twin profiled), and Streamable HTTP. Profiles: `%s`.\n\n", r.profileDir)
+		w("instances sharing a redis-server (each twin profiled), Streamable HTTP, and one instance fanning updates out.\n")
+		w("Profiles: `%s`.\n\n", r.profileDir)
 		for _, p := range r.profiles {
 			w("### %s\n\n", p.heading())
 			if p.toolError != nil {
