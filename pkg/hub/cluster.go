@@ -453,37 +453,37 @@ func (c *cluster) publish(ctx context.Context, topic string, env *envelope) erro
 
 // post publishes an envelope to another instance's inbox as send does,
 // without waiting: done, if not nil, is told what send would have returned,
-// on the broker's goroutine (it must not block). Envelopes posted, or sent,
+// on the broker's goroutine (it must not block), and counts the publish
+// (h.metrics.published) itself, which saves wrapping it per envelope. Envelopes posted, or sent,
 // from one goroutine leave in order. A call between instances is four
 // envelopes: none holds a goroutine while Redis answers. Where the broker
 // cannot publish without waiting, a goroutine of the hub's waits instead.
 func (c *cluster) post(instance string, env *envelope, done func(error)) {
 	h := c.hub
-	mb, _ := h.broker.(*meteredBroker)
-	var ap pubsub.AsyncPublisher
-	if mb != nil {
-		ap, _ = mb.async()
-	}
-	if ap == nil {
-		if !h.goOwned(func() { tell(done, c.send(instance, env)) }) {
-			tell(done, errDraining)
-		}
-		return
+	if done == nil {
+		done = h.metrics.published
 	}
 	env.From = h.id
 	b, err := env.encode()
 	if err != nil {
-		tell(done, err)
+		done(err)
 		return
 	}
-	if done == nil {
-		ap.PublishAsync(c.inbox(instance), b, h.metrics.published)
+	broker := h.broker
+	if mb, ok := broker.(*meteredBroker); ok {
+		broker = mb.Broker // done counts the publish
+	}
+	if ap, ok := broker.(pubsub.AsyncPublisher); ok {
+		ap.PublishAsync(c.inbox(instance), b, done)
 		return
 	}
-	ap.PublishAsync(c.inbox(instance), b, func(err error) {
-		h.metrics.published(err)
-		tell(done, err)
-	})
+	if !h.goOwned(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), time.Second)
+		defer cancel()
+		done(broker.Publish(ctx, c.inbox(instance), b))
+	}) {
+		done(errDraining)
+	}
 }
 
 // inbox returns the inbox topic of instance, from a small cache: every
@@ -507,13 +507,6 @@ func (c *cluster) inbox(instance string) string {
 
 // maxCachedInboxes bounds the cache of inbox topics.
 const maxCachedInboxes = 256
-
-// tell calls done, if any, with err.
-func tell(done func(error), err error) {
-	if done != nil {
-		done(err)
-	}
-}
 
 // send publishes an envelope to another instance's inbox, bounded by a
 // second but not by any caller's cancellation: a message that the broker
@@ -747,6 +740,7 @@ func (c *cluster) sendFailed(n uint64, instance string, env *envelope, err error
 // sendRequest posts request n; a failure to send ends it (sendFailed).
 func (c *cluster) sendRequest(n uint64, oc *outCall, env *envelope) {
 	c.post(oc.instance, env, func(err error) {
+		c.hub.metrics.published(err)
 		close(oc.sent)
 		// Off the broker's goroutine: ending a call answers its client.
 		if err != nil && !c.hub.goOwned(func() { c.sendFailed(n, oc.instance, env, err) }) {

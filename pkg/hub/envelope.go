@@ -87,11 +87,22 @@ func (env *envelope) encode() ([]byte, error) {
 	case len(env.Result) > 0:
 		head.Body, head.Result, body = bodyResult, nil, env.Result
 	}
-	b, err := head.appendHead(make([]byte, 0, 160+len(body)))
+	b, err := head.appendHead(make([]byte, 0, env.sizeHint()))
 	if err != nil || body == nil {
 		return b, err
 	}
 	return append(append(b, '\n'), body...), nil
+}
+
+// sizeHint is a close upper estimate of the wire form's size, snapshots
+// and HTTP parts aside: one allocation for the usual envelope.
+func (env *envelope) sizeHint() int {
+	n := 192 + len(env.From) + len(env.Client) + len(env.Replica) + len(env.Server) + len(env.Method) + len(env.URI) +
+		len(env.Params) + len(env.Result) + 4*len(env.Chunk)/3
+	if env.Error != nil {
+		n += len(env.Error.Message) + len(env.Error.Data)
+	}
+	return n
 }
 
 // decodeEnvelope reads an envelope's wire form. The params or result it

@@ -161,13 +161,6 @@ func (b *meteredBroker) Publish(ctx context.Context, topic string, payload []byt
 	return err
 }
 
-// async returns the broker's way of publishing without waiting, if it has
-// one (pubsub.AsyncPublisher).
-func (b *meteredBroker) async() (pubsub.AsyncPublisher, bool) {
-	ap, ok := b.Broker.(pubsub.AsyncPublisher)
-	return ap, ok
-}
-
 func (b *meteredBroker) Subscribe(ctx context.Context, topic string, fn pubsub.Handler) (pubsub.Subscription, error) {
 	received := b.m.brokerOps.WithLabelValues("receive", "ok")
 	return b.Broker.Subscribe(ctx, topic, func(ctx context.Context, topic string, payload []byte) {
