@@ -130,6 +130,9 @@ type Redis struct {
 	ctx    context.Context // the broker's lifetime, cancelled by Close
 	cancel context.CancelFunc
 	pubq   chan *pubReq // Publish -> the publisher goroutine
+	// enqueueMu orders PublishAsync's queueing before the publisher's last
+	// look at the queue (see PublishAsync).
+	enqueueMu sync.RWMutex
 
 	chanMu   sync.RWMutex
 	channels map[string]string // topic -> KeyPrefix+topic
@@ -439,29 +442,46 @@ func (r *Redis) PublishAsync(topic string, payload []byte, done func(error)) {
 		fail(notSent(r.unavailable("publish", err)))
 		return
 	}
-	req := &pubReq{deadline: time.Now().Add(r.opts.CommandTimeout), channel: channel, payload: payload, cb: done}
-	select {
-	case r.pubq <- req:
-	default:
-		// The queue is full: wait for room, within the same time limit.
-		t := time.NewTimer(time.Until(req.deadline))
-		defer t.Stop()
-		select {
-		case r.pubq <- req:
-		case <-t.C:
-			fail(notSent(r.unavailable("publish", context.DeadlineExceeded)))
-			return
-		case <-r.ctx.Done():
-			fail(notSent(ErrClosed))
-			return
-		}
-	}
-	// Queued as the broker closed: the publisher may have drained the
-	// queue already. Whoever gives the message up tells done.
-	if r.ctx.Err() != nil && req.giveUp() {
-		fail(notSent(ErrClosed))
+	// Held while queueing: the publisher, once the broker closes, takes the
+	// write lock before it fails what is queued, so that nothing is queued
+	// after that. Once queued, the message is the publisher's (it recycles
+	// it once done is told).
+	if err := r.enqueue(channel, payload, done); err != nil {
+		fail(err) // outside the lock: done may do anything
 	}
 }
+
+// enqueue queues a PublishAsync's message, or returns why it cannot.
+func (r *Redis) enqueue(channel string, payload []byte, done func(error)) error {
+	r.enqueueMu.RLock()
+	defer r.enqueueMu.RUnlock()
+	if r.ctx.Err() != nil {
+		return notSent(ErrClosed)
+	}
+	req := pubReqPool.Get().(*pubReq)
+	req.deadline, req.channel, req.payload, req.cb = time.Now().Add(r.opts.CommandTimeout), channel, payload, done
+	req.state.Store(reqQueued)
+	select {
+	case r.pubq <- req:
+		return nil
+	default:
+	}
+	// The queue is full: wait for room, within the same time limit.
+	t := time.NewTimer(time.Until(req.deadline))
+	defer t.Stop()
+	select {
+	case r.pubq <- req:
+		return nil
+	case <-t.C:
+		return notSent(r.unavailable("publish", context.DeadlineExceeded))
+	case <-r.ctx.Done():
+		return notSent(ErrClosed)
+	}
+}
+
+// pubReqPool recycles the messages of PublishAsync, one per message
+// between instances otherwise.
+var pubReqPool = sync.Pool{New: func() any { return new(pubReq) }}
 
 // channel returns the Redis channel of topic: KeyPrefix+topic, from a small
 // cache, since the hub publishes on a few topics over and over.
@@ -541,16 +561,22 @@ func (req *pubReq) expired() error {
 
 // finish tells the caller the outcome: Publish, which explains it itself,
 // or PublishAsync's done, with the error Publish would have returned.
+//
+// A PublishAsync's message is recycled: whoever finishes it must not touch
+// it afterwards.
 func (r *Redis) finish(req *pubReq, err error) {
-	switch {
-	case req.done != nil:
+	if req.done != nil {
 		req.done <- err
-	case req.cb != nil:
+		return
+	}
+	if cb := req.cb; cb != nil {
 		if err != nil {
 			err = r.publishError(context.Background(), err)
 		}
-		req.cb(err)
+		cb(err)
 	}
+	req.channel, req.payload, req.cb = "", nil, nil
+	pubReqPool.Put(req)
 }
 
 // giveUp gives the message up unless someone took it or gave it up first,
@@ -575,7 +601,11 @@ func (r *Redis) publisher() {
 	for {
 		select {
 		case <-r.ctx.Done():
-			// The broker is closed: what is still queued is not sent.
+			// The broker is closed: what is still queued is not sent. The
+			// lock waits for PublishAsync calls queueing now; later ones
+			// see the broker closed.
+			r.enqueueMu.Lock()
+			defer r.enqueueMu.Unlock()
 			for {
 				select {
 				case req := <-r.pubq:
@@ -617,6 +647,8 @@ func (r *Redis) publishBatch(batch []*pubReq, cmds []*redis.IntCmd) []*redis.Int
 	for _, req := range batch {
 		if err := req.expired(); err != nil && req.giveUp() {
 			r.finish(req, notSent(err))
+			cmds = append(cmds, nil) // finished, and perhaps recycled: not to be touched
+			continue
 		}
 		if !req.state.CompareAndSwap(reqQueued, reqTaken) {
 			cmds = append(cmds, nil) // abandoned
