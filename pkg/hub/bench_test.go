@@ -207,7 +207,7 @@ func BenchmarkCall(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			clients := make([]*mcp.Client, 4)
 			for i := range clients {
-				c, err := mcp.Connect(context.Background(), tc.th.wsURL("/mcp"), nil)
+				c, err := mcp.Connect(context.Background(), tc.th.wsURL("/mcp"), &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -97,7 +97,7 @@ func (env *envelope) encode() ([]byte, error) {
 // sizeHint is a close upper estimate of the wire form's size, snapshots
 // and HTTP parts aside: one allocation for the usual envelope.
 func (env *envelope) sizeHint() int {
-	n := 192 + len(env.From) + len(env.Client) + len(env.Replica) + len(env.Server) + len(env.Method) + len(env.URI) +
+	n := 192 + len(env.From) + len(env.Client) + len(env.Replica) + len(env.Server) + len(env.Method) + len(env.URI) + len(env.LogLevel) +
 		len(env.Params) + len(env.Result) + 4*len(env.Chunk)/3
 	if env.Error != nil {
 		n += len(env.Error.Message) + len(env.Error.Data)
@@ -143,15 +143,15 @@ func (env *envelope) appendHead(b []byte) ([]byte, error) {
 	b = append(b, `,"f":`...)
 	b = jsonrpc.AppendString(b, env.From)
 	b = appendUint(b, `,"v":`, env.Version)
-	b = appendUint(b, `,"n":`, uint64(env.Clients))
+	b = appendInt(b, `,"n":`, env.Clients)
 	var err error
 	if env.Snapshot != nil {
 		if b, err = appendMarshal(b, `,"s":`, env.Snapshot); err != nil {
 			return nil, err
 		}
 	}
-	b = appendUint(b, `,"pt":`, uint64(env.Part))
-	b = appendUint(b, `,"pts":`, uint64(env.Parts))
+	b = appendInt(b, `,"pt":`, env.Part)
+	b = appendInt(b, `,"pts":`, env.Parts)
 	if len(env.Chunk) > 0 {
 		b = append(b, `,"ch":"`...)
 		b = base64.StdEncoding.AppendEncode(b, env.Chunk)
@@ -183,6 +183,7 @@ func (env *envelope) appendHead(b []byte) ([]byte, error) {
 		}
 		b = append(b, '}')
 	}
+	b = appendStr(b, `,"ll":`, string(env.LogLevel))
 	if b, err = appendRaw(b, `,"res":`, env.Result); err != nil {
 		return nil, err
 	}
@@ -214,6 +215,13 @@ func appendUint(b []byte, name string, v uint64) []byte {
 		return b
 	}
 	return strconv.AppendUint(append(b, name...), v, 10)
+}
+
+func appendInt(b []byte, name string, v int) []byte {
+	if v == 0 {
+		return b
+	}
+	return strconv.AppendInt(append(b, name...), int64(v), 10)
 }
 
 func appendStr(b []byte, name, v string) []byte {
@@ -289,6 +297,12 @@ func (env *envelope) decodeHead(head []byte) bool {
 			env.Params = rawMember(v)
 		case "cap":
 			ok = decodeCaps(v, &env.Caps)
+		case "ll":
+			var level string
+			ok = null || decodeInterned(v, &level)
+			if ok && !null {
+				env.LogLevel = mcp.LoggingLevel(level)
+			}
 		case "res":
 			env.Result = rawMember(v)
 		case "err":
@@ -321,7 +335,7 @@ func decodeKind(v []byte, kind *string) bool {
 }
 
 var kinds = [...]string{kindCall, kindResult, kindNotify, kindCancel, kindHeartbeat, kindSReq, kindSRes, kindSCancel,
-	kindSub, kindSync, kindHTTP, kindHTTPRes, kindSnapshot, kindSnapPart, kindBye, kindHello}
+	kindSub, kindSync, kindHTTP, kindHTTPRes, kindSnapshot, kindSnapPart, kindBye, kindHello, kindResume}
 
 // decodeBody reads which member follows the header without allocating for
 // the two there are.

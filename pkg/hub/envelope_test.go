@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -60,6 +61,49 @@ func TestEnvelope_headAsEncodingJSON(t *testing.T) {
 			}
 		}
 		assert.Equal(t, want, byHand)
+	}
+}
+
+// TestEnvelope_everyMemberTravels: each member of the envelope, set alone,
+// comes back through the hand-written header as through encoding/json: a
+// member added to the struct and forgotten in appendHead or decodeHead
+// fails here.
+func TestEnvelope_everyMemberTravels(t *testing.T) {
+	t.Parallel()
+	typ := reflect.TypeFor[envelope]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		t.Run(f.Name, func(t *testing.T) {
+			env := envelope{Kind: "k", From: "f"}
+			v := reflect.ValueOf(&env).Elem().Field(i)
+			switch {
+			case f.Type == reflect.TypeFor[json.RawMessage]():
+				v.SetBytes([]byte(`{"a":[1,"\n"]}`))
+			case f.Type.Kind() == reflect.String:
+				v.SetString("x \"y\"\n<z>")
+			case f.Type.Kind() == reflect.Uint64:
+				v.SetUint(1<<63 + 7)
+			case f.Type.Kind() == reflect.Int:
+				v.SetInt(-3)
+			case f.Type.Kind() == reflect.Bool:
+				v.SetBool(true)
+			case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Uint8:
+				v.SetBytes([]byte("\x00chunk"))
+			case f.Type.Kind() == reflect.Pointer:
+				v.Set(reflect.New(f.Type.Elem()))
+			default:
+				t.Fatalf("a member of type %v: give TestEnvelope_everyMemberTravels a value for it", f.Type)
+			}
+			head, err := env.appendHead(nil)
+			require.NoError(t, err)
+			var byJSON, byHand envelope
+			require.NoError(t, json.Unmarshal(head, &byJSON), "%s", head)
+			theirs, err := json.Marshal(&env)
+			require.NoError(t, err)
+			require.True(t, byHand.decodeHead(theirs), "%s", theirs)
+			assert.Equal(t, byJSON, byHand, "%s", head)
+			assert.False(t, reflect.ValueOf(byHand).Field(i).IsZero(), "%s is lost on the way: %s", f.Name, head)
+		})
 	}
 }
 
