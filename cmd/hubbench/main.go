@@ -268,7 +268,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "  "+v.String())
 	}
 	for _, p := range rep.profiles {
-		fmt.Fprintf(stdout, "CPU profile at %s, %s: %s\n", profiled, p.heading(), p.file)
+		fmt.Fprintf(stdout, "CPU profile, %s: %s\n", p.heading(), p.file)
 	}
 	if o.out != "-" {
 		path := o.out

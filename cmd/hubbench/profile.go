@@ -144,11 +144,12 @@ func profileOne(ctx context.Context, cfg *config, pc profileCase, dir string, sh
 	meters := make([]meter, len(pc.twins))
 	readings := make([]reading, len(pc.twins))
 	for i, tw := range pc.twins {
-		what := pc.what
+		what, twin := pc.what+" "+sh.String(), ""
 		if len(pc.twins) > 1 {
 			what += ": " + tw.name
+			twin = "-" + tw.name
 		}
-		slug := strings.NewReplacer(" ", "", "(", "", ")", "", ":", "-").Replace(what + "-" + sh.String() + "-" + pc.payload.name)
+		slug := strings.NewReplacer(" ", "", "(", "", ")", "", ":", "-").Replace(pc.what + twin + "-" + sh.String() + "-" + pc.payload.name)
 		results = append(results, &profileResult{what: what, payload: pc.payload,
 			file: filepath.Join(dir, slug+".pprof"), allocFile: filepath.Join(dir, slug+".allocs.pprof")})
 		profs[i] = make(chan fetched, 1)
