@@ -252,7 +252,7 @@ func (r *report) statsCostRows(t *table) {
 		}
 		t.add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
 			fmtDuration(c.sum.P50), fmtDuration(c.sum.P99), fmtDuration(c.sum.P999), "", "",
-			fmtDuration(c.cpuPerCall()), "", allocs, "", target)
+			fmtDuration(c.cpuPerCall()), "", "", allocs, "", target)
 	}
 }
 
