@@ -145,7 +145,10 @@
 // subscription. Publish itself does wait: Memory's until the message is
 // offered to every local subscription, Redis's until Redis has answered the
 // PUBLISH (one round trip, shared by the messages published meanwhile, and
-// bounded by CommandTimeout).
+// bounded by CommandTimeout). PublishAsync (the AsyncPublisher capability of
+// both) does not: the message joins the same queue, in order with the
+// caller's other messages, and a callback learns the outcome, so that a
+// router need not hold a goroutine per message in flight.
 //
 // The Handler's context is cancelled when its Subscription or Broker is
 // closed; Close waits for a running Handler to return, so a Handler must
