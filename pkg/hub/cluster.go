@@ -915,7 +915,8 @@ func (sc *servedCall) finish(raw json.RawMessage, err error) {
 
 // answered ends the call's service once its answer is published (or could
 // not be).
-func (sc *servedCall) answered(error) {
+func (sc *servedCall) answered(err error) {
+	sc.c.hub.metrics.published(err)
 	sc.c.unserve(servedKey(sc.env.From, sc.env.Call))
 }
 

@@ -144,6 +144,9 @@ func (env *envelope) appendHead(b []byte) ([]byte, error) {
 	b = jsonrpc.AppendString(b, env.From)
 	b = appendUint(b, `,"v":`, env.Version)
 	b = appendInt(b, `,"n":`, env.Clients)
+	if env.Deaf {
+		b = append(b, `,"d":true`...)
+	}
 	var err error
 	if env.Snapshot != nil {
 		if b, err = appendMarshal(b, `,"s":`, env.Snapshot); err != nil {
@@ -273,6 +276,8 @@ func (env *envelope) decodeHead(head []byte) bool {
 			ok = null || decodeUint(v, &env.Version)
 		case "n":
 			ok = null || decodeInt(v, &env.Clients)
+		case "d":
+			ok = null || decodeBool(v, &env.Deaf)
 		case "s":
 			ok = unmarshalMember(v, &env.Snapshot)
 		case "pt":
