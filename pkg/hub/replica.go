@@ -132,10 +132,16 @@ func (rp *replica) run(nameHint string) {
 		h.metrics.slowConsumers.Inc()
 	}
 	name := rp.name()
-	h.removeLocal(rp.id)
-	if len(h.reg.view().servers[name]) == 0 {
+	last := true
+	for _, ri := range h.reg.view().servers[name] {
+		last = last && ri.ID == rp.id
+	}
+	if last {
+		// Recorded before the server leaves the view: whoever sees it gone
+		// can see why.
 		h.departed(name, err)
 	}
+	h.removeLocal(rp.id)
 	rp.log.Info("server disconnected", "reason", err)
 }
 
