@@ -707,19 +707,21 @@ func (c *cluster) startRequest(instance string, env *envelope, cl caller, done f
 			case <-h.ctx.Done():
 				return
 			}
-			c.cancelSent(instance, env)
+			c.cancelSent(instance, env, cause)
 		})
 	}
 }
 
-// cancelSent tells instance to give up a call or sreq this instance sent it
-// (other requests have nothing to cancel).
-func (c *cluster) cancelSent(instance string, req *envelope) {
+// cancelSent tells instance to give up a call, retry or sreq this instance
+// sent it (other requests have nothing to cancel), and whether it timed
+// out.
+func (c *cluster) cancelSent(instance string, req *envelope, cause error) {
+	timeout := errors.Is(cause, context.DeadlineExceeded)
 	switch req.Kind {
-	case kindCall:
-		c.send(instance, &envelope{Kind: kindCancel, Call: req.Call})
+	case kindCall, kindResume:
+		c.send(instance, &envelope{Kind: kindCancel, Call: req.Call, Timeout: timeout})
 	case kindSReq:
-		c.send(instance, &envelope{Kind: kindSCancel, Call: req.Call})
+		c.send(instance, &envelope{Kind: kindSCancel, Call: req.Call, Timeout: timeout})
 	}
 }
 
@@ -733,7 +735,7 @@ func (c *cluster) sendFailed(n uint64, instance string, env *envelope, err error
 		return
 	}
 	if c.finish(n, nil, errUnconfirmed(err)) {
-		c.cancelSent(instance, env)
+		c.cancelSent(instance, env, context.Canceled)
 	}
 }
 
@@ -795,7 +797,11 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 		cancel := c.served[key]
 		c.mu.Unlock()
 		if cancel != nil {
-			cancel(context.Canceled)
+			cause := context.Canceled
+			if env.Timeout {
+				cause = context.DeadlineExceeded // the server hears the call timed out
+			}
+			cancel(cause)
 		}
 	case kindCall:
 		c.serveCall(env)
@@ -950,7 +956,8 @@ func (c *cluster) serveResume(env *envelope) {
 		answer(nil, errBadState("the retry carries no requestState of the hub's"))
 		return
 	}
-	w := &inputWaiter{c: &remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client}, meta: m, send: answer}
+	w := &inputWaiter{c: &remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client}, meta: m,
+		token: progressToken(env.Params), send: answer}
 	c.mu.Lock()
 	c.served[key] = func(error) {
 		c.unserve(key)

@@ -62,7 +62,8 @@ type envelope struct {
 	Error    *wireError       `json:"err,omitempty"`
 	URI      string           `json:"u,omitempty"`
 	Unsub    bool             `json:"x,omitempty"`
-	Body     string           `json:"b,omitempty"` // on the wire: which of Params and Result follows the header
+	Timeout  bool             `json:"to,omitempty"` // of a cancel: the call timed out (the server is told so)
+	Body     string           `json:"b,omitempty"`  // on the wire: which of Params and Result follows the header
 	HTTP     *httpPart        `json:"h,omitempty"`
 }
 
@@ -146,6 +147,9 @@ func (env *envelope) appendHead(b []byte) ([]byte, error) {
 	b = appendInt(b, `,"n":`, env.Clients)
 	if env.Deaf {
 		b = append(b, `,"d":true`...)
+	}
+	if env.Timeout {
+		b = append(b, `,"to":true`...)
 	}
 	var err error
 	if env.Snapshot != nil {
@@ -278,6 +282,8 @@ func (env *envelope) decodeHead(head []byte) bool {
 			ok = null || decodeInt(v, &env.Clients)
 		case "d":
 			ok = null || decodeBool(v, &env.Deaf)
+		case "to":
+			ok = null || decodeBool(v, &env.Timeout)
 		case "s":
 			ok = unmarshalMember(v, &env.Snapshot)
 		case "pt":

@@ -113,9 +113,20 @@ func (in *inputs) verify(st inputState) bool {
 // inputWaiter is a client's request that the call's next outcome answers:
 // its first request, then each retry.
 type inputWaiter struct {
-	c    caller // where notifications about the call go meanwhile
-	meta *mcp.RequestMeta
-	send func(json.RawMessage, error)
+	c     caller // where notifications about the call go meanwhile
+	meta  *mcp.RequestMeta
+	token json.RawMessage // its progress token: the call's progress goes to it under this one
+	send  func(json.RawMessage, error)
+}
+
+// progressToken returns a request's _meta.progressToken, or nil.
+func progressToken(params json.RawMessage) json.RawMessage {
+	if !mayHaveMeta(params) {
+		return nil
+	}
+	meta, _ := jsonrpc.Member(params, "_meta")
+	t, _ := jsonrpc.Member(meta, mcp.MetaProgressToken)
+	return t
 }
 
 // inputAsk is a server's request waiting for the client's input.
@@ -157,7 +168,7 @@ var _ caller = (*inputCall)(nil)
 // start registers a modern client's call about to be forwarded; first is
 // its request, answered with the call's answer or its first input requests.
 func (in *inputs) start(server string, req *jsonrpc.Request, first sessionCall, send func(json.RawMessage, error)) (*inputCall, *inputWaiter) {
-	w := &inputWaiter{c: first, meta: first.meta, send: send}
+	w := &inputWaiter{c: first, meta: first.meta, token: progressToken(req.Params), send: send}
 	ic := &inputCall{in: in, method: req.Method, name: callName(req), server: server, meta: first.meta, cur: w}
 	in.mu.Lock()
 	in.next++
@@ -293,14 +304,26 @@ func (ic *inputCall) askLocked() func() {
 }
 
 // notify passes a notification about the call (progress, a log) to the
-// request waiting now; between rounds no one can take it.
+// request waiting now, progress under that request's own token (none: it
+// wants none); between rounds no one can take it.
 func (ic *inputCall) notify(method string, params json.RawMessage) {
 	ic.mu.Lock()
 	w := ic.cur
 	ic.mu.Unlock()
-	if w != nil {
-		w.c.notify(method, params)
+	if w == nil {
+		return
 	}
+	if method == mcp.NotificationProgress {
+		if w.token == nil {
+			return
+		}
+		p, err := jsonrpc.SetMember(params, mcp.MetaProgressToken, w.token)
+		if err != nil {
+			return
+		}
+		params = p
+	}
+	w.c.notify(method, params)
 }
 
 // request takes a server's request for the client: it becomes an input
@@ -438,7 +461,7 @@ func (in *inputs) resume(s *session, st inputState, req *jsonrpc.Request, m *mcp
 		reply.Send(s.decorate(req.Method, raw), nil)
 	}
 	if st.instance == h.id {
-		w := &inputWaiter{c: sc, meta: m, send: send}
+		w := &inputWaiter{c: sc, meta: m, token: progressToken(req.Params), send: send}
 		if err := in.resumeWith(st, req.Method, req.Params, w); err != nil {
 			send(nil, err)
 			return

@@ -705,3 +705,47 @@ func TestModern_modernServer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, tools, 2, "the hub listed the tools again")
 }
+
+// TestModern_retryCancelledOnAnotherInstance: a retry that went to the
+// instance holding its call, and whose client then leaves, ends the call
+// there: the server is told, and nothing is left served.
+func TestModern_retryCancelledOnAnotherInstance(t *testing.T) {
+	t.Parallel()
+	_, hubs := startCluster(t, 2)
+	a, b := hubs[0], hubs[1]
+	s := mcp.NewServer(mcp.Implementation{Name: "stubborn", Version: "1"}, nil)
+	cancelled := make(chan struct{})
+	answered := make(chan struct{})
+	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		if _, err := req.CreateMessage(ctx, &mcp.CreateMessageParams{Messages: []mcp.SamplingMessage{{Role: "user", Content: mcp.TextContent("?")}}, MaxTokens: 5}); err != nil {
+			return nil, err
+		}
+		close(answered)
+		_ = req.Progress(ctx, 1, 2, "waiting") // the retry's response starts: its client can leave it
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	})
+	a.runServer(s, "stubborn")
+	b.waitServer("stubborn", 1)
+	withToken := func(body, token string) string {
+		return strings.Replace(body, `"_meta":{`, `"_meta":{"progressToken":"`+token+`",`, 1)
+	}
+	resp, _ := modernPost(t, a.srv.URL+"/mcp", withToken(retryBody(1, "stubborn__ask", `{}`, `{"sampling":{}}`, "", ""), "p1"), nil).answer(t)
+	key, _, state, _ := inputRequests(t, resp)
+	retry := modernPost(t, b.srv.URL+"/mcp", withToken(retryBody(2, "stubborn__ask", `{}`, `{"sampling":{}}`, `"`+key+`":`+sampled, state), "p2"), nil)
+	assert.Contains(t, string(retry.next(t)), `"progressToken":"p2"`, "the call's progress reaches its retry, under the retry's token")
+	select {
+	case <-answered:
+	case <-time.After(wait):
+		t.Fatal("the answer never reached the server")
+	}
+	retry.cancel() // the client leaves while the call goes on
+	select {
+	case <-cancelled:
+	case <-time.After(wait):
+		t.Fatal("the server was never told the call is cancelled")
+	}
+	require.Eventually(t, func() bool { return a.cluster.serving() == 0 }, wait, 5*time.Millisecond,
+		"the retry served for the other instance is gone")
+}
