@@ -248,7 +248,7 @@ func (s *session) releaseURI(uri string) {
 // deliverUpdate sends a resource update to the session: as it is if the
 // session subscribed with resources/subscribe, and tagged for each of its
 // streams that asked for the URI.
-func (s *session) deliverUpdate(uri string, frame []byte) {
+func (s *session) deliverUpdate(uri, key string, frame []byte) {
 	s.mu.Lock()
 	plain := s.subscribed[uri]
 	var streams []*listener
@@ -258,7 +258,6 @@ func (s *session) deliverUpdate(uri string, frame []byte) {
 		}
 	}
 	s.mu.Unlock()
-	key := "updated:" + uri // the latest update of a URI says it all
 	if plain {
 		s.notice(mcp.NotificationResourceUpdated, frame, key)
 	}

@@ -491,8 +491,9 @@ func (s *subscriptions) deliverLocal(uri string, frame []byte) {
 		subs = append(subs, ss)
 	}
 	s.mu.Unlock()
+	key := "updated:" + uri // the latest update of a URI says it all: it replaces a queued one
 	for _, ss := range subs {
-		ss.deliverUpdate(uri, frame)
+		ss.deliverUpdate(uri, key, frame)
 	}
 }
 
