@@ -362,6 +362,13 @@ func servedBy(key servedID, instance string) bool { return key.from == instance 
 // output buffer passes 32 MiB, and every instance with it).
 func (c *cluster) publishSnapshot(ctx context.Context) {
 	h := c.hub
+	// The version is read first: a snapshot may hold more than its version
+	// says, never less. (Read after, a change made while the snapshot was
+	// built gave it the version of a content it lacked; the snapshot that
+	// followed with that content had the same version, and the others,
+	// holding it already, kept the one without: a server never appeared
+	// on them.)
+	version := c.version.Load()
 	snap := &snapshot{Addr: h.cfg.Addr, StartedAt: h.start.UTC(), Departed: h.gone.list(), Reserved: h.reg.localReservations()}
 	for _, ri := range h.reg.localReplicas() {
 		rs := replicaSnap{ID: ri.ID, Name: ri.Name, ServerInfo: ri.ServerInfo, ProtocolVersion: ri.ProtocolVersion,
@@ -373,7 +380,6 @@ func (c *cluster) publishSnapshot(ctx context.Context) {
 		}
 		snap.Replicas = append(snap.Replicas, rs)
 	}
-	version := c.version.Load()
 	raw, err := json.Marshal(snap)
 	if err != nil {
 		h.log.Error("encoding the snapshot failed", "err", err)

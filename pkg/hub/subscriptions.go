@@ -443,11 +443,16 @@ func (s *subscriptions) reask(uri string) {
 	s.upstream[uri] = up
 	s.mu.Unlock()
 	up.err = s.ask(s.hub.ctx, up, uri)
+	// Read before up is ready: once it is, viewChanged may clear it (under
+	// s.mu) when its server is gone.
+	s.mu.Lock()
+	moved := old.replica != up.replica
+	s.mu.Unlock()
 	close(up.ready)
 	if up.err != nil {
 		s.hub.log.Warn("resubscribing after a server moved failed", "uri", uri, "err", up.err)
 	}
-	if old.replica != up.replica {
+	if moved {
 		s.release(old, uri)
 	}
 }
