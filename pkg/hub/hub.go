@@ -505,15 +505,14 @@ func (h *Hub) waitView(ctx context.Context, ok func(*view) bool) error {
 func (h *Hub) listsChanged(old, cur *view) {
 	whole := cur.changed(old, "")
 	for _, s := range h.sessionList() {
-		if !s.toldOf(cur.gen) {
-			continue
-		}
 		methods := whole
 		if s.scope != "" {
 			methods = cur.changed(old, s.scope)
 		}
 		for _, m := range methods {
-			s.listChanges.fire(m)
+			if s.owe(m, cur.gen) {
+				s.listChanges.fire(m)
+			}
 		}
 	}
 }

@@ -31,6 +31,10 @@ type listener struct {
 	reply  *peer.Reply
 	ended  bool // guarded by the session's mu
 	held   bool // its resource subscriptions are taken (guarded by the session's mu)
+	// sinceGen is the view it opened in, owed the list_changed it is to
+	// hear of (session.owe); guarded by the session's mu.
+	sinceGen uint64
+	owed     uint8
 }
 
 // hold is one resource subscription of a session, held by its
@@ -105,6 +109,7 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 	if s.listeners == nil {
 		s.listeners = map[*listener]struct{}{}
 	}
+	l.sinceGen = h.reg.view().gen
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
 	for uri := range l.uris {
@@ -268,20 +273,25 @@ func (s *session) deliverUpdate(uri, key string, frame []byte) {
 	}
 }
 
-// listChanged sends the client a list_changed (the coalescer's call): to
-// its session if it has one, and to each stream that asked for that kind.
+// listChanged sends the client the list_changed it is owed (session.owe;
+// the coalescer's call): to its session, and to each stream that asked for
+// that kind.
 func (s *session) listChanged(method string) {
-	if s.isInitialized() {
-		s.notice(method, encodeNotification(method, nil), method)
-	}
+	bit := listBit(method)
 	s.mu.Lock()
+	plain := s.owed&bit != 0
+	s.owed &^= bit
 	var streams []*listener
 	for l := range s.listeners {
-		if l.wants(method) {
+		if l.owed&bit != 0 {
+			l.owed &^= bit
 			streams = append(streams, l)
 		}
 	}
 	s.mu.Unlock()
+	if plain {
+		s.notice(method, encodeNotification(method, nil), method)
+	}
 	for _, l := range streams {
 		s.notice(method, l.tag(method, nil), method+l.key)
 	}

@@ -55,6 +55,7 @@ type session struct {
 	declared    clientCaps       // what it can do for servers
 	level       mcp.LoggingLevel // "" until the client sets one: then everything is sent
 	sinceGen    uint64           // the view it initialized in: it hears of later changes only
+	owed        uint8            // the list_changed it is to hear of (listBit)
 	calling     map[string]int   // calls in flight, by server
 }
 
@@ -148,14 +149,41 @@ func (s *session) clientName() string {
 	return s.name
 }
 
-// toldOf reports whether the session hears of the changes that made view
-// gen: a session initialized before it (the view is swapped in before its
-// changes are told, and one that initialized meanwhile got its lists from
-// it), or one with listen streams.
-func (s *session) toldOf(gen uint64) bool {
+// owe notes that the session is to hear of a list_changed (method) that
+// made view gen, and reports whether it is: its session if it initialized
+// before that view, and each of its listen streams opened before it that
+// asked for that kind. (A view is swapped in before its changes are told:
+// a client that initialized, or a stream that opened, in between got its
+// lists from it, and a list_changed then would be a stray one.)
+func (s *session) owe(method string, gen uint64) bool {
+	bit := listBit(method)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.initialized && s.sinceGen < gen || len(s.listeners) > 0
+	owed := false
+	if s.initialized && s.sinceGen < gen {
+		s.owed |= bit
+		owed = true
+	}
+	for l := range s.listeners {
+		if l.sinceGen < gen && l.wants(method) {
+			l.owed |= bit
+			owed = true
+		}
+	}
+	return owed
+}
+
+// listBit is a list_changed notification's bit among the owed ones.
+func listBit(method string) uint8 {
+	switch method {
+	case mcp.NotificationToolsListChanged:
+		return 1
+	case mcp.NotificationResourcesListChanged:
+		return 2
+	case mcp.NotificationPromptsListChanged:
+		return 4
+	}
+	return 0
 }
 
 func (s *session) isInitialized() bool {
