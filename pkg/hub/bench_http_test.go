@@ -1,0 +1,208 @@
+package hub
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// BenchmarkStreamableCall is BenchmarkCall's one-instance tools/call of 100
+// bytes over Streamable HTTP: 4 sessions with 16 calls in flight each, every
+// call a POST on a keep-alive TCP connection of its own, answered with one
+// JSON body. The client writes its POSTs by hand and reads the answers
+// without net/http (as cmd/hubbench's lean client does), so that ns/op,
+// cpu-ns/op and allocs/op, which count the whole process, are mostly the
+// hub's and its MCP server's: for A/B comparisons of the HTTP path with
+// benchstat.
+func BenchmarkStreamableCall(b *testing.B) {
+	th := benchHub(b, nil)
+	s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(req.Params.Arguments)}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	dialed := make(chan struct{})
+	go func() { defer close(dialed); s.Dial(ctx, th.wsURL("/mcp/server"), nil) }()
+	b.Cleanup(func() { cancel(); <-dialed })
+	wctx, wcancel := context.WithTimeout(context.Background(), wait)
+	defer wcancel()
+	if err := th.waitView(wctx, func(v *view) bool { return len(v.servers["bench"]) == 1 }); err != nil {
+		b.Fatal("the bench server never appeared")
+	}
+
+	const sessions, inflight = 4, 16
+	endpoint := th.srv.URL + "/mcp"
+	var slots []*benchHTTPSlot
+	for range sessions {
+		head, err := benchHTTPSession(endpoint)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range inflight {
+			sl, err := newBenchHTTPSlot(endpoint, head)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sl.conn.Close()
+			slots = append(slots, sl)
+		}
+	}
+	params := `{"name":"bench__echo","arguments":{"text":"` + strings.Repeat("x", 100-len(`{"text":""}`)) + `"}}`
+	var next, ids atomic.Int64
+	b.SetParallelism(max(1, len(slots)/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	b.RunParallel(func(pb *testing.PB) {
+		i := next.Add(1) - 1
+		if i >= int64(len(slots)) {
+			b.Error("more goroutines than calls in flight: GOMAXPROCS above 64")
+			return
+		}
+		sl := slots[i]
+		for pb.Next() {
+			if err := sl.call(ids.Add(1), params); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// benchHTTPSession opens a session (initialize, notifications/initialized)
+// and returns the head of its POSTs, up to Content-Length's value.
+func benchHTTPSession(endpoint string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", err
+	}
+	post := func(header http.Header, body string) (http.Header, error) {
+		req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header = header.Clone()
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		got, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode/100 != 2 {
+			return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, got)
+		}
+		return resp.Header, nil
+	}
+	got, err := post(http.Header{}, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+
+		mcp.LatestVersion+`","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	if err != nil {
+		return "", fmt.Errorf("initialize: %w", err)
+	}
+	h := http.Header{}
+	h.Set(mcp.HeaderSessionID, got.Get(mcp.HeaderSessionID))
+	h.Set(mcp.HeaderProtocolVersion, mcp.LatestVersion)
+	if _, err := post(h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+		return "", fmt.Errorf("notifications/initialized: %w", err)
+	}
+	return "POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host +
+		"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+		mcp.HeaderSessionID + ": " + h.Get(mcp.HeaderSessionID) + "\r\n" +
+		mcp.HeaderProtocolVersion + ": " + mcp.LatestVersion + "\r\nContent-Length: ", nil
+}
+
+// benchHTTPSlot is one call in flight: a keep-alive TCP connection on which
+// it POSTs a call and reads its JSON answer, again and again.
+type benchHTTPSlot struct {
+	conn net.Conn
+	r    *bufio.Reader
+	head string
+	req  []byte
+	body []byte
+}
+
+func newBenchHTTPSlot(endpoint, head string) (*benchHTTPSlot, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	return &benchHTTPSlot{conn: conn, r: bufio.NewReader(conn), head: head}, nil
+}
+
+// call POSTs one tools/call with id and checks that its answer is a result.
+func (sl *benchHTTPSlot) call(id int64, params string) error {
+	body := sl.body[:0]
+	body = append(body, `{"jsonrpc":"2.0","id":`...)
+	body = strconv.AppendInt(body, id, 10)
+	body = append(body, `,"method":"tools/call","params":`...)
+	body = append(body, params...)
+	body = append(body, '}')
+	sl.body = body
+	req := append(sl.req[:0], sl.head...)
+	req = strconv.AppendInt(req, int64(len(body)), 10)
+	req = append(req, "\r\n\r\n"...)
+	req = append(req, body...)
+	sl.req = req
+	_ = sl.conn.SetDeadline(time.Now().Add(wait))
+	if _, err := sl.conn.Write(req); err != nil {
+		return err
+	}
+	status, err := sl.r.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(status, []byte("HTTP/1.1 200 ")) {
+		return fmt.Errorf("status %q", bytes.TrimSpace(status))
+	}
+	length := -1
+	for {
+		line, err := sl.r.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			break
+		}
+		if k, v, ok := bytes.Cut(line, []byte(":")); ok && bytes.EqualFold(k, []byte("Content-Length")) {
+			if length, err = strconv.Atoi(string(bytes.TrimSpace(v))); err != nil {
+				return err
+			}
+		}
+	}
+	if length < 0 {
+		return errors.New("an answer without Content-Length")
+	}
+	if cap(sl.body) < length {
+		sl.body = make([]byte, length)
+	}
+	answer := sl.body[:length]
+	if _, err := io.ReadFull(sl.r, answer); err != nil {
+		return err
+	}
+	if !bytes.Contains(answer, []byte(`"result"`)) {
+		return fmt.Errorf("not a result: %s", answer)
+	}
+	return nil
+}
