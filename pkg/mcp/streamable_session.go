@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -669,64 +670,80 @@ func parseEventID(id string) (nonce string, num, seq int64, ok bool) {
 	return nonce, n, q, true
 }
 
-// route sends one frame of the owner's to the stream it belongs on.
+// route sends one frame of the owner's to the stream it belongs on. The
+// owner's peer writes valid JSON-RPC, so a single message is routed by its
+// members alone (id, method, params), without decoding it: only a batch, and
+// a request that names its related request (whose hint is stripped), are
+// decoded.
 func (s *StreamSession) route(frame []byte) error {
-	f := jsonrpc.Decode(frame)
-	if len(f.Messages) == 0 {
-		s.h.log.Debug("streamable HTTP: dropping an invalid outgoing frame", "session", s.id)
-		return nil
+	if t := bytes.TrimLeft(frame, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		return s.routeBatch(frame)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return net.ErrClosed
+	var idRaw, method, params []byte
+	response := false
+	for name, v := range jsonrpc.Members(frame) {
+		switch string(name) {
+		case "id":
+			idRaw = v
+		case "method":
+			method = v
+		case "params":
+			params = v
+		case "result", "error":
+			response = true
+		}
 	}
-	if f.Batch {
-		// The answers to a batch, as one array, on the batch's stream.
-		var st *stream
-		for _, m := range f.Messages {
-			if resp, ok := m.(*jsonrpc.Response); ok && st == nil {
-				st = s.calls[resp.ID]
-			}
+	switch {
+	case response && method == nil:
+		var id jsonrpc.ID
+		if idRaw == nil || id.UnmarshalJSON(idRaw) != nil {
+			break
 		}
-		if st == nil {
-			s.h.log.Debug("streamable HTTP: dropping answers to no request in flight", "session", s.id)
-			return nil
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.err != nil {
+			return net.ErrClosed
 		}
-		for _, m := range f.Messages {
-			if resp, ok := m.(*jsonrpc.Response); ok && s.calls[resp.ID] == st {
-				s.answeredLocked(st, resp.ID)
-			}
-		}
-		s.deliverLocked(st, frame, true)
-		return nil
-	}
-	switch m := f.Messages[0].(type) {
-	case *jsonrpc.Response:
-		st := s.calls[m.ID]
+		st := s.calls[id]
 		if st == nil {
 			// Cancelled, or its stream is gone: nobody waits for it.
-			s.h.log.Debug("streamable HTTP: dropping an answer to no request in flight", "session", s.id, "id", m.ID.String())
+			s.h.log.Debug("streamable HTTP: dropping an answer to no request in flight", "session", s.id, "id", id.String())
 			return nil
 		}
-		s.answeredLocked(st, m.ID)
+		s.answeredLocked(st, id)
 		s.deliverLocked(st, frame, true)
-	case *jsonrpc.Request:
+		return nil
+	case method != nil && !response:
+		var progressToken, related []byte
+		progress := isJSONString(method, NotificationProgress)
+		if progress {
+			progressToken, _ = jsonrpc.Member(params, MetaProgressToken)
+		} else if raw, ok := metaMember(params, MetaRelatedRequest); ok {
+			m, err := jsonrpc.DecodeMessage(frame)
+			req, _ := m.(*jsonrpc.Request)
+			if err != nil || req == nil {
+				break
+			}
+			related = raw
+			frame = stripRelated(req)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.err != nil {
+			return net.ErrClosed
+		}
 		var st *stream
-		if m.Method == NotificationProgress {
-			if raw, ok := jsonrpc.Member(m.Params, MetaProgressToken); ok {
-				if key, ok := progressKey(raw); ok {
-					if id, ok := s.tokens[key]; ok {
-						st = s.calls[id]
-					}
+		if progress {
+			if key, ok := progressKey(progressToken); ok {
+				if id, ok := s.tokens[key]; ok {
+					st = s.calls[id]
 				}
 			}
-		} else if raw, ok := metaMember(m.Params, MetaRelatedRequest); ok {
+		} else if related != nil {
 			var id jsonrpc.ID
-			if json.Unmarshal(raw, &id) == nil {
+			if json.Unmarshal(related, &id) == nil {
 				st = s.calls[id]
 			}
-			frame = stripRelated(m)
 		}
 		if st == nil && s.stateless {
 			// One request, one stream: everything goes on it.
@@ -741,7 +758,50 @@ func (s *StreamSession) route(frame []byte) error {
 			st = s.general
 		}
 		s.deliverLocked(st, frame, false)
+		return nil
 	}
+	s.h.log.Debug("streamable HTTP: dropping an invalid outgoing frame", "session", s.id)
+	return nil
+}
+
+// isJSONString reports whether the JSON value v is the string want.
+func isJSONString(v []byte, want string) bool {
+	if len(v) == len(want)+2 && v[0] == '"' && string(v[1:len(v)-1]) == want {
+		return true
+	}
+	got, ok := jsonrpc.Unquote(v)
+	return ok && bytes.IndexByte(v, '\\') >= 0 && got == want
+}
+
+// routeBatch sends the answers to a batch, as one array, to the batch's
+// stream.
+func (s *StreamSession) routeBatch(frame []byte) error {
+	f := jsonrpc.Decode(frame)
+	if len(f.Messages) == 0 {
+		s.h.log.Debug("streamable HTTP: dropping an invalid outgoing frame", "session", s.id)
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return net.ErrClosed
+	}
+	var st *stream
+	for _, m := range f.Messages {
+		if resp, ok := m.(*jsonrpc.Response); ok && st == nil {
+			st = s.calls[resp.ID]
+		}
+	}
+	if st == nil {
+		s.h.log.Debug("streamable HTTP: dropping answers to no request in flight", "session", s.id)
+		return nil
+	}
+	for _, m := range f.Messages {
+		if resp, ok := m.(*jsonrpc.Response); ok && s.calls[resp.ID] == st {
+			s.answeredLocked(st, resp.ID)
+		}
+	}
+	s.deliverLocked(st, frame, true)
 	return nil
 }
 
