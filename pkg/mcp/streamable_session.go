@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,13 +70,14 @@ type StreamSession struct {
 type stream struct {
 	num      int64
 	post     bool
-	owed     map[jsonrpc.ID]string // answers still to come, with their progress token keys
+	owed     []owedAnswer  // answers still to come, in no particular order
+	owedOne  [1]owedAnswer // owed's room for a POST of one request
 	mode     streamMode
 	jsonBody []byte         // the answer, in JSON mode
 	events   []*streamEvent // retained, in order
 	nextSeq  int64          // the next event's sequence number (0 is the priming event)
 	sent     int64          // the last sequence number handed to a writer
-	writer   *attachment    // the HTTP response serving it, or nil
+	writer   attachment     // the HTTP response serving it, or nil
 	finished bool           // every answer is in: no event follows
 	closeReq bool           // CloseStream asked the writer to end the response
 	orphaned bool           // a POST whose client left before any byte of its answer
@@ -92,7 +94,16 @@ const (
 	modeSSE
 )
 
-type attachment struct{ wake chan struct{} }
+// owedAnswer is a request of a POST whose answer is still to come, with
+// its progress token's key ("" for none).
+type owedAnswer struct {
+	id  jsonrpc.ID
+	key string
+}
+
+// attachment is an HTTP response serving a stream: a send on it wakes the
+// response to write what is new, or to see that it was detached.
+type attachment chan struct{}
 
 type streamEvent struct {
 	st      *stream
@@ -316,8 +327,8 @@ func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body [
 	if err := s.push(r.Context(), body); err != nil {
 		// The peer never got the requests: no answer will come.
 		s.mu.Lock()
-		for id := range st.owed {
-			s.answeredLocked(st, id)
+		for len(st.owed) > 0 {
+			s.answeredLocked(st, st.owed[0].id)
 		}
 		st.writer = nil
 		st.orphaned = true
@@ -332,7 +343,7 @@ func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body [
 }
 
 // openPOSTStream registers a stream for a POST's requests.
-func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, *attachment, error) {
+func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attachment, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range calls {
@@ -340,7 +351,8 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, *atta
 			return nil, nil, fmt.Errorf("request id %s is already in flight", c.ID)
 		}
 	}
-	st := &stream{num: s.nextNum, post: true, owed: map[jsonrpc.ID]string{}, nextSeq: 1}
+	st := &stream{num: s.nextNum, post: true, nextSeq: 1}
+	st.owed = st.owedOne[:0]
 	s.nextNum++
 	switch {
 	case s.h.opts.ResponseMode == ResponseSSE && s.stateless:
@@ -356,10 +368,10 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, *atta
 				s.tokens[k] = c.ID
 			}
 		}
-		st.owed[c.ID] = key
+		st.owe(c.ID, key)
 		s.calls[c.ID] = st
 	}
-	att := &attachment{wake: make(chan struct{}, 1)}
+	att := make(attachment, 1)
 	st.writer = att
 	s.streams[st.num] = st
 	return st, att, nil
@@ -385,11 +397,12 @@ func (s *StreamSession) cancelled(id jsonrpc.ID) {
 }
 
 func (s *StreamSession) answeredLocked(st *stream, id jsonrpc.ID) {
-	key, ok := st.owed[id]
-	if !ok {
+	i := slices.IndexFunc(st.owed, func(o owedAnswer) bool { return o.id == id })
+	if i < 0 {
 		return
 	}
-	delete(st.owed, id)
+	key := st.owed[i].key
+	st.owed = slices.Delete(st.owed, i, i+1)
 	delete(s.calls, id)
 	if key != "" && s.tokens[key] == id {
 		delete(s.tokens, key)
@@ -404,7 +417,7 @@ func (s *StreamSession) answeredLocked(st *stream, id jsonrpc.ID) {
 // response still attached to it: a client resumes because its connection
 // dropped, and the server may not have noticed yet; refusing it would make
 // the client wait for a timeout to learn what it already knows.
-func (s *StreamSession) attachGET(lastEventID string) (*stream, *attachment, error) {
+func (s *StreamSession) attachGET(lastEventID string) (*stream, attachment, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.general
@@ -421,37 +434,49 @@ func (s *StreamSession) attachGET(lastEventID string) (*stream, *attachment, err
 		old := st.writer
 		st.writer = nil
 		select { // the old response ends at its next turn
-		case old.wake <- struct{}{}:
+		case old <- struct{}{}:
 		default:
 		}
 	}
 	if from >= 0 {
 		st.sent = from
 	}
-	att := &attachment{wake: make(chan struct{}, 1)}
+	att := make(attachment, 1)
 	st.writer = att
 	return st, att, nil
 }
 
 // serveStream serves a GET stream.
-func (s *StreamSession) serveStream(w http.ResponseWriter, r *http.Request, st *stream, att *attachment) {
+func (s *StreamSession) serveStream(w http.ResponseWriter, r *http.Request, st *stream, att attachment) {
 	if s.id != "" {
 		w.Header().Set(HeaderSessionID, s.id)
 	}
 	s.pump(w, r, st, att)
 }
 
+// owe records that the answer to id is to come on st; a batch that
+// repeats an id owes one answer, under the last one's token key.
+func (st *stream) owe(id jsonrpc.ID, key string) {
+	for i := range st.owed {
+		if st.owed[i].id == id {
+			st.owed[i].key = key
+			return
+		}
+	}
+	st.owed = append(st.owed, owedAnswer{id: id, key: key})
+}
+
 func (st *stream) wakeLocked() {
 	if st.writer != nil {
 		select {
-		case st.writer.wake <- struct{}{}:
+		case st.writer <- struct{}{}:
 		default:
 		}
 	}
 }
 
 // detach releases a stream from its writer.
-func (s *StreamSession) detach(st *stream, att *attachment) {
+func (s *StreamSession) detach(st *stream, att attachment) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.writer == att {
@@ -476,7 +501,7 @@ var patiencePool = sync.Pool{New: func() any {
 
 // pump writes a stream to its HTTP response until the stream is finished
 // and written, the client leaves, the session ends, or CloseStream asks.
-func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream, att *attachment) {
+func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream, att attachment) {
 	defer s.detach(st, att)
 	rc := http.NewResponseController(w)
 	// The deadlines set below are the connection's: clear them, or the
@@ -515,7 +540,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 				impatient = patience.C
 			}
 			select {
-			case <-att.wake:
+			case <-att:
 			case <-s.done:
 			case <-r.Context().Done():
 				return
@@ -597,7 +622,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			return
 		}
 		select {
-		case <-att.wake:
+		case <-att:
 		case <-s.done:
 		case <-r.Context().Done():
 			return
