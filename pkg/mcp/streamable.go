@@ -465,7 +465,7 @@ func (h *StreamableHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(out)
 		return
 	}
-	msgs := slices.Clone(frame.Messages)
+	msgs := frame.Messages // its own: Limits.Decode keeps nothing
 
 	var s *StreamSession
 	if r.Header.Get(HeaderSessionID) == "" {

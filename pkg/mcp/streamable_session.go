@@ -45,7 +45,7 @@ type StreamSession struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	conn   *streamConn
-	inbox  chan []byte
+	inbox  chan posted
 	done   chan struct{}
 
 	// mu guards everything below.
@@ -118,7 +118,7 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 		id:      id,
 		nonce:   randomID()[:8],
 		version: version,
-		inbox:   make(chan []byte, sessionInbox),
+		inbox:   make(chan posted, sessionInbox),
 		done:    make(chan struct{}),
 		streams: map[int64]*stream{},
 		calls:   map[jsonrpc.ID]*stream{},
@@ -258,10 +258,18 @@ func (s *StreamSession) expire() {
 	}
 }
 
+// posted is a POST body on its way to the owner's peer, with the messages
+// the handler decoded from it under its Limits.
+type posted struct {
+	body  []byte
+	msgs  []jsonrpc.Message
+	batch bool
+}
+
 // push hands a POST body to the owner's peer.
-func (s *StreamSession) push(ctx context.Context, frame []byte) error {
+func (s *StreamSession) push(ctx context.Context, p posted) error {
 	select {
-	case s.inbox <- frame:
+	case s.inbox <- p:
 		return nil
 	case <-s.done:
 		return net.ErrClosed
@@ -289,6 +297,7 @@ func progressKey(raw []byte) (string, bool) {
 // hands the body to the peer and answers with 202, one JSON body or an SSE
 // stream.
 func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []jsonrpc.Message, batch bool) {
+	in := posted{body: body, msgs: msgs, batch: batch}
 	if s.id != "" {
 		w.Header().Set(HeaderSessionID, s.id)
 	}
@@ -309,7 +318,7 @@ func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body [
 		}
 	}
 	if len(calls) == 0 {
-		if err := s.push(r.Context(), body); err != nil {
+		if err := s.push(r.Context(), in); err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				writeHTTPError(w, http.StatusNotFound, 0, "session ended")
 			}
@@ -324,7 +333,7 @@ func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body [
 		writeHTTPError(w, http.StatusBadRequest, 0, err.Error())
 		return
 	}
-	if err := s.push(r.Context(), body); err != nil {
+	if err := s.push(r.Context(), in); err != nil {
 		// The peer never got the requests: no answer will come.
 		s.mu.Lock()
 		for len(st.owed) > 0 {
@@ -940,23 +949,46 @@ func (s *StreamSession) appendLocked(st *stream, frame []byte) {
 // streamConn is a session's peer.Conn.
 type streamConn struct{ s *StreamSession }
 
-var _ peer.Conn = (*streamConn)(nil)
+var (
+	_ peer.Conn        = (*streamConn)(nil)
+	_ peer.FrameReader = (*streamConn)(nil)
+)
 
 // Read returns the next POST body.
 func (c *streamConn) Read(ctx context.Context) ([]byte, error) {
+	p, err := c.next(ctx)
+	return p.body, err
+}
+
+// ReadFrame returns the next POST body's messages as the handler decoded
+// them, when dec's limits are the handler's, and decodes the body with dec
+// otherwise.
+func (c *streamConn) ReadFrame(ctx context.Context, dec *jsonrpc.Decoder) (jsonrpc.Frame, error) {
+	p, err := c.next(ctx)
+	if err != nil {
+		return jsonrpc.Frame{}, err
+	}
+	if p.msgs == nil || dec.Limits != c.s.h.opts.Limits {
+		return dec.Decode(p.body), nil
+	}
+	return jsonrpc.Frame{Messages: p.msgs, Batch: p.batch}, nil
+}
+
+// next returns the next POST.
+func (c *streamConn) next(ctx context.Context) (posted, error) {
 	s := c.s
 	select {
-	case f := <-s.inbox:
-		return f, nil
+	case p := <-s.inbox:
+		return p, nil
 	case <-s.done:
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.byOwner {
-			return nil, net.ErrClosed
+			return posted{}, net.ErrClosed
 		}
-		return nil, s.err
+		return posted{}, s.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return posted{}, ctx.Err()
 	}
 }
 

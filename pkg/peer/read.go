@@ -7,6 +7,29 @@ import (
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 )
 
+// FrameReader is implemented by conns whose frames arrive decoded: a
+// transport that decodes a frame to carry it (Streamable HTTP checks a
+// POST's body before it answers the POST) hands the peer its messages
+// instead of having it decode the same bytes again. ReadFrame returns the
+// next frame as Read would, decoded under dec's Limits (the peer's); a conn
+// that decoded it under other limits decodes it again with dec. The Frame
+// is valid until the next ReadFrame.
+type FrameReader interface {
+	ReadFrame(ctx context.Context, dec *jsonrpc.Decoder) (jsonrpc.Frame, error)
+}
+
+// readFrame reads and decodes the next frame.
+func (p *Peer) readFrame() (jsonrpc.Frame, error) {
+	if fr, ok := p.conn.(FrameReader); ok {
+		return fr.ReadFrame(context.Background(), &p.dec)
+	}
+	data, err := p.conn.Read(context.Background())
+	if err != nil {
+		return jsonrpc.Frame{}, err
+	}
+	return p.dec.Decode(data), nil
+}
+
 // readLoop reads frames until the connection ends. When a frame holds a
 // single call and a worker slot is free, the reading goroutine runs the call
 // itself and a new goroutine takes over reading: the call starts at once,
@@ -16,7 +39,7 @@ import (
 func (p *Peer) readLoop(stop func() bool) {
 	defer p.goroutineDone()
 	for {
-		data, err := p.conn.Read(context.Background())
+		f, err := p.readFrame()
 		if err != nil {
 			p.mu.Lock()
 			p.shutdownLocked(err, CloseNormal, "", false)
@@ -24,7 +47,7 @@ func (p *Peer) readLoop(stop func() bool) {
 			stop()
 			return
 		}
-		if p.handleFrame(data) {
+		if p.handleFrame(f) {
 			p.addGoroutine() // this goroutine is still counted: Add cannot race Wait
 			go p.readLoop(stop)
 			p.work()
@@ -35,13 +58,12 @@ func (p *Peer) readLoop(stop func() bool) {
 
 // handleFrame handles one frame. It returns true when the calling reader
 // has been given a worker slot for the call the frame held.
-func (p *Peer) handleFrame(data []byte) (becomeWorker bool) {
+func (p *Peer) handleFrame(f jsonrpc.Frame) (becomeWorker bool) {
 	select {
 	case <-p.done:
 		return false // closing: nothing more is handled or answered
 	default:
 	}
-	f := p.dec.Decode(data)
 	var b *batchReply
 	if f.Batch {
 		b = &batchReply{}
