@@ -38,8 +38,9 @@ const sseWriteTimeout = 30 * time.Second
 type StreamSession struct {
 	h         *StreamableHandler
 	id        string
-	nonce     string // tells this session's event ids from another's
-	version   string // the protocol version the client asked for
+	idHeader  []string // {id}: set on every response without allocating (net/http copies what it sends)
+	nonce     string   // tells this session's event ids from another's
+	version   string   // the protocol version the client asked for
 	stateless bool
 
 	ctx    context.Context
@@ -123,6 +124,9 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 		streams: map[int64]*stream{},
 		calls:   map[jsonrpc.ID]*stream{},
 		tokens:  map[string]jsonrpc.ID{},
+	}
+	if id != "" {
+		s.idHeader = []string{id}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
 	s.conn = &streamConn{s: s}
@@ -299,7 +303,7 @@ func progressKey(raw []byte) (string, bool) {
 func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []jsonrpc.Message, batch bool) {
 	in := posted{body: body, msgs: msgs, batch: batch}
 	if s.id != "" {
-		w.Header().Set(HeaderSessionID, s.id)
+		w.Header()[HeaderSessionID] = s.idHeader
 	}
 	var calls []*jsonrpc.Request
 	for _, m := range msgs {
@@ -458,7 +462,7 @@ func (s *StreamSession) attachGET(lastEventID string) (*stream, attachment, erro
 // serveStream serves a GET stream.
 func (s *StreamSession) serveStream(w http.ResponseWriter, r *http.Request, st *stream, att attachment) {
 	if s.id != "" {
-		w.Header().Set(HeaderSessionID, s.id)
+		w.Header()[HeaderSessionID] = s.idHeader
 	}
 	s.pump(w, r, st, att)
 }
