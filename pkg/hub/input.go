@@ -603,27 +603,10 @@ func (h *Hub) answerInput(ctx context.Context, c caller, raw json.RawMessage, pa
 	if err != nil {
 		return nil, err
 	}
-	responses := make(map[string]json.RawMessage, len(irr.InputRequests))
-	var mu sync.Mutex
-	errs := make(chan error, len(irr.InputRequests))
-	var wg sync.WaitGroup
-	for key, ir := range irr.InputRequests {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := h.askClient(ctx, c, ir)
-			if err != nil {
-				errs <- err
-				return
-			}
-			mu.Lock()
-			responses[key] = res
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	responses, err := mcp.AnswerInputs(ctx, irr.InputRequests, func(ctx context.Context, ir mcp.InputRequest) (json.RawMessage, error) {
+		return h.askClient(ctx, c, ir)
+	})
+	if err != nil {
 		if cause := context.Cause(ctx); cause != nil {
 			return nil, cause
 		}

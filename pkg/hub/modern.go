@@ -56,21 +56,7 @@ func (s *session) modernMeta(req *jsonrpc.Request) (*mcp.RequestMeta, error) {
 // ("" for a method that needs none): the hub's /mcp has them all, a
 // server's own endpoint those of its server.
 func (s *session) offers(capability string) bool {
-	if s.scope == "" || capability == "" {
-		return true
-	}
-	c := s.initializeResult(mcp.ModernVersion).Capabilities
-	switch capability {
-	case "tools":
-		return c.Tools != nil
-	case "resources":
-		return c.Resources != nil
-	case "prompts":
-		return c.Prompts != nil
-	case "completions":
-		return c.Completions != nil
-	}
-	return true
+	return s.scope == "" || capability == "" || s.initializeResult(mcp.ModernVersion).Capabilities.Has(capability)
 }
 
 // isModernRequest reports whether a request on a connection that may carry

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 )
@@ -137,34 +136,7 @@ func retryParams(params json.RawMessage, responses map[string]json.RawMessage, s
 // (Sampling, Elicitation, Roots), all at once, and returns the answers by
 // key. The first failure cancels the others.
 func (c *Client) fulfil(ctx context.Context, requests map[string]InputRequest) (map[string]json.RawMessage, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu    sync.Mutex
-		out   = make(map[string]json.RawMessage, len(requests))
-		first error
-		wg    sync.WaitGroup
-	)
-	for key, ir := range requests {
-		wg.Go(func() {
-			raw, err := c.answer(ctx, ir)
-			mu.Lock()
-			defer mu.Unlock()
-			if err == nil {
-				out[key] = raw
-				return
-			}
-			if first == nil {
-				first = inputError(key, ir.Method, err)
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	if first != nil {
-		return nil, first
-	}
-	return out, nil
+	return AnswerInputs(ctx, requests, c.answer)
 }
 
 // answer runs the client's handler of one input request.

@@ -186,6 +186,18 @@ func sortedKeys[V any](m map[string]V) []string {
 // each naming the call it is for (related), and returns the answers by
 // key. The first failure cancels the others.
 func (ss *ServerSession) fulfil(ctx context.Context, related jsonrpc.ID, requests map[string]InputRequest) (map[string]json.RawMessage, error) {
+	return AnswerInputs(ctx, requests, func(ctx context.Context, ir InputRequest) (json.RawMessage, error) {
+		var raw json.RawMessage
+		err := ss.peer.Call(ctx, ir.Method, withRelated(ir.Params, related), &raw)
+		return raw, err
+	})
+}
+
+// AnswerInputs answers every input request of an InputRequiredResult at
+// once, with answer, and returns the answers by key, ready for
+// inputResponses. The first failure cancels the others and is returned,
+// naming its request (and keeping its JSON-RPC code).
+func AnswerInputs(ctx context.Context, requests map[string]InputRequest, answer func(context.Context, InputRequest) (json.RawMessage, error)) (map[string]json.RawMessage, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -196,8 +208,7 @@ func (ss *ServerSession) fulfil(ctx context.Context, related jsonrpc.ID, request
 	)
 	for key, ir := range requests {
 		wg.Go(func() {
-			var raw json.RawMessage
-			err := ss.peer.Call(ctx, ir.Method, withRelated(ir.Params, related), &raw)
+			raw, err := answer(ctx, ir)
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {

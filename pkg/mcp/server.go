@@ -537,20 +537,7 @@ func (s *Server) speaksSessions() bool {
 
 // offers reports whether the server has the capability a method needs
 // ("" for none).
-func (s *Server) offers(capability string) bool {
-	c := s.capabilities()
-	switch capability {
-	case "tools":
-		return c.Tools != nil
-	case "resources":
-		return c.Resources != nil
-	case "prompts":
-		return c.Prompts != nil
-	case "completions":
-		return c.Completions != nil
-	}
-	return true
-}
+func (s *Server) offers(capability string) bool { return s.capabilities().Has(capability) }
 
 // negotiate answers initialize's protocol version: the one asked for when
 // the server speaks it, else its latest session-based one.

@@ -59,6 +59,25 @@ type ServerCapabilities struct {
 	Experimental map[string]any  `json:"experimental,omitempty"`
 }
 
+// Has reports whether the capabilities hold one named as the method table
+// names them (MethodSpec.ServerCap: "tools", "resources", "prompts",
+// "completions", "logging"); "" names none, which every server has.
+func (c ServerCapabilities) Has(capability string) bool {
+	switch capability {
+	case "tools":
+		return c.Tools != nil
+	case "resources":
+		return c.Resources != nil
+	case "prompts":
+		return c.Prompts != nil
+	case "completions":
+		return c.Completions != nil
+	case "logging":
+		return c.Logging != nil
+	}
+	return true
+}
+
 // InitializeParams open a session.
 type InitializeParams struct {
 	ProtocolVersion string             `json:"protocolVersion"`
