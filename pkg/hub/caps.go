@@ -17,6 +17,27 @@ type clientCaps struct {
 	Roots         bool `json:"r,omitempty"`
 }
 
+// capsTable holds every combination of clientCaps once, so that the
+// envelopes that carry them (one with every call between instances) point
+// into it instead of allocating a copy each.
+var capsTable = func() (t [32]clientCaps) {
+	for i := range t {
+		t[i] = clientCaps{Sampling: i&1 != 0, SamplingTools: i&2 != 0, ElicitForm: i&4 != 0, ElicitURL: i&8 != 0, Roots: i&16 != 0}
+	}
+	return t
+}()
+
+// shared returns c's copy in capsTable. Nothing may write through it.
+func (c clientCaps) shared() *clientCaps {
+	i := 0
+	for bit, on := range [...]bool{c.Sampling, c.SamplingTools, c.ElicitForm, c.ElicitURL, c.Roots} {
+		if on {
+			i |= 1 << bit
+		}
+	}
+	return &capsTable[i]
+}
+
 // parseClientCaps reads the capabilities of an initialize request.
 func parseClientCaps(raw json.RawMessage) clientCaps {
 	var c clientCaps

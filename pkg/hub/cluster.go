@@ -66,10 +66,10 @@ type cluster struct {
 
 	mu       sync.Mutex
 	remotes  map[string]*remoteInstance
-	calls    map[uint64]*outCall      // calls, subs and sreqs we sent, by number
-	served   map[servedID]func(error) // calls, subs, sreqs and relayed requests we serve for others: how to end them
-	relays   map[uint64]*relay        // HTTP requests we relayed to their session's owner, by number
-	partial  map[string]*snapParts    // snapshots in parts still coming, by instance
+	calls    map[uint64]*outCall   // calls, subs and sreqs we sent, by number
+	served   map[servedID]canceler // calls, subs, sreqs and relayed requests we serve for others: how to end them
+	relays   map[uint64]*relay     // HTTP requests we relayed to their session's owner, by number
+	partial  map[string]*snapParts // snapshots in parts still coming, by instance
 	brokerUp bool
 	epoch    uint64 // counts our broker (re)connections
 	subs     []pubsub.Subscription
@@ -96,7 +96,7 @@ func newCluster(h *Hub) *cluster {
 		hub:     h,
 		remotes: map[string]*remoteInstance{},
 		calls:   map[uint64]*outCall{},
-		served:  map[servedID]func(error){},
+		served:  map[servedID]canceler{},
 		relays:  map[uint64]*relay{},
 		partial: map[string]*snapParts{},
 		dirty:   make(chan struct{}, 1),
@@ -319,7 +319,7 @@ func (c *cluster) endExchanges(instance string, err error, all bool) {
 			delete(c.calls, n)
 		}
 	}
-	var cancels []func(error)
+	var cancels []canceler
 	for key, cancel := range c.served {
 		if instance == "" || servedBy(key, instance) {
 			cancels = append(cancels, cancel)
@@ -340,7 +340,7 @@ func (c *cluster) endExchanges(instance string, err error, all bool) {
 		cause = context.Canceled // no one to answer
 	}
 	for _, cancel := range cancels {
-		cancel(cause)
+		cancel.cancel(cause)
 	}
 }
 
@@ -641,8 +641,7 @@ func (h *Hub) remoteInstances() []instanceDoc {
 // once; done runs with the answer when it comes back. The returned function
 // ends the call early: the other instance is told to give up.
 func (c *cluster) call(ri *replicaInfo, server string, cl caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
-	caps := cl.caps()
-	env := &envelope{Kind: kindCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: &caps, Client: cl.client(),
+	env := &envelope{Kind: kindCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: cl.caps().shared(), Client: cl.client(),
 		LogLevel: cl.logLevel()}
 	return c.startRequest(ri.Instance, env, cl, done)
 }
@@ -807,7 +806,7 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 			if env.Timeout {
 				cause = context.DeadlineExceeded // the server hears the call timed out
 			}
-			cancel(cause)
+			cancel.cancel(cause)
 		}
 	case kindCall:
 		c.serveCall(env)
@@ -827,7 +826,7 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 		tctx, cancel := context.WithTimeout(h.ctx, h.cfg.CallTimeout+time.Second)
 		sctx, stop := context.WithCancelCause(tctx)
 		c.mu.Lock()
-		c.served[key] = stop
+		c.served[key] = cancelFunc(stop)
 		c.mu.Unlock()
 		if !h.goOwned(func() {
 			defer cancel()
@@ -850,6 +849,15 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 		}
 	}
 }
+
+// canceler ends something this instance serves for another: a
+// *servedCall (a call's flight), or a cancelFunc.
+type canceler interface{ cancel(cause error) }
+
+// cancelFunc is a canceler made of a function.
+type cancelFunc func(cause error)
+
+func (f cancelFunc) cancel(cause error) { f(cause) }
 
 func (c *cluster) unserve(key servedID) {
 	c.mu.Lock()
@@ -891,7 +899,7 @@ func (c *cluster) serveCall(env *envelope) {
 		remoteCaller: remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client, declared: env.Caps, level: env.LogLevel}}
 	sc.ri.inflight.Add(1)
 	c.mu.Lock()
-	c.served[servedKey(env.From, env.Call)] = sc.cancel
+	c.served[servedKey(env.From, env.Call)] = sc
 	c.mu.Unlock()
 	abort := rp.send(&sc.remoteCaller, env.Method, env.Params, sc.finish)
 	// The caller times the call out and cancels it; this bound only holds
@@ -965,10 +973,10 @@ func (c *cluster) serveResume(env *envelope) {
 	w := &inputWaiter{c: &remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client}, meta: m,
 		token: progressToken(env.Params), send: answer}
 	c.mu.Lock()
-	c.served[key] = func(error) {
+	c.served[key] = cancelFunc(func(error) {
 		c.unserve(key)
 		h.inputs.giveUp(st.call, w)
-	}
+	})
 	c.mu.Unlock()
 	if err := h.inputs.resumeWith(st, env.Method, env.Params, w); err != nil {
 		answer(nil, err)

@@ -460,9 +460,9 @@ func decodeCaps(v []byte, caps **clientCaps) bool {
 	if len(v) == 0 || v[0] != '{' {
 		return false
 	}
-	c := *caps
-	if c == nil {
-		c = new(clientCaps)
+	var c clientCaps
+	if *caps != nil {
+		c = **caps
 	}
 	for name, f := range jsonrpc.Members(v) {
 		var p *bool
@@ -484,7 +484,7 @@ func decodeCaps(v []byte, caps **clientCaps) bool {
 			return false
 		}
 	}
-	*caps = c
+	*caps = c.shared()
 	return true
 }
 

@@ -189,3 +189,23 @@ func BenchmarkEnvelope(b *testing.B) {
 		}
 	}
 }
+
+// Every combination of capabilities has its shared copy, and decoding an
+// envelope gives the shared copy of what it carried.
+func TestClientCaps_shared(t *testing.T) {
+	t.Parallel()
+	seen := map[*clientCaps]bool{}
+	for i := range 32 {
+		c := clientCaps{Sampling: i&1 != 0, SamplingTools: i&2 != 0, ElicitForm: i&4 != 0, ElicitURL: i&8 != 0, Roots: i&16 != 0}
+		p := c.shared()
+		require.Equal(t, c, *p)
+		assert.False(t, seen[p], "%+v shares a copy with another combination", c)
+		seen[p] = true
+
+		head, err := (&envelope{Kind: kindCall, From: "a", Caps: &c}).appendHead(nil)
+		require.NoError(t, err)
+		var got envelope
+		require.True(t, got.decodeHead(head), "%s", head)
+		assert.Same(t, p, got.Caps, "%s", head)
+	}
+}

@@ -160,7 +160,7 @@ func (c *cluster) serveRelayed(env *envelope) {
 	key := servedKey(env.From, env.Call)
 	ctx, cancel := context.WithCancel(h.ctx)
 	c.mu.Lock()
-	c.served[key] = func(error) { cancel() }
+	c.served[key] = cancelFunc(func(error) { cancel() })
 	c.mu.Unlock()
 	if !h.goOwned(func() {
 		defer func() {

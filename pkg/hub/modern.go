@@ -231,12 +231,12 @@ func (s *session) routeModern(req *jsonrpc.Request, m *mcp.RequestMeta, reply *p
 		}
 		reply.Send(s.decorate(req.Method, raw), nil)
 	})
-	cancel := h.forward(t, ic, req.Method, func(raw json.RawMessage, err error) {
+	f := h.forward(t, ic, req.Method, func(raw json.RawMessage, err error) {
 		s.callEnded(t.server)
 		h.inflight.Add(-1)
 		ic.finish(raw, err)
 	})
-	ic.started(cancel)
+	ic.started(f.cancel)
 	reply.OnCancel(func() { ic.giveUp(first) })
 	return true
 }

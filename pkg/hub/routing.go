@@ -230,13 +230,12 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 		}
 		return &target{server: it.server, replicas: it.replicas, params: req.Params, item: it.orig}, nil // already the server's own name
 	}
-	orig := jsonrpc.AppendString(nil, it.orig)
-	params, ok := jsonrpc.Splice(req.Params, rawName, orig)
+	params, ok := jsonrpc.SpliceString(req.Params, rawName, it.orig)
 	if names > 1 || !ok {
 		// Rename every one of them: a server that reads the first must not
 		// see the hub's name either.
 		var err error
-		if params, err = jsonrpc.SetMember(req.Params, "name", orig); err != nil {
+		if params, err = jsonrpc.SetMember(req.Params, "name", jsonrpc.AppendString(nil, it.orig)); err != nil {
 			return nil, errParamsNotObject
 		}
 	}
@@ -352,17 +351,17 @@ func (h *Hub) pick(replicas []*replicaInfo) *replicaInfo {
 // forward sends a call to one replica of t's server, here or on another
 // instance, and calls done exactly once with its outcome, already mapped to
 // what the caller sees (upstreamError). It never blocks: done runs later,
-// on whichever goroutine the answer arrives. The returned function ends
-// the call early, with cause context.Canceled (the caller gave up: the
+// on whichever goroutine the answer arrives. The returned flight's cancel
+// ends the call early, with cause context.Canceled (the caller gave up: the
 // server is told) or context.DeadlineExceeded.
-func (h *Hub) forward(t *target, c caller, method string, done func(json.RawMessage, error)) (cancel func(cause error)) {
+func (h *Hub) forward(t *target, c caller, method string, done func(json.RawMessage, error)) *flight {
 	if h.draining.Load() {
 		done(nil, errDraining)
-		return func(error) {}
+		return &flight{ended: true}
 	}
 	f := &flight{start: time.Now()}
 	h.attempt(f, t, c, method, t.params, done)
-	return f.cancel
+	return f
 }
 
 // attempt sends one attempt of a call to a replica. There is one unless a
@@ -431,12 +430,12 @@ func (h *Hub) call(ctx context.Context, t *target, c caller, method string) (jso
 		err error
 	}
 	ch := make(chan outcome, 1)
-	cancel := h.forward(t, c, method, func(raw json.RawMessage, err error) { ch <- outcome{raw, err} })
+	f := h.forward(t, c, method, func(raw json.RawMessage, err error) { ch <- outcome{raw, err} })
 	select {
 	case o := <-ch:
 		return o.raw, o.err
 	case <-ctx.Done():
-		cancel(context.Cause(ctx))
+		f.cancel(context.Cause(ctx))
 		return nil, ctx.Err()
 	}
 }

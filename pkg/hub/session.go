@@ -446,13 +446,13 @@ func (s *session) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 	}
 	h.inflight.Add(1)
 	s.callStarted(t.server)
-	cancel := h.forward(t, sessionCall{s: s, id: req.ID}, req.Method, func(raw json.RawMessage, err error) {
+	f := h.forward(t, sessionCall{s: s, id: req.ID}, req.Method, func(raw json.RawMessage, err error) {
 		s.callEnded(t.server)
 		h.metrics.observeRequest(req.Method, err)
 		h.inflight.Add(-1)
 		reply.Send(raw, err)
 	})
-	reply.OnCancel(func() { cancel(context.Canceled) })
+	reply.OnCancel(func() { f.cancel(context.Canceled) })
 	return true
 }
 

@@ -69,14 +69,36 @@ func Unquote(v []byte) (string, bool) { return unquote(trimSpace(v)) }
 // itself, not a copy): an object read in one pass is then edited without a
 // second. It reports false when old does not lie within obj.
 func Splice(obj, old, value []byte) ([]byte, bool) {
-	off := cap(obj) - cap(old) // where old starts, if it is a slice of obj
-	if len(old) == 0 || off < 0 || off+len(old) > len(obj) || &obj[off] != &old[0] {
+	off, ok := offset(obj, old)
+	if !ok {
 		return nil, false
 	}
 	out := make([]byte, 0, len(obj)-len(old)+len(value))
 	out = append(out, obj[:off]...)
 	out = append(out, value...)
 	return append(out, obj[off+len(old):]...), true
+}
+
+// SpliceString is Splice with the JSON string s as the new value, written
+// straight into the copy (one allocation where quoting s first takes two).
+func SpliceString(obj, old []byte, s string) ([]byte, bool) {
+	off, ok := offset(obj, old)
+	if !ok {
+		return nil, false
+	}
+	out := make([]byte, 0, len(obj)-len(old)+len(s)+2)
+	out = append(out, obj[:off]...)
+	out = AppendString(out, s)
+	return append(out, obj[off+len(old):]...), true
+}
+
+// offset returns where old starts in obj, if it is a non-empty slice of it.
+func offset(obj, old []byte) (int, bool) {
+	off := cap(obj) - cap(old)
+	if len(old) == 0 || off < 0 || off+len(old) > len(obj) || &obj[off] != &old[0] {
+		return 0, false
+	}
+	return off, true
 }
 
 var errNotObject = errors.New("jsonrpc: not a JSON object")

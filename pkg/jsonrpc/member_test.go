@@ -68,6 +68,19 @@ func TestSplice(t *testing.T) {
 	}
 	_, ok = jsonrpc.Splice(obj[:5], old, []byte(`1`))
 	assert.False(t, ok, "beyond obj")
+
+	got, ok = jsonrpc.SpliceString(obj, old, "a\"dd\n")
+	require.True(t, ok)
+	assert.Equal(t, ` {"name":"a\"dd\n","arguments":{"name":"inner"}} `, string(got), "s is quoted")
+	_, ok = jsonrpc.SpliceString(obj, []byte(`"demo__add"`), "add")
+	assert.False(t, ok, "not a member of obj")
+}
+
+// The hub renames every tools/call with SpliceString: one allocation.
+func TestSpliceString_allocations(t *testing.T) {
+	obj := []byte(`{"name":"demo__add","arguments":{}}`)
+	old, _ := jsonrpc.Member(obj, "name")
+	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() { jsonrpc.SpliceString(obj, old, "add") }))
 }
 
 func TestUnquote(t *testing.T) {
