@@ -208,8 +208,8 @@ func (s *session) routeModern(req *jsonrpc.Request, m *mcp.RequestMeta, reply *p
 	if err == nil && t == nil {
 		return false // the hub's own resources: a worker reads them
 	}
-	if err == nil {
-		err = s.takeToken(req.Method)
+	if limited := s.takeToken(req.Method); limited != nil {
+		err = limited // refused or not, as for a session (HandleAsync)
 	}
 	if err != nil {
 		err = modernError(err)

@@ -431,6 +431,28 @@ func TestAbuse(t *testing.T) {
 		}
 		assert.GreaterOrEqual(t, limited, 30, "beyond the burst of 20, requests are rate limited")
 	})
+	t.Run("refused flood", func(t *testing.T) {
+		// Calls the hub refuses itself (an unknown tool, a missing name)
+		// cost it as much as any: they draw on the limit too.
+		rc := th.rawClient(true)
+		defer rc.conn.Close(peer.CloseNormal, "")
+		limited := 0
+		for i := range 60 {
+			params := `{"name":"nobody__nothing"}`
+			if i%2 == 1 {
+				params = `{}`
+			}
+			rc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i, params))
+			resp := rc.recvResponse()
+			require.NotNil(t, resp.Error)
+			if resp.Error.Code == mcp.CodeRateLimited {
+				limited++
+			} else {
+				require.Equal(t, jsonrpc.CodeInvalidParams, resp.Error.Code, "%s", resp.Error.Message)
+			}
+		}
+		assert.GreaterOrEqual(t, limited, 30, "beyond the burst of 20, refused requests are rate limited too")
+	})
 	t.Run("in-flight flood", func(t *testing.T) {
 		rc := th.rawClient(true)
 		defer rc.conn.Close(peer.CloseNormal, "") // leaving ends what it asked for (the in-flight flood's 8 waits)

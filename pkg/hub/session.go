@@ -335,8 +335,8 @@ func (s *session) Handle(ctx context.Context, req *jsonrpc.Request) (any, error)
 	}
 	h := s.hub
 	m, err := s.modernMeta(req)
-	if err == nil {
-		err = s.takeToken(req.Method)
+	if limited := s.takeToken(req.Method); limited != nil {
+		err = limited // refused or not (HandleAsync)
 	}
 	if err != nil {
 		h.metrics.observeRequest(req.Method, err)
@@ -435,8 +435,10 @@ func (s *session) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 	if err == nil && t == nil {
 		return false // the hub's own resources
 	}
-	if err == nil {
-		err = s.takeToken(req.Method)
+	// A call the hub refuses draws on the limit too: a flood of unknown
+	// names costs the hub as much as any.
+	if limited := s.takeToken(req.Method); limited != nil {
+		err = limited
 	}
 	if err != nil {
 		h.metrics.observeRequest(req.Method, err)
