@@ -158,6 +158,15 @@ func FuzzSetMember(f *testing.F) {
 			if !ok || string(spliced) != string(got) {
 				t.Fatalf("Splice(%s, %s) = %s, %v; SetMember gave %s", obj, old, spliced, ok, got)
 			}
+			// And splicing a string in, the key itself as the value.
+			quoted := jsonrpc.AppendString(nil, key)
+			want, err := jsonrpc.SetMember(obj, key, quoted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spliced, ok := jsonrpc.SpliceString(obj, old, key); !ok || string(spliced) != string(want) {
+				t.Fatalf("SpliceString(%s, %s, %q) = %s, %v; SetMember gave %s", obj, old, key, spliced, ok, want)
+			}
 		}
 	})
 }
