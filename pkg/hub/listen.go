@@ -65,11 +65,11 @@ func (s *session) listen(req *jsonrpc.Request, m *mcp.RequestMeta, reply *peer.R
 	return nil
 }
 
-// openListener acknowledges a stream with what of its filter the session
-// may have, starts sending it notifications, and subscribes its resources.
-// The acknowledgement goes before anything else on the stream, and the
-// stream is registered before its resources are subscribed: an update that
-// follows a subscription always finds it.
+// openListener subscribes a stream's resources, acknowledges the stream
+// with what of its filter the session may have, and starts sending it
+// notifications. The subscriptions come first: once a client has the
+// acknowledgement, every change reaches it (what changed before, it reads).
+// The acknowledgement goes before anything else on the stream.
 func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 	h := s.hub
 	offered := s.initializeResult(mcp.LatestVersion).Capabilities
@@ -88,45 +88,43 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 				continue // not a resource this client has: not honoured, the ack says so
 			}
 		}
+		// Until l.held, only this goroutine reads or writes l.uris.
+		if err := s.holdURI(h.ctx, uri); err != nil {
+			h.log.Debug("a listen stream's subscription failed", "client", s.id, "uri", uri, "err", err)
+			continue
+		}
 		l.uris[uri] = true
 		honoured.ResourceSubscriptions = append(honoured.ResourceSubscriptions, uri)
 	}
 	l.filter = honoured
+	s.mu.Lock()
+	if l.ended || s.closed.Load() {
+		s.mu.Unlock()
+		s.releaseListener(l)
+		return
+	}
+	l.held = true // from now on, ending the stream releases its holds
+	s.mu.Unlock()
 	ack := &struct {
 		Notifications mcp.SubscriptionFilter `json:"notifications"`
 		Meta          mcp.Meta               `json:"_meta"`
 	}{honoured, mcp.Meta{mcp.MetaSubscriptionID: l.id}}
-	// The acknowledgement goes first, and is never dropped: the stream's
-	// notifications follow it in the session's one queue.
+	// Never dropped: the stream's notifications follow it in the session's
+	// one queue.
 	if err := s.peer.Notify(h.ctx, mcp.NotificationSubscriptionsAcknowledged, ack); err != nil {
+		s.dropListener(l)
 		return
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if l.ended || s.closed.Load() {
-		s.mu.Unlock()
-		return
+		return // dropListener released its holds
 	}
 	if s.listeners == nil {
 		s.listeners = map[*listener]struct{}{}
 	}
 	l.sinceGen = h.reg.view().gen
 	s.listeners[l] = struct{}{}
-	s.mu.Unlock()
-	for uri := range l.uris {
-		if err := s.holdURI(h.ctx, uri); err != nil {
-			h.log.Debug("a listen stream's subscription failed", "client", s.id, "uri", uri, "err", err)
-			s.mu.Lock()
-			delete(l.uris, uri)
-			s.mu.Unlock()
-		}
-	}
-	s.mu.Lock()
-	l.held = true // from now on, ending the stream releases its holds
-	ended := l.ended
-	s.mu.Unlock()
-	if ended {
-		s.releaseListener(l)
-	}
 }
 
 // dropListener ends a stream whose client cancelled it or left; its holds

@@ -535,6 +535,41 @@ func TestModern_listenOverWebSocket(t *testing.T) {
 		"cancelling both streams released the subscription")
 }
 
+// TestModern_listenAcknowledgedOnceSubscribed: a stream's acknowledgement
+// comes once its resources are subscribed at their server, so a change
+// after it always reaches the stream. (It came first, and a change right
+// after it could reach a server that had not heard of the subscription yet:
+// TestModern_listenOverWebSocket lost its update once in 20 runs of make
+// stress.)
+func TestModern_listenAcknowledgedOnceSubscribed(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	release := make(chan struct{})
+	srv := startRawServer(th, "slow", subscribableCaps, func(method string, p json.RawMessage) string {
+		if method == mcp.MethodResourcesSubscribe {
+			<-release
+		}
+		return listing("slow://r")(method, p)
+	})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the server's cleanup waits for its answers
+	rc := th.rawClient(false)
+	rc.send(modernBody(1, "subscriptions/listen", `"notifications":{"resourceSubscriptions":["slow://r"]}`, "{}"))
+	srv.expect("resources/subscribe slow://r")
+
+	// The session's messages keep their order: a request's answer queued
+	// after the acknowledgement would come after it.
+	rc.send(modernBody(2, "tools/list", "", "{}"))
+	assert.Contains(t, rc.recv(), `"id":2`, "nothing is acknowledged while the server has not answered the subscription")
+	free()
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{`+
+		`"notifications":{"resourceSubscriptions":["slow://r"]},"_meta":{"io.modelcontextprotocol/subscriptionId":1}}}`, rc.recv())
+	srv.write(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"slow://r"}}`)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"slow://r",`+
+		`"_meta":{"io.modelcontextprotocol/subscriptionId":1}}}`, rc.recv())
+}
+
 // modernServer is a scripted server of the 2026-07-28 revision dialing out
 // to a hub: it refuses initialize, answers server/discover, serves one tool
 // that asks for sampling by an InputRequiredResult, one resource, and keeps
