@@ -84,6 +84,9 @@ func TestRedisCluster_masterKilled(t *testing.T) {
 	assert.False(t, receive(t, states), "the loss is reported")
 	require.True(t, receiveWithin(t, states, 30*time.Second), "then the recovery")
 	t.Logf("master killed: recovery reported after %v", time.Since(killed).Round(time.Millisecond))
+	// The broker follows the node that told it first; the others may hear
+	// of the failover a little later.
+	c.WaitHealthy()
 	assert.NotEqual(t, master, c.MasterFor(prefix+"live"), "a replica took over")
 	require.NoError(t, a.Ready(ctx))
 
