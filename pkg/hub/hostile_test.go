@@ -471,6 +471,37 @@ func TestHostile_rateLimitedServerKeepsListsAndLastProgress(t *testing.T) {
 	good.stillWorks()
 }
 
+// Beyond the rate, a server's resources/updated were dropped like any
+// notification: a subscriber could miss a resource's last change for good.
+// The last update of each resource is held back now, and goes out when the
+// rate allows.
+func TestHostile_rateLimitedServerKeepsLastUpdates(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{ServerNotificationRate: 20, ServerNotificationBurst: 1})
+	uris := []string{"hot://a", "hot://b", "hot://c"}
+	srv := startRawServer(th, "hot", subscribableCaps, listing(uris...))
+	notes := newNotes()
+	c := th.client(&mcp.ClientOptions{OnNotification: notes.add})
+	for _, uri := range uris {
+		require.NoError(t, c.Subscribe(ctxFor(t), uri))
+		srv.expect("resources/subscribe " + uri)
+	}
+	// Ten changes of each, at once: the first within the burst, nearly all
+	// the others beyond it.
+	for n := 1; n <= 10; n++ {
+		for _, uri := range uris {
+			srv.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":%q,"n":%d}}`, uri, n))
+		}
+	}
+	for _, uri := range uris {
+		notes.wait(t, mcp.NotificationResourceUpdated, 1, func(p json.RawMessage) bool {
+			return string(p) == fmt.Sprintf(`{"uri":%q,"n":10}`, uri)
+		})
+	}
+	assert.Positive(t, scrape(t, th, `switchboard_refused_total{reason="server_notification_rate"}`))
+	assert.Less(t, notes.count(mcp.NotificationResourceUpdated), 30, "the rest were dropped")
+}
+
 // dialRawServer dials a server named name whose answers come from answer,
 // and returns how the hub closed it (nil if it registered).
 func dialRawServer(th *testHub, name, caps string, answer func(method string, params json.RawMessage) string) error {

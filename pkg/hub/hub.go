@@ -86,9 +86,11 @@ type Config struct {
 	SendQueue int
 
 	// ServerNotificationRate is the sustained notifications per second one
-	// server connection may send (progress, logs, updates, list_changed),
-	// with bursts of ServerNotificationBurst; beyond, they are dropped and
-	// counted. Defaults 1000 and 2000; negative disables.
+	// server connection may send (progress, logs, updates), with bursts of
+	// ServerNotificationBurst; beyond, they are dropped and counted, but
+	// for the last progress report of a call and the last update of each
+	// resource, held until the rate allows (list_changed and cancellations
+	// are not limited). Defaults 1000 and 2000; negative disables.
 	ServerNotificationRate  float64
 	ServerNotificationBurst int
 

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +47,8 @@ type replica struct {
 	tokens     map[string]*upstreamCall     // by the raw JSON of the hub's progress token
 	acks       map[jsonrpc.ID]chan struct{} // listen streams waiting for their acknowledgement
 	held       map[string]json.RawMessage   // the last progress report of a call the rate limit held back, by token
+	updates    map[string]json.RawMessage   // the last resources/updated of a URI the rate limit held back, by URI
+	flushing   bool                         // a goroutine sends the held updates (flushUpdates)
 	refreshing bool
 	dirty      [numKinds]bool
 	relisted   time.Time // when the last re-listing round started
@@ -531,13 +534,18 @@ var unlimited = map[string]bool{
 // table.
 func (rp *replica) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	if req.IsNotification() && rp.notes != nil && !unlimited[req.Method] {
-		if ok, _ := rp.notes.take(time.Now()); !ok {
+		if ok, retry := rp.notes.take(time.Now()); !ok {
 			// A flood from one server must not drown its clients: beyond
 			// its rate, its notifications are dropped, but for the last
-			// progress report of each call, which goes before its answer.
+			// progress report of each call, which goes before its answer,
+			// and the last update of each resource, which goes when the
+			// rate allows.
 			rp.hub.metrics.refused.WithLabelValues("server_notification_rate").Inc()
-			if req.Method == mcp.NotificationProgress {
+			switch req.Method {
+			case mcp.NotificationProgress:
 				rp.holdProgress(req.Params)
+			case mcp.NotificationResourceUpdated:
+				rp.holdUpdate(req.Params, retry)
 			}
 			return nil, nil
 		}
@@ -565,7 +573,83 @@ func (rp *replica) resourceUpdated(ctx context.Context, params json.RawMessage) 
 		rp.hub.metrics.refused.WithLabelValues("foreign_update").Inc()
 		return
 	}
+	rp.mu.Lock()
+	delete(rp.updates, uri) // this one is newer than any held back
+	rp.mu.Unlock()
 	rp.hub.subs.publishUpdate(ctx, name, withoutSubscriptionID(params))
+}
+
+// holdUpdate keeps the last resources/updated of a URI that the rate limit
+// held back, for flushUpdates to send when the rate allows: a subscriber
+// always hears of a resource's last change. Only URIs the server serves
+// are held, at most MaxListItems of them.
+func (rp *replica) holdUpdate(params json.RawMessage, retry time.Duration) {
+	name := rp.name()
+	uri, _ := jsonrpc.StringMember(params, "uri")
+	if name == "" || uri == "" {
+		return
+	}
+	if owner, ok := rp.hub.reg.view().serverOfURI(uri); !ok || owner != name {
+		return
+	}
+	rp.mu.Lock()
+	if _, ok := rp.updates[uri]; !ok && len(rp.updates) >= rp.hub.cfg.MaxListItems {
+		rp.mu.Unlock()
+		return
+	}
+	if rp.updates == nil {
+		rp.updates = map[string]json.RawMessage{}
+	}
+	rp.updates[uri] = bytes.Clone(params)
+	if rp.flushing {
+		rp.mu.Unlock()
+		return
+	}
+	rp.flushing = true
+	rp.mu.Unlock()
+	if !rp.hub.goOwned(func() { rp.flushUpdates(retry) }) {
+		rp.mu.Lock()
+		rp.flushing = false
+		rp.mu.Unlock()
+	}
+}
+
+// flushUpdates sends the updates held back, one for each notification the
+// rate allows, starting after wait, until none is left or the server leaves.
+func (rp *replica) flushUpdates(wait time.Duration) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-rp.peer.Done():
+			return
+		case <-rp.hub.ctx.Done():
+			return
+		}
+		for {
+			rp.mu.Lock()
+			if len(rp.updates) == 0 {
+				rp.flushing = false
+				rp.mu.Unlock()
+				return
+			}
+			ok, retry := rp.notes.take(time.Now())
+			if !ok {
+				rp.mu.Unlock()
+				t.Reset(retry)
+				break
+			}
+			var params json.RawMessage
+			for uri, p := range rp.updates {
+				params = p
+				delete(rp.updates, uri)
+				break
+			}
+			rp.mu.Unlock()
+			rp.resourceUpdated(rp.hub.ctx, params)
+		}
+	}
 }
 
 // forwardLog passes on a server's notifications/message, tagged with its server:
