@@ -56,7 +56,18 @@ type remoteInstance struct {
 	asked    time.Time // when we last asked it for a snapshot
 	heard    uint64    // our broker epoch when we last heard from it
 	waiting  []func()  // sends held until we hear from it in this epoch
+	deaf     bool      // its last heartbeat said its subscriptions are down
 }
+
+// hearing is what a message from another instance says of its
+// subscriptions.
+type hearing uint8
+
+const (
+	hearsNow      hearing = iota // a hello, or the heartbeat of an instance that listens
+	hearsNot                     // the heartbeat of an instance whose subscriptions are down
+	hearsAsBefore                // a snapshot: it says nothing of them
+)
 
 // cluster is this instance's side of the cluster.
 type cluster struct {
@@ -526,8 +537,10 @@ func (c *cluster) send(instance string, env *envelope) error {
 
 // heard records that a message came from instance: it is alive, and,
 // since this instance's broker connection is up, subscribed (unless it
-// says it is deaf); the sends held for it go out.
-func (c *cluster) heard(instance string, now time.Time, deaf bool) *remoteInstance {
+// says it is deaf); the sends held for it go out. An instance that says it
+// is deaf gets nothing until it listens again: what was held for it fails
+// now, with a clear error, and so do new requests (startRequest).
+func (c *cluster) heard(instance string, now time.Time, hears hearing) *remoteInstance {
 	c.mu.Lock()
 	r := c.remotes[instance]
 	if r == nil {
@@ -535,12 +548,28 @@ func (c *cluster) heard(instance string, now time.Time, deaf bool) *remoteInstan
 		c.remotes[instance] = r
 	}
 	r.lastSeen = now
+	if hears != hearsAsBefore {
+		r.deaf = hears == hearsNot
+	}
 	var release []func()
-	if c.brokerUp && !deaf && r.heard != c.epoch {
+	var failed []*outCall
+	switch {
+	case r.deaf:
+		for n, oc := range c.calls {
+			if oc.instance == instance && !oc.started { // held, not sent
+				failed = append(failed, oc)
+				delete(c.calls, n)
+			}
+		}
+		r.waiting = nil
+	case c.brokerUp && r.heard != c.epoch:
 		r.heard = c.epoch
 		release, r.waiting = r.waiting, nil
 	}
 	c.mu.Unlock()
+	for _, oc := range failed {
+		oc.done(nil, errNotListening)
+	}
 	for _, fn := range release {
 		fn()
 	}
@@ -560,11 +589,15 @@ func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) 
 		// It (re)joined: what we sent it before may be lost, and what it
 		// served for us may never answer.
 		c.interrupt(env.From)
-		c.heard(env.From, now, false)
+		c.heard(env.From, now, hearsNow)
 		c.localChanged() // publish our snapshot for the newcomer
 		c.hub.subs.rejoined(env.From)
 	case kindHeartbeat:
-		r := c.heard(env.From, now, env.Deaf)
+		hears := hearsNow
+		if env.Deaf {
+			hears = hearsNot
+		}
+		r := c.heard(env.From, now, hears)
 		c.mu.Lock()
 		r.clients = env.Clients
 		ask := !env.Deaf && (r.snap == nil || r.version != env.Version) && now.Sub(r.asked) > c.hub.cfg.HeartbeatInterval/2
@@ -580,14 +613,14 @@ func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) 
 			c.applySnapshot(env.From, env.Version, env.Snapshot, now)
 		}
 	case kindSnapPart:
-		c.heard(env.From, now, false)
+		c.heard(env.From, now, hearsAsBefore)
 		c.onSnapPart(env, now)
 	}
 }
 
 // applySnapshot takes another instance's snapshot into the registry.
 func (c *cluster) applySnapshot(from string, version uint64, snap *snapshot, now time.Time) {
-	r := c.heard(from, now, false)
+	r := c.heard(from, now, hearsAsBefore)
 	c.mu.Lock()
 	same := r.snap != nil && r.version == version
 	r.version, r.snap = version, snap
@@ -677,6 +710,14 @@ func (c *cluster) startRequest(instance string, env *envelope, cl caller, done f
 	c.mu.Lock()
 	c.calls[n] = oc
 	r := c.remotes[instance]
+	if r != nil && r.deaf {
+		// Sent now, it would be lost: fail it clearly, at once, rather
+		// than hold it for as long as the other's broker is down.
+		delete(c.calls, n)
+		c.mu.Unlock()
+		done(nil, errNotListening)
+		return func(error) {}
+	}
 	held := r != nil && c.brokerUp && r.heard != c.epoch
 	if held {
 		r.waiting = append(r.waiting, func() {

@@ -52,7 +52,7 @@ func startClusterOn(t *testing.T, rs redistest.Redis, n int) []*testHub {
 func startHubOn(t *testing.T, rs redistest.Redis, prefix string, cfg Config) *testHub {
 	t.Helper()
 	broker, err := pubsub.NewRedis(context.Background(), pubsub.RedisOptions{
-		URL: rs.URL(), KeyPrefix: prefix, Logger: slog.New(slog.DiscardHandler),
+		URL: rs.URL(), KeyPrefix: prefix, Logger: testLogger(),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { broker.Close() })

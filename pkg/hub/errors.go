@@ -94,6 +94,12 @@ var (
 	errInterrupted = (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
 		Message: "the connection between hub instances was interrupted; the call may or may not have run"}).
 		WithData(map[string]any{"reason": "broker connection lost"})
+	// errNotListening fails, without sending it, a request to an instance
+	// whose last heartbeat said its subscriptions are down: it would be
+	// lost.
+	errNotListening = (&jsonrpc.Error{Code: mcp.CodeConnectionClosed,
+		Message: "the server is on another hub instance, unreachable now: that instance's broker connection is down"}).
+		WithData(map[string]any{"reason": "instance not listening"})
 )
 
 // errServerGone is what a call gets when its server disconnects, or has no

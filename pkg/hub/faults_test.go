@@ -256,6 +256,64 @@ func TestCluster_callAfterReconnectionWaitsForTheOtherInstance(t *testing.T) {
 	}
 }
 
+// A call held after a reconnection, until the other instance is heard,
+// used to wait for as long as that instance stayed deaf: a Redis Cluster
+// failover of 12 s under load held one for longer than the test waited
+// (TestRedisCluster_shardMasterKilled, once in 20 runs of make stress),
+// where every other call failed fast. An instance that says it is deaf now
+// gets nothing: what was held for it fails at once, clearly, and so do new
+// calls, until it listens again.
+func TestCluster_callsToADeafInstanceFailFast(t *testing.T) {
+	t.Parallel()
+	a, b, _, hb := startPair(t, Config{CallTimeout: time.Minute})
+	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
+	a.waitServer("far", 1)
+	c := a.client(nil)
+	echo := func() error {
+		_, err := c.CallTool(ctxFor(t), "far__echo", map[string]string{"text": "x"}, nil)
+		return err
+	}
+	require.NoError(t, echo())
+	notListening := func(err error) {
+		t.Helper()
+		var rpcErr *jsonrpc.Error
+		require.ErrorAs(t, err, &rpcErr)
+		assert.Equal(t, mcp.CodeConnectionClosed, rpcErr.Code)
+		assert.JSONEq(t, `{"reason":"instance not listening"}`, string(rpcErr.Data), "%s", rpcErr.Message)
+	}
+
+	// A reconnects and holds a call until it hears B; B's subscriptions
+	// are down.
+	hb.deaf.Store(true)
+	b.cluster.brokerState(false)
+	a.cluster.brokerState(false)
+	a.cluster.brokerState(true)
+	errc := make(chan error, 1)
+	go func() { errc <- echo() }()
+	require.Eventually(t, func() bool {
+		a.cluster.mu.Lock()
+		defer a.cluster.mu.Unlock()
+		return len(a.cluster.calls) == 1
+	}, wait, time.Millisecond, "the call is held")
+
+	// B says it is alive but deaf: the held call fails now.
+	b.cluster.heartbeat()
+	select {
+	case err := <-errc:
+		notListening(err)
+	case <-time.After(wait):
+		t.Fatal("the held call waits on for an instance that said it cannot hear")
+	}
+	start := time.Now()
+	notListening(echo())
+	assert.Less(t, time.Since(start), wait, "a new call fails at once")
+
+	// B listens again, and says so: calls go through.
+	hb.deaf.Store(false)
+	b.cluster.brokerState(true)
+	require.Eventually(t, func() bool { return echo() == nil }, wait, 10*time.Millisecond, "calls reach B again")
+}
+
 // Others take any message of an instance on the registry for proof that it
 // listens, and send it calls. After a reconnection, an instance used to
 // publish its heartbeat, or a snapshot, while its subscriptions were not
