@@ -906,16 +906,66 @@ func (c *cluster) unserve(key servedID) {
 	c.mu.Unlock()
 }
 
-// answer sends the outcome of a request another instance sent, without
-// waiting.
+// answer sends the outcome of a request another instance sent, and
+// returns once the broker took it (or it was given up: postAnswer).
 func (c *cluster) answer(req *envelope, kind string, res json.RawMessage, err error) {
-	c.send(req.From, answerTo(req, kind, res, err))
+	posted := make(chan struct{})
+	c.postAnswer(req, kind, res, err, func(error) { close(posted) })
+	<-posted
 }
 
 // postAnswer is answer without waiting: done learns the outcome once the
-// broker has it.
+// broker has it. The caller waits for the answer and nothing else would
+// tell it, so an answer the broker did not take (a Redis Cluster shard
+// whose master changed, before the route to the new one is known) is
+// posted again, a little later each time, for as long as the request may
+// last, unless the caller's instance leaves or this hub closes. A copy
+// that arrives twice is taken once.
 func (c *cluster) postAnswer(req *envelope, kind string, res json.RawMessage, err error, done func(error)) {
-	c.post(req.From, answerTo(req, kind, res, err), done)
+	h := c.hub
+	if done == nil {
+		done = h.metrics.published
+	}
+	ans := answerTo(req, kind, res, err)
+	until := time.Now().Add(h.cfg.CallTimeout)
+	var try func(wait time.Duration)
+	try = func(wait time.Duration) {
+		c.post(req.From, ans, func(err error) {
+			if err == nil || !c.worthRetrying(req.From, until, err) {
+				done(err)
+				return
+			}
+			h.metrics.published(err) // this try
+			h.log.Debug("posting an answer failed; trying again", "peer", shortID(req.From), "err", err)
+			if !h.goOwned(func() {
+				t := time.NewTimer(wait)
+				defer t.Stop()
+				select {
+				case <-t.C:
+					try(min(2*wait, time.Second))
+				case <-h.ctx.Done():
+					done(err)
+				}
+			}) {
+				done(err)
+			}
+		})
+	}
+	try(20 * time.Millisecond)
+}
+
+// worthRetrying reports whether an answer to instance that the broker did
+// not take (err) should be posted again: the broker could not reach Redis,
+// the request may still be waited for, and its instance is still known.
+func (c *cluster) worthRetrying(instance string, until time.Time, err error) bool {
+	unavailable := errors.Is(err, pubsub.ErrUnavailable) || errors.Is(err, pubsub.ErrNotSent)
+	if !unavailable || c.hub.ctx.Err() != nil || time.Now().After(until) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, known := c.remotes[instance]
+	return known
 }
 
 func answerTo(req *envelope, kind string, res json.RawMessage, err error) *envelope {

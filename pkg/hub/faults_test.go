@@ -314,6 +314,32 @@ func TestCluster_callsToADeafInstanceFailFast(t *testing.T) {
 	require.Eventually(t, func() bool { return echo() == nil }, wait, 10*time.Millisecond, "calls reach B again")
 }
 
+// An answer that the broker did not take was lost, and its caller waited
+// for the call timeout: under load, a Redis Cluster failover left an
+// instance routing its publishes to the dead master for seconds after its
+// subscriptions had moved (TestRedisCluster_shardMasterKilled, once in 30
+// runs under load, with one call waiting its 10 s). An answer is posted
+// again until the broker takes it.
+func TestCluster_answerPostedAgainUntilTheBrokerTakesIt(t *testing.T) {
+	t.Parallel()
+	a, b, _, hb := startPair(t, Config{CallTimeout: 5 * time.Second})
+	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
+	a.waitServer("far", 1)
+	c := a.client(nil)
+	var tries atomic.Int32
+	hook := func(ctx context.Context, topic string, payload []byte) error {
+		if isKind(payload, kindResult) && tries.Add(1) <= 3 {
+			return fmt.Errorf("%w: the route to the caller's inbox is down", pubsub.ErrNotSent)
+		}
+		return nil
+	}
+	hb.beforePublish.Store(&hook)
+	res, err := c.CallTool(ctxFor(t), "far__echo", map[string]string{"text": "x"}, nil)
+	require.NoError(t, err, "the answer reached the caller")
+	assert.Equal(t, "x", res.Content[0].Text)
+	assert.Equal(t, int32(4), tries.Load(), "three tries refused, the fourth taken")
+}
+
 // Others take any message of an instance on the registry for proof that it
 // listens, and send it calls. After a reconnection, an instance used to
 // publish its heartbeat, or a snapshot, while its subscriptions were not
