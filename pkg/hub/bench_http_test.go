@@ -3,8 +3,6 @@ package hub
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,19 +29,8 @@ import (
 // benchstat.
 func BenchmarkStreamableCall(b *testing.B) {
 	th := benchHub(b, nil)
-	s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	s.AddTool(&mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(req.Params.Arguments)}, nil
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	dialed := make(chan struct{})
-	go func() { defer close(dialed); s.Dial(ctx, th.wsURL("/mcp/server"), nil) }()
-	b.Cleanup(func() { cancel(); <-dialed })
-	wctx, wcancel := context.WithTimeout(context.Background(), wait)
-	defer wcancel()
-	if err := th.waitView(wctx, func(v *view) bool { return len(v.servers["bench"]) == 1 }); err != nil {
-		b.Fatal("the bench server never appeared")
-	}
+	dialBenchServer(b, th, newBenchServer(echoArguments))
+	waitBenchServer(b, th)
 
 	const sessions, inflight = 4, 16
 	endpoint := th.srv.URL + "/mcp"

@@ -35,6 +35,44 @@ func benchHub(b *testing.B, broker pubsub.Broker) *testHub {
 	return th
 }
 
+// newBenchServer is an MCP server named "bench" with one tool, echo,
+// answered by answer.
+func newBenchServer(answer func(*mcp.ToolRequest) *mcp.CallToolResult) *mcp.Server {
+	s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		return answer(req), nil
+	})
+	return s
+}
+
+// dialBenchServer dials s into th until the benchmark ends.
+func dialBenchServer(b *testing.B, th *testHub, s *mcp.Server) {
+	ctx, cancel := context.WithCancel(context.Background())
+	dialed := make(chan struct{})
+	go func() { defer close(dialed); s.Dial(ctx, th.wsURL("/mcp/server"), nil) }()
+	b.Cleanup(func() { cancel(); <-dialed })
+}
+
+// echoArguments answers a call with its arguments, as structured content.
+func echoArguments(req *mcp.ToolRequest) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(req.Params.Arguments)}
+}
+
+// answerOK answers every call with the text "ok".
+func answerOK(*mcp.ToolRequest) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ok")}}
+}
+
+// waitBenchServer waits until th lists the bench server (benchServer).
+func waitBenchServer(b *testing.B, th *testHub) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := th.waitView(ctx, func(v *view) bool { return len(v.servers["bench"]) == 1 }); err != nil {
+		b.Fatal("the bench server never appeared")
+	}
+}
+
 // BenchmarkCrossInstance compares, in one run, a tools/call through one hub
 // instance with the same call crossing from one instance to another through
 // Redis, and a resources/updated fanned out to subscribers on the server's
@@ -58,23 +96,13 @@ func BenchmarkCrossInstance(b *testing.B) {
 	a, bh := benchHub(b, newBroker()), benchHub(b, newBroker())
 	servers := map[*testHub]*mcp.Server{}
 	for _, th := range []*testHub{single, bh} {
-		s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		s.AddTool(&mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ok")}}, nil
-		})
+		s := newBenchServer(answerOK)
 		s.AddResource(&mcp.Resource{URI: "bench://r", Name: "r"}, nil)
 		servers[th] = s
-		ctx, cancel := context.WithCancel(context.Background())
-		dialed := make(chan struct{})
-		go func() { defer close(dialed); s.Dial(ctx, th.wsURL("/mcp/server"), nil) }()
-		b.Cleanup(func() { cancel(); <-dialed })
+		dialBenchServer(b, th, s)
 	}
 	for _, th := range []*testHub{single, a, bh} {
-		wctx, wcancel := context.WithTimeout(context.Background(), wait)
-		if err := th.waitView(wctx, func(v *view) bool { return len(v.servers["bench"]) == 1 }); err != nil {
-			b.Fatal("the bench server never appeared on every instance")
-		}
-		wcancel()
+		waitBenchServer(b, th)
 	}
 
 	const conns, inflight = 4, 8
@@ -183,21 +211,10 @@ func BenchmarkCall(b *testing.B) {
 	single := benchHub(b, nil)
 	a, bh := benchHub(b, newBroker()), benchHub(b, newBroker())
 	for _, th := range []*testHub{single, bh} {
-		s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		s.AddTool(&mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(req.Params.Arguments)}, nil
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		dialed := make(chan struct{})
-		go func() { defer close(dialed); s.Dial(ctx, th.wsURL("/mcp/server"), nil) }()
-		b.Cleanup(func() { cancel(); <-dialed })
+		dialBenchServer(b, th, newBenchServer(echoArguments))
 	}
 	for _, th := range []*testHub{single, a} {
-		wctx, wcancel := context.WithTimeout(context.Background(), wait)
-		if err := th.waitView(wctx, func(v *view) bool { return len(v.servers["bench"]) == 1 }); err != nil {
-			b.Fatal("the bench server never appeared")
-		}
-		wcancel()
+		waitBenchServer(b, th)
 	}
 	params := json.RawMessage(`{"name":"bench__echo","arguments":{"text":"` + strings.Repeat("x", 100-len(`{"text":""}`)) + `"}}`)
 	for _, tc := range []struct {

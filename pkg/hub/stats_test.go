@@ -579,19 +579,8 @@ func TestStats_callLogBound(t *testing.T) {
 // does), and reports both rates and their ratio.
 func BenchmarkStats_watched(b *testing.B) {
 	th := benchHub(b, nil)
-	s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	s.AddTool(&mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ok")}}, nil
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	dialed := make(chan struct{})
-	go func() { defer close(dialed); s.Dial(ctx, th.wsURL("/mcp/server"), nil) }()
-	b.Cleanup(func() { cancel(); <-dialed })
-	wctx, wcancel := context.WithTimeout(context.Background(), wait)
-	defer wcancel()
-	if err := th.waitView(wctx, func(v *view) bool { return len(v.servers["bench"]) == 1 }); err != nil {
-		b.Fatal("the bench server never registered")
-	}
+	dialBenchServer(b, th, newBenchServer(answerOK))
+	waitBenchServer(b, th)
 	const conns, inflight = 4, 8
 	clients := make([]*mcp.Client, conns)
 	for i := range clients {
