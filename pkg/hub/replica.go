@@ -563,14 +563,12 @@ func (rp *replica) handle(ctx context.Context, req *jsonrpc.Request) (any, error
 // only for a URI its server serves: a server cannot speak for another's
 // resources, nor for the hub's own.
 func (rp *replica) resourceUpdated(ctx context.Context, params json.RawMessage) {
-	name := rp.name()
-	uri, _ := jsonrpc.StringMember(params, "uri")
-	if name == "" || uri == "" {
-		return
-	}
-	if owner, ok := rp.hub.reg.view().serverOfURI(uri); !ok || owner != name {
-		rp.log.Debug("ignoring an update for a resource of another server", "uri", uri)
-		rp.hub.metrics.refused.WithLabelValues("foreign_update").Inc()
+	name, uri, owned := rp.updateOf(params)
+	if !owned {
+		if uri != "" {
+			rp.log.Debug("ignoring an update for a resource of another server", "uri", uri)
+			rp.hub.metrics.refused.WithLabelValues("foreign_update").Inc()
+		}
 		return
 	}
 	rp.mu.Lock()
@@ -579,17 +577,26 @@ func (rp *replica) resourceUpdated(ctx context.Context, params json.RawMessage) 
 	rp.hub.subs.publishUpdate(ctx, name, withoutSubscriptionID(params))
 }
 
+// updateOf reads a server's resources/updated: its server's name, the URI
+// ("" when either is missing), and whether that server serves the URI (a
+// server may speak only for its own resources).
+func (rp *replica) updateOf(params json.RawMessage) (name, uri string, owned bool) {
+	name = rp.name()
+	uri, _ = jsonrpc.StringMember(params, "uri")
+	if name == "" || uri == "" {
+		return name, "", false
+	}
+	owner, ok := rp.hub.reg.view().serverOfURI(uri)
+	return name, uri, ok && owner == name
+}
+
 // holdUpdate keeps the last resources/updated of a URI that the rate limit
 // held back, for flushUpdates to send when the rate allows: a subscriber
 // always hears of a resource's last change. Only URIs the server serves
 // are held, at most MaxListItems of them.
 func (rp *replica) holdUpdate(params json.RawMessage, retry time.Duration) {
-	name := rp.name()
-	uri, _ := jsonrpc.StringMember(params, "uri")
-	if name == "" || uri == "" {
-		return
-	}
-	if owner, ok := rp.hub.reg.view().serverOfURI(uri); !ok || owner != name {
+	_, uri, owned := rp.updateOf(params)
+	if !owned {
 		return
 	}
 	rp.mu.Lock()
