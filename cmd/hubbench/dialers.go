@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -154,34 +152,16 @@ func (d hubDialer) dial(ctx context.Context) (loadConn, error) {
 var noKeepalive = peer.WebSocketOptions{PingInterval: -1}
 
 func (c *callConn) drive(ctx context.Context, inflight int, lr *loadRun, rec *recorder) {
-	var wg sync.WaitGroup
-	var warmSlots atomic.Int64
-	for range inflight {
-		wg.Go(func() {
-			t := tally{run: lr}
-			defer rec.add(&t)
-			first := true
-			for !lr.stop.Load() && ctx.Err() == nil {
-				start := time.Now()
+	callSlots(ctx, inflight, lr, rec, func() slot {
+		return slot{
+			call: func() error {
 				var out json.RawMessage
-				if err := c.p.Call(ctx, mcp.MethodToolsCall, c.params, &out); err != nil {
-					t.fail(err)
-					if c.p.Err() != nil {
-						return // the connection is gone
-					}
-					continue
-				}
-				t.record(start, time.Now())
-				if first {
-					first = false
-					if warmSlots.Add(1) == int64(inflight) {
-						lr.warm.Add(1)
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
+				return c.p.Call(ctx, mcp.MethodToolsCall, c.params, &out)
+			},
+			goOn:    func() bool { return c.p.Err() == nil }, // not when the connection is gone
+			release: func() {},
+		}
+	})
 }
 
 func (c *callConn) close() { _ = c.closer() }

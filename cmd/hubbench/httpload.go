@@ -124,38 +124,21 @@ func (d leanHTTPDialer) dial(ctx context.Context) (loadConn, error) {
 }
 
 func (c *leanHTTPConn) drive(ctx context.Context, inflight int, lr *loadRun, rec *recorder) {
-	var wg sync.WaitGroup
-	var warmSlots atomic.Int64
-	for range inflight {
-		wg.Go(func() {
-			t := tally{run: lr}
-			defer rec.add(&t)
-			s := &leanSlot{c: c}
-			defer s.close()
-			stop := context.AfterFunc(ctx, s.close)
-			defer stop()
-			first := true
-			for !lr.stop.Load() && ctx.Err() == nil {
-				start := time.Now()
-				if err := s.call(); err != nil {
-					t.fail(err)
-					if ctx.Err() != nil {
-						return
-					}
-					s.close() // the next call connects again
-					continue
+	callSlots(ctx, inflight, lr, rec, func() slot {
+		s := &leanSlot{c: c}
+		stop := context.AfterFunc(ctx, s.close)
+		return slot{
+			call: s.call,
+			goOn: func() bool {
+				if ctx.Err() != nil {
+					return false
 				}
-				t.record(start, time.Now())
-				if first {
-					first = false
-					if warmSlots.Add(1) == int64(inflight) {
-						lr.warm.Add(1)
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
+				s.close() // the next call connects again
+				return true
+			},
+			release: func() { stop(); s.close() },
+		}
+	})
 }
 
 func (c *leanHTTPConn) close() {

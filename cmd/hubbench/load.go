@@ -39,6 +39,49 @@ type loadRun struct {
 	warm atomic.Int64 // connections each of whose slots has completed a call
 }
 
+// A slot is one of a connection's calls in flight, made one after the
+// other (callSlots).
+type slot struct {
+	call    func() error // makes one round trip
+	goOn    func() bool  // after a failed one: whether the slot can go on
+	release func()       // when the slot ends
+}
+
+// callSlots runs inflight slots made by newSlot until lr says stop (or ctx
+// ends), and adds what each saw to rec. The connection counts as warm in
+// lr once each of its slots has completed a round trip.
+func callSlots(ctx context.Context, inflight int, lr *loadRun, rec *recorder, newSlot func() slot) {
+	var wg sync.WaitGroup
+	var warmSlots atomic.Int64
+	for range inflight {
+		wg.Go(func() {
+			t := tally{run: lr}
+			defer rec.add(&t)
+			sl := newSlot()
+			defer sl.release()
+			first := true
+			for !lr.stop.Load() && ctx.Err() == nil {
+				start := time.Now()
+				if err := sl.call(); err != nil {
+					t.fail(err)
+					if !sl.goOn() {
+						return
+					}
+					continue
+				}
+				t.record(start, time.Now())
+				if first {
+					first = false
+					if warmSlots.Add(1) == int64(inflight) {
+						lr.warm.Add(1)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // completion is one round trip: when it ended (since the run's base) and
 // how long it took.
 type completion struct{ end, lat time.Duration }
