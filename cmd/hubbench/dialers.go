@@ -66,25 +66,13 @@ func (c *rawConn) drive(ctx context.Context, inflight int, lr *loadRun, rec *rec
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
-		n := 0
-		for start := range sent {
+		readInOrder(sent, slots, inflight, lr, &rd, cancel, func() error {
 			_, r, err := c.ws.Reader(ctx)
 			if err == nil {
 				_, err = io.Copy(io.Discard, r)
 			}
-			if err != nil {
-				rd.fail(err)
-				cancel()
-				for range sent {
-				}
-				return
-			}
-			rd.record(start, time.Now())
-			if n++; n == inflight {
-				lr.warm.Add(1)
-			}
-			<-slots
-		}
+			return err
+		})
 	}()
 	for !lr.stop.Load() {
 		select {

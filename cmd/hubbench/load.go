@@ -82,6 +82,29 @@ func callSlots(ctx context.Context, inflight int, lr *loadRun, rec *recorder, ne
 	wg.Wait()
 }
 
+// readInOrder is the reading side of a pipelined load whose answers come in
+// the order of their requests: for each send time from sent it reads one
+// answer, records the round trip in t and frees a slot. After a failed read
+// it cancels the load and drains sent. The connection counts as warm in lr
+// after inflight answers.
+func readInOrder(sent <-chan time.Time, slots <-chan struct{}, inflight int, lr *loadRun, t *tally, cancel func(), read func() error) {
+	n := 0
+	for start := range sent {
+		if err := read(); err != nil {
+			t.fail(err)
+			cancel()
+			for range sent {
+			}
+			return
+		}
+		t.record(start, time.Now())
+		if n++; n == inflight {
+			lr.warm.Add(1)
+		}
+		<-slots
+	}
+}
+
 // completion is one round trip: when it ended (since the run's base) and
 // how long it took.
 type completion struct{ end, lat time.Duration }

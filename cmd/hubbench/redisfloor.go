@@ -57,21 +57,10 @@ func (c *redisConn) drive(ctx context.Context, inflight int, lr *loadRun, rec *r
 	wr := tally{run: lr}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		n := 0
-		for start := range sent {
-			if _, err := c.sub.ReceiveMessage(ctx); err != nil {
-				rd.fail(err)
-				cancel()
-				for range sent {
-				}
-				return
-			}
-			rd.record(start, time.Now())
-			if n++; n == inflight {
-				lr.warm.Add(1)
-			}
-			<-slots
-		}
+		readInOrder(sent, slots, inflight, lr, &rd, cancel, func() error {
+			_, err := c.sub.ReceiveMessage(ctx)
+			return err
+		})
 	})
 	for !lr.stop.Load() && ctx.Err() == nil {
 		// Wait for one free slot, then take every other one free now.
