@@ -35,6 +35,23 @@ func benchHub(b *testing.B, broker pubsub.Broker) *testHub {
 	return th
 }
 
+// benchPair starts two hub instances for a benchmark, sharing a Redis it
+// starts.
+func benchPair(b *testing.B) (a, bh *testHub) {
+	b.Helper()
+	rs := redistest.Start(b)
+	prefix := redistest.Prefix(b)
+	newBroker := func() pubsub.Broker {
+		br, err := pubsub.NewRedis(context.Background(), pubsub.RedisOptions{URL: rs.URL(), KeyPrefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { br.Close() })
+		return br
+	}
+	return benchHub(b, newBroker()), benchHub(b, newBroker())
+}
+
 // newBenchServer is an MCP server named "bench" with one tool, echo,
 // answered by answer.
 func newBenchServer(answer func(*mcp.ToolRequest) *mcp.CallToolResult) *mcp.Server {
@@ -79,21 +96,11 @@ func waitBenchServer(b *testing.B, th *testHub) {
 // own instance with one crossing through Redis. It reports calls per
 // second and fan-out delivery latency for each, and the ratios.
 func BenchmarkCrossInstance(b *testing.B) {
-	rs := redistest.Start(b)
-	prefix := redistest.Prefix(b)
-	newBroker := func() pubsub.Broker {
-		br, err := pubsub.NewRedis(context.Background(), pubsub.RedisOptions{URL: rs.URL(), KeyPrefix: prefix, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { br.Close() })
-		return br
-	}
 	// One instance on its in-memory broker, and two sharing Redis with the
 	// server on the second; clients of the cross-instance runs are on the
 	// first.
 	single := benchHub(b, nil)
-	a, bh := benchHub(b, newBroker()), benchHub(b, newBroker())
+	a, bh := benchPair(b)
 	servers := map[*testHub]*mcp.Server{}
 	for _, th := range []*testHub{single, bh} {
 		s := newBenchServer(answerOK)
@@ -198,18 +205,8 @@ func BenchmarkCrossInstance(b *testing.B) {
 // benchstat. ns/op and allocs/op count the whole process: the clients, the
 // hubs, the server (and for two instances, both hubs' broker work).
 func BenchmarkCall(b *testing.B) {
-	rs := redistest.Start(b)
-	prefix := redistest.Prefix(b)
-	newBroker := func() pubsub.Broker {
-		br, err := pubsub.NewRedis(context.Background(), pubsub.RedisOptions{URL: rs.URL(), KeyPrefix: prefix, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { br.Close() })
-		return br
-	}
 	single := benchHub(b, nil)
-	a, bh := benchHub(b, newBroker()), benchHub(b, newBroker())
+	a, bh := benchPair(b)
 	for _, th := range []*testHub{single, bh} {
 		dialBenchServer(b, th, newBenchServer(echoArguments))
 	}
