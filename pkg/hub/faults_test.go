@@ -215,6 +215,40 @@ func TestCluster_unconfirmedCallIsCancelled(t *testing.T) {
 	}
 }
 
+// farEcho runs the demo server "far" on b and returns a call of its echo
+// tool by a client of a, which has answered once.
+func farEcho(t *testing.T, a, b *testHub) (echo func() error) {
+	t.Helper()
+	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
+	a.waitServer("far", 1)
+	c := a.client(nil)
+	echo = func() error {
+		_, err := c.CallTool(ctxFor(t), "far__echo", map[string]string{"text": "x"}, nil)
+		return err
+	}
+	require.NoError(t, echo())
+	return echo
+}
+
+// callAfterReconnection plays a broker outage after which A's connection
+// is back and B's subscriptions are not, starts echo from A and returns its
+// outcome once A holds the call.
+func callAfterReconnection(t *testing.T, a, b *testHub, hb *hookBroker, echo func() error) <-chan error {
+	t.Helper()
+	hb.deaf.Store(true)
+	b.cluster.brokerState(false)
+	a.cluster.brokerState(false)
+	a.cluster.brokerState(true)
+	errc := make(chan error, 1)
+	go func() { errc <- echo() }()
+	require.Eventually(t, func() bool {
+		a.cluster.mu.Lock()
+		defer a.cluster.mu.Unlock()
+		return len(a.cluster.calls) == 1
+	}, wait, time.Millisecond, "the call is held")
+	return errc
+}
+
 // After a broker outage an instance used to publish to another's inbox as
 // soon as its own connection was back, before the other had resubscribed,
 // and the message vanished: the call got no answer for the call timeout. A
@@ -222,28 +256,10 @@ func TestCluster_unconfirmedCallIsCancelled(t *testing.T) {
 func TestCluster_callAfterReconnectionWaitsForTheOtherInstance(t *testing.T) {
 	t.Parallel()
 	a, b, _, hb := startPair(t, Config{CallTimeout: 5 * time.Minute})
-	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
-	a.waitServer("far", 1)
-	c := a.client(nil)
-	echo := func() error {
-		_, err := c.CallTool(ctxFor(t), "far__echo", map[string]string{"text": "x"}, nil)
-		return err
-	}
-	require.NoError(t, echo())
+	echo := farEcho(t, a, b)
 
 	// Redis restarts: B's subscription is not back yet, A's connection is.
-	hb.deaf.Store(true)
-	b.cluster.brokerState(false)
-	a.cluster.brokerState(false)
-	a.cluster.brokerState(true)
-
-	errc := make(chan error, 1)
-	go func() { errc <- echo() }()
-	require.Eventually(t, func() bool {
-		a.cluster.mu.Lock()
-		defer a.cluster.mu.Unlock()
-		return len(a.cluster.calls) == 1
-	}, wait, time.Millisecond, "the call is on its way")
+	errc := callAfterReconnection(t, a, b, hb, echo)
 
 	// B resubscribes, and says so.
 	hb.deaf.Store(false)
@@ -266,14 +282,7 @@ func TestCluster_callAfterReconnectionWaitsForTheOtherInstance(t *testing.T) {
 func TestCluster_callsToADeafInstanceFailFast(t *testing.T) {
 	t.Parallel()
 	a, b, _, hb := startPair(t, Config{CallTimeout: time.Minute})
-	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
-	a.waitServer("far", 1)
-	c := a.client(nil)
-	echo := func() error {
-		_, err := c.CallTool(ctxFor(t), "far__echo", map[string]string{"text": "x"}, nil)
-		return err
-	}
-	require.NoError(t, echo())
+	echo := farEcho(t, a, b)
 	notListening := func(err error) {
 		t.Helper()
 		var rpcErr *jsonrpc.Error
@@ -284,17 +293,7 @@ func TestCluster_callsToADeafInstanceFailFast(t *testing.T) {
 
 	// A reconnects and holds a call until it hears B; B's subscriptions
 	// are down.
-	hb.deaf.Store(true)
-	b.cluster.brokerState(false)
-	a.cluster.brokerState(false)
-	a.cluster.brokerState(true)
-	errc := make(chan error, 1)
-	go func() { errc <- echo() }()
-	require.Eventually(t, func() bool {
-		a.cluster.mu.Lock()
-		defer a.cluster.mu.Unlock()
-		return len(a.cluster.calls) == 1
-	}, wait, time.Millisecond, "the call is held")
+	errc := callAfterReconnection(t, a, b, hb, echo)
 
 	// B says it is alive but deaf: the held call fails now.
 	b.cluster.heartbeat()
