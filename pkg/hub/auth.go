@@ -83,6 +83,24 @@ type principal struct {
 // or --insecure.
 var anonymous = &principal{name: "anonymous", roles: map[Role]bool{RoleAdmin: true}}
 
+// identity names a principal wherever it acts, on every instance and
+// across reloads of the tokens file: a call, a session and an input
+// request belong to one identity, and nothing another identity sends may
+// continue, read or cancel them. A static token's is "token:" and its name
+// in the tokens file (unique there); without tokens everyone is one
+// principal, "anonymous". An OAuth principal's will be its issuer and
+// subject ("oauth:", the issuer, a space, the subject): each kind has its
+// own prefix, so no two kinds ever compare equal.
+type identity string
+
+// identity returns who p is.
+func (p *principal) identity() identity {
+	if p == anonymous {
+		return "anonymous"
+	}
+	return identity("token:" + p.name)
+}
+
 func (p *principal) has(r Role) bool { return p.roles[r] || p.roles[RoleAdmin] }
 
 // mayCall reports whether the principal may call a tool (or get a prompt)

@@ -1031,23 +1031,24 @@ func (sc *servedCall) answered(err error) {
 	sc.c.unserve(servedKey(sc.env.From, sc.env.Call))
 }
 
-// resume sends a modern client's retry of a call that asked for input to
-// the instance whose requestState it carries (input.go); done runs with
-// what comes next: the call's answer, or its next input requests. The
-// returned function gives up on it.
-func (c *cluster) resume(instance, method string, params json.RawMessage, cl caller, done func(json.RawMessage, error)) (abort func(error), err error) {
+// resume sends owner's retry of a call that asked for input to the
+// instance whose requestState it carries (input.go), which checks that the
+// call is owner's; done runs with what comes next: the call's answer, or
+// its next input requests. The returned function gives up on it.
+func (c *cluster) resume(instance string, owner identity, method string, params json.RawMessage, cl caller, done func(json.RawMessage, error)) (abort func(error), err error) {
 	c.mu.Lock()
 	_, known := c.remotes[instance]
 	c.mu.Unlock()
 	if !known {
 		return nil, errBadState("the hub instance that gave it has left; send the request again without it")
 	}
-	env := &envelope{Kind: kindResume, Method: method, Params: params, Client: cl.client()}
+	env := &envelope{Kind: kindResume, Method: method, Params: params, Client: cl.client(), Owner: owner}
 	return c.startRequest(instance, env, cl, done), nil
 }
 
-// serveResume takes a retry another instance sent for a call of this one:
-// the client there waits for what comes next.
+// serveResume takes a retry another instance sent for a call of this one,
+// in the name of the principal the envelope says (the sender checked its
+// credentials): the client there waits for what comes next.
 func (c *cluster) serveResume(env *envelope) {
 	h := c.hub
 	key := servedKey(env.From, env.Call)
@@ -1069,7 +1070,7 @@ func (c *cluster) serveResume(env *envelope) {
 		h.inputs.giveUp(st.call, w)
 	})
 	c.mu.Unlock()
-	if err := h.inputs.resumeWith(st, env.Method, env.Params, w); err != nil {
+	if err := h.inputs.resumeWith(st, env.Owner, env.Method, env.Params, w); err != nil {
 		answer(nil, err)
 	}
 }

@@ -52,6 +52,7 @@ type envelope struct {
 	Call     uint64           `json:"c,omitempty"` // the sender's number for a call, sub or sreq
 	Of       uint64           `json:"o,omitempty"` // for a sreq: the call it serves
 	Client   string           `json:"cl,omitempty"`
+	Owner    identity         `json:"ow,omitempty"` // of a resume: the principal retrying, whose call it must be
 	Replica  string           `json:"r,omitempty"`
 	Server   string           `json:"sv,omitempty"` // the replica's server name, for errors
 	Method   string           `json:"m,omitempty"`
@@ -98,7 +99,7 @@ func (env *envelope) encode() ([]byte, error) {
 // sizeHint is a close upper estimate of the wire form's size, snapshots
 // and HTTP parts aside: one allocation for the usual envelope.
 func (env *envelope) sizeHint() int {
-	n := 192 + len(env.From) + len(env.Client) + len(env.Replica) + len(env.Server) + len(env.Method) + len(env.URI) + len(env.LogLevel) +
+	n := 192 + len(env.From) + len(env.Client) + len(env.Owner) + len(env.Replica) + len(env.Server) + len(env.Method) + len(env.URI) + len(env.LogLevel) +
 		len(env.Params) + len(env.Result) + 4*len(env.Chunk)/3
 	if env.Error != nil {
 		n += len(env.Error.Message) + len(env.Error.Data)
@@ -167,6 +168,7 @@ func (env *envelope) appendHead(b []byte) ([]byte, error) {
 	b = appendUint(b, `,"c":`, env.Call)
 	b = appendUint(b, `,"o":`, env.Of)
 	b = appendStr(b, `,"cl":`, env.Client)
+	b = appendStr(b, `,"ow":`, string(env.Owner))
 	b = appendStr(b, `,"r":`, env.Replica)
 	b = appendStr(b, `,"sv":`, env.Server)
 	b = appendStr(b, `,"m":`, env.Method)
@@ -298,6 +300,12 @@ func (env *envelope) decodeHead(head []byte) bool {
 			ok = null || decodeUint(v, &env.Of)
 		case "cl":
 			ok = null || decodeInterned(v, &env.Client)
+		case "ow":
+			var owner string
+			ok = null || decodeStr(v, &owner)
+			if ok && !null {
+				env.Owner = identity(owner)
+			}
 		case "r":
 			ok = null || decodeInterned(v, &env.Replica)
 		case "sv":

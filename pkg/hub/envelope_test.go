@@ -27,6 +27,7 @@ func sampleEnvelopes() []*envelope {
 			Replicas: []replicaSnap{{ID: "d/1", Name: "n", ConnectedAt: at, Lists: [numKinds][]json.RawMessage{{json.RawMessage(`{"name":"t"}`)}}}}}},
 		{Kind: kindSnapPart, From: "e", Version: 3, Part: 1, Parts: 4, Chunk: []byte("\x00\xffchunk\n")},
 		{Kind: kindSReq, From: "f", Call: 3, Of: 2, Method: "sampling/createMessage", URI: "file:///ü", Unsub: true},
+		{Kind: kindResume, From: "f", Call: 6, Owner: "token:al\"ice\u2028", Method: "tools/call", Params: json.RawMessage(`{"requestState":"sb1.x"}`)},
 		{Kind: kindHTTP, From: "g", Call: 4, HTTP: &httpPart{Method: "POST", URL: "/mcp", Header: http.Header{"A": {"b"}}, Body: []byte("{}"), End: true}},
 		{Kind: kindNotify, From: "h", Call: 5, Method: "notifications/progress", Params: json.RawMessage(`{"a": [1, 2]}`), Result: json.RawMessage(`{}`)},
 		{Kind: "future", From: "i"},

@@ -30,13 +30,19 @@ import (
 // retry. The server never knows.
 //
 // An inputCall is one such call, on the instance of the client's first
-// request: it is the call's caller (routing.go), whoever asks next. Its
-// requestState names this instance, the call and the round, with a MAC of
-// this instance's, so that a retry reaching another instance is sent here
-// (cluster.go, kindResume) and a forged, altered or reused state is
-// refused (-32602). The call's timeout runs from its first request, over
-// every round: a retry that does not come in time ends the call, the
-// server's requests fail and the server is told the call is cancelled.
+// request: it is the call's caller (routing.go), whoever asks next. It
+// belongs to the principal that made it: a retry continues it only for
+// that principal, checked here, where the call is (a retry that reached
+// another instance says whose it is), and once it passed the checks of any
+// call (routeCall); another principal's retry is refused as for a call
+// that does not exist (-32602), and the call goes on waiting for its
+// owner. Its requestState names this instance, the call and the round,
+// with a MAC of this instance's, so that a retry reaching another instance
+// is sent here (cluster.go, kindResume) and a forged, altered or reused
+// state is refused (-32602). The call's timeout runs from its first
+// request, over every round: a retry that does not come in time ends the
+// call, the server's requests fail and the server is told the call is
+// cancelled.
 
 // stateVersion prefixes the hub's requestStates; anything else is a
 // server's own, passed to it as it is.
@@ -146,6 +152,7 @@ type askAnswer struct {
 type inputCall struct {
 	in     *inputs
 	id     string
+	owner  identity // the principal whose call it is: only its retries continue it
 	method string
 	name   string // the tool's or prompt's name, or the URI: a retry must repeat it
 	server string
@@ -165,11 +172,11 @@ type inputCall struct {
 
 var _ caller = (*inputCall)(nil)
 
-// start registers a modern client's call about to be forwarded; first is
-// its request, answered with the call's answer or its first input requests.
-func (in *inputs) start(server string, req *jsonrpc.Request, first sessionCall, send func(json.RawMessage, error)) (*inputCall, *inputWaiter) {
+// start registers owner's modern call about to be forwarded; first is its
+// request, answered with the call's answer or its first input requests.
+func (in *inputs) start(owner identity, server string, req *jsonrpc.Request, first sessionCall, send func(json.RawMessage, error)) (*inputCall, *inputWaiter) {
 	w := &inputWaiter{c: first, meta: first.meta, token: progressToken(req.Params), send: send}
-	ic := &inputCall{in: in, method: req.Method, name: callName(req), server: server, meta: first.meta, cur: w}
+	ic := &inputCall{in: in, owner: owner, method: req.Method, name: callName(req), server: server, meta: first.meta, cur: w}
 	in.mu.Lock()
 	in.next++
 	ic.id = strconv.FormatUint(in.next, 10)
@@ -444,43 +451,28 @@ func parseModernCaps(m *mcp.RequestMeta) clientCaps {
 	return parseClientCaps(m.RawCapabilities)
 }
 
-// resume takes a modern client's retry of a call that asked for input,
-// here or on the instance its requestState names.
-func (in *inputs) resume(s *session, st inputState, req *jsonrpc.Request, m *mcp.RequestMeta, reply peerReply) {
+// resume takes a modern client's retry of a call that asked for input to
+// that call, here or on the instance its requestState names, where it goes
+// on only for the principal that made it (resumeWith). send answers the
+// retry with what comes next. It returns how to give up on the retry, or
+// nil when it was refused (send has answered).
+func (in *inputs) resume(s *session, st inputState, req *jsonrpc.Request, m *mcp.RequestMeta, send func(json.RawMessage, error)) (giveUp func()) {
 	h := in.h
 	sc := sessionCall{s: s, id: req.ID, meta: m}
-	send := func(raw json.RawMessage, err error) {
-		if err != nil {
-			err = modernError(err)
-		}
-		h.metrics.observeRequest(req.Method, err)
-		if err != nil {
-			reply.Send(nil, err)
-			return
-		}
-		reply.Send(s.decorate(req.Method, raw), nil)
-	}
 	if st.instance == h.id {
 		w := &inputWaiter{c: sc, meta: m, token: progressToken(req.Params), send: send}
-		if err := in.resumeWith(st, req.Method, req.Params, w); err != nil {
+		if err := in.resumeWith(st, s.owner, req.Method, req.Params, w); err != nil {
 			send(nil, err)
-			return
+			return nil
 		}
-		reply.OnCancel(func() { in.giveUp(st.call, w) })
-		return
+		return func() { in.giveUp(st.call, w) }
 	}
-	abort, err := h.cluster.resume(st.instance, req.Method, req.Params, sc, send)
+	abort, err := h.cluster.resume(st.instance, s.owner, req.Method, req.Params, sc, send)
 	if err != nil {
 		send(nil, err)
-		return
+		return nil
 	}
-	reply.OnCancel(func() { abort(context.Canceled) })
-}
-
-// peerReply is how a retry is answered (a *peer.Reply).
-type peerReply interface {
-	Send(json.RawMessage, error)
-	OnCancel(func())
+	return func() { abort(context.Canceled) }
 }
 
 // giveUp ends a call whose retry w was cancelled by its client.
@@ -493,17 +485,18 @@ func (in *inputs) giveUp(call string, w *inputWaiter) {
 	}
 }
 
-// resumeWith hands a retry to its call on this instance: the client's input
-// goes to the server's requests, and w waits for what comes next. An error
-// refuses the retry.
-func (in *inputs) resumeWith(st inputState, method string, params json.RawMessage, w *inputWaiter) error {
+// resumeWith hands owner's retry to its call on this instance: the
+// client's input goes to the server's requests, and w waits for what comes
+// next. An error refuses the retry, and leaves the call as it was.
+func (in *inputs) resumeWith(st inputState, owner identity, method string, params json.RawMessage, w *inputWaiter) error {
 	if !in.verify(st) {
 		return errBadState("it failed its integrity check")
 	}
 	in.mu.Lock()
 	ic := in.calls[st.call]
 	in.mu.Unlock()
-	if ic == nil {
+	if ic == nil || ic.owner != owner {
+		// Another principal's call is, to this one, no call at all.
 		return errBadState("the call it continues has ended or timed out; send the request again without it")
 	}
 	if method != ic.method || callName(&jsonrpc.Request{Method: method, Params: params}) != ic.name {

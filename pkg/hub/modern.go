@@ -190,53 +190,20 @@ func (s *session) handleModernAsync(req *jsonrpc.Request, reply *peer.Reply) boo
 }
 
 // routeModern routes a modern client's tools/call, prompts/get or
-// resources/read: a retry of a call that asked for input goes on with it
-// (input.go); any other goes to its server like a session's call, with an
-// inputCall as its caller.
+// resources/read (routeCall): a retry of a call that asked for input goes
+// on with it (input.go); any other goes to its server like a session's
+// call, with an inputCall as its caller.
 func (s *session) routeModern(req *jsonrpc.Request, m *mcp.RequestMeta, reply *peer.Reply) bool {
 	h := s.hub
-	if state, ok := h.inputs.stateOf(req.Params); ok {
-		if err := s.takeToken(req.Method); err != nil {
-			h.metrics.observeRequest(req.Method, err)
-			reply.Send(nil, err)
-			return true
-		}
-		h.inputs.resume(s, state, req, m, reply)
-		return true
+	if st, ok := h.inputs.stateOf(req.Params); ok {
+		return s.routeCall(req, reply, m, func(_ *target, send func(json.RawMessage, error)) func() {
+			return h.inputs.resume(s, st, req, m, send)
+		})
 	}
-	t, err := h.resolve(s, req)
-	if err == nil && t == nil {
-		return false // the hub's own resources: a worker reads them
-	}
-	if limited := s.takeToken(req.Method); limited != nil {
-		err = limited // refused or not, as for a session (HandleAsync)
-	}
-	if err != nil {
-		err = modernError(err)
-		h.metrics.observeRequest(req.Method, err)
-		h.stats.refused(s, req, err)
-		reply.Send(nil, err)
-		return true
-	}
-	h.inflight.Add(1)
-	s.callStarted(t.server)
-	ic, first := h.inputs.start(t.server, req, sessionCall{s: s, id: req.ID, meta: m}, func(raw json.RawMessage, err error) {
-		if err != nil {
-			err = modernError(err)
-		}
-		h.metrics.observeRequest(req.Method, err)
-		if err != nil {
-			reply.Send(nil, err)
-			return
-		}
-		reply.Send(s.decorate(req.Method, raw), nil)
+	return s.routeCall(req, reply, m, func(t *target, send func(json.RawMessage, error)) func() {
+		ic, first := h.inputs.start(s.owner, t.server, req, sessionCall{s: s, id: req.ID, meta: m}, send)
+		f := s.forwardCall(t, ic, req.Method, ic.finish)
+		ic.started(f.cancel)
+		return func() { ic.giveUp(first) }
 	})
-	f := h.forward(t, ic, req.Method, func(raw json.RawMessage, err error) {
-		s.callEnded(t.server)
-		h.inflight.Add(-1)
-		ic.finish(raw, err)
-	})
-	ic.started(f.cancel)
-	reply.OnCancel(func() { ic.giveUp(first) })
-	return true
 }

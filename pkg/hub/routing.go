@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
 // The call path. A client's tools/call, prompts/get, resources/read and
@@ -31,6 +32,83 @@ import (
 // (progress), logs naming the call (logFor) and requests for the client
 // (routeToClient) find the call by the hub's id or token and go to its
 // caller, on this instance or, through the cluster, on the caller's.
+
+// The entry of a client's call. Whatever its era and transport, a client's
+// tools/call, prompts/get or resources/read comes in through routeCall, on
+// its session's read loop: it is resolved (which checks what the token may
+// call and read), draws on the rate limit (a refused call too: a flood of
+// unknown names costs the hub as much as any), is counted if refused, and
+// goes on its era's way, a callRoute: forwarded with the session as its
+// caller (session.go), with an inputCall as its caller (modern.go), or, a
+// retry of a call that asked for input, to that call (input.go). The eras
+// differ only there and in the shape of their answers (answerer).
+
+// A callRoute takes an admitted call on its way to t; send answers the
+// client, once. It returns how to give up on the call when the client
+// cancels it, or nil when send has answered already.
+type callRoute func(t *target, send func(json.RawMessage, error)) (giveUp func())
+
+// routeCall is the entry of a client's routed call: m is what a modern
+// request said of itself (nil for a session's request), route its way on.
+// It reports false for what a worker answers: the hub's own resources.
+func (s *session) routeCall(req *jsonrpc.Request, reply *peer.Reply, m *mcp.RequestMeta, route callRoute) bool {
+	h := s.hub
+	t, err := h.resolve(s, req)
+	if err == nil && t == nil {
+		return false
+	}
+	if limited := s.takeToken(req.Method); limited != nil {
+		err = limited
+	}
+	send := s.answerer(req, reply, m)
+	if err != nil {
+		if m != nil {
+			err = modernError(err)
+		}
+		h.stats.refused(s, req, err)
+		send(nil, err)
+		return true
+	}
+	if giveUp := route(t, send); giveUp != nil {
+		reply.OnCancel(giveUp)
+	}
+	return true
+}
+
+// answerer returns how a client's routed call is answered, once: counted,
+// and in its era's shape (a modern answer says what it is, with its cache
+// hints; a resource not found is -32602 there).
+func (s *session) answerer(req *jsonrpc.Request, reply *peer.Reply, m *mcp.RequestMeta) func(json.RawMessage, error) {
+	h := s.hub
+	return func(raw json.RawMessage, err error) {
+		if err != nil && m != nil {
+			err = modernError(err)
+		}
+		h.metrics.observeRequest(req.Method, err)
+		switch {
+		case err != nil:
+			reply.Send(nil, err)
+		case m != nil:
+			reply.Send(s.decorate(req.Method, raw), nil)
+		default:
+			reply.Send(raw, nil)
+		}
+	}
+}
+
+// forwardCall forwards a client's call to t for c, counted while it is in
+// flight: a drain waits for it, and the session hears the logs of its
+// server meanwhile. done runs once with the outcome (forward).
+func (s *session) forwardCall(t *target, c caller, method string, done func(json.RawMessage, error)) *flight {
+	h := s.hub
+	h.inflight.Add(1)
+	s.callStarted(t.server)
+	return h.forward(t, c, method, func(raw json.RawMessage, err error) {
+		s.callEnded(t.server)
+		h.inflight.Add(-1)
+		done(raw, err)
+	})
+}
 
 // caller is the downstream end of a routed call: the client's call it
 // serves, on this instance (sessionCall) or on another (remoteCaller, in

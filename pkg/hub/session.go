@@ -27,11 +27,12 @@ type session struct {
 	clientKey string // instance/id: key, built once since every call between instances carries it
 	peer      *peer.Peer
 	who       *principal
-	role      string  // for metrics: "client" or "dashboard"
-	transport string  // "websocket" or "http", for the dashboard's view of clients
-	scope     string  // the one server of /servers/<name>/mcp; "" for the whole hub
-	limit     *bucket // nil: no rate limit
-	release   func()  // frees the token's connection slot
+	owner     identity // who its calls, input requests and HTTP session belong to
+	role      string   // for metrics: "client" or "dashboard"
+	transport string   // "websocket" or "http", for the dashboard's view of clients
+	scope     string   // the one server of /servers/<name>/mcp; "" for the whole hub
+	limit     *bucket  // nil: no rate limit
+	release   func()   // frees the token's connection slot
 	initTimer *time.Timer
 	since     time.Time // when it connected
 
@@ -65,7 +66,7 @@ const sessionMaxConcurrent = 64
 // newSession makes the session of a client that the admission let in, on
 // conn. Start it with start.
 func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transport, scope string) *session {
-	s := &session{hub: h, id: h.nextID(), who: who, role: "client", transport: transport, scope: scope,
+	s := &session{hub: h, id: h.nextID(), who: who, owner: who.identity(), role: "client", transport: transport, scope: scope,
 		limit: h.bucketFor(who), release: release, since: time.Now()}
 	s.clientKey = h.id + "/" + s.id
 	if !who.has(RoleClient) {
@@ -431,31 +432,10 @@ func (s *session) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 	if !sessionMethods[req.Method].routed || !s.isInitialized() || h.draining.Load() {
 		return false
 	}
-	t, err := h.resolve(s, req)
-	if err == nil && t == nil {
-		return false // the hub's own resources
-	}
-	// A call the hub refuses draws on the limit too: a flood of unknown
-	// names costs the hub as much as any.
-	if limited := s.takeToken(req.Method); limited != nil {
-		err = limited
-	}
-	if err != nil {
-		h.metrics.observeRequest(req.Method, err)
-		h.stats.refused(s, req, err)
-		reply.Send(nil, err)
-		return true
-	}
-	h.inflight.Add(1)
-	s.callStarted(t.server)
-	f := h.forward(t, sessionCall{s: s, id: req.ID}, req.Method, func(raw json.RawMessage, err error) {
-		s.callEnded(t.server)
-		h.metrics.observeRequest(req.Method, err)
-		h.inflight.Add(-1)
-		reply.Send(raw, err)
+	return s.routeCall(req, reply, nil, func(t *target, send func(json.RawMessage, error)) func() {
+		f := s.forwardCall(t, sessionCall{s: s, id: req.ID}, req.Method, send)
+		return func() { f.cancel(context.Canceled) }
 	})
-	reply.OnCancel(func() { f.cancel(context.Canceled) })
-	return true
 }
 
 // route answers tools/call, prompts/get and resources/read on a worker:

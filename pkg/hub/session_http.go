@@ -173,12 +173,12 @@ func (h *Hub) openHTTP(r *http.Request, ss *mcp.StreamSession, stateless bool) e
 	return nil
 }
 
-// checkHTTPSession lets a later request of a session through only with the
-// session's own token, on the session's own endpoint.
+// checkHTTPSession lets a later request of a session through only from the
+// session's own principal, on the session's own endpoint.
 func (h *Hub) checkHTTPSession(r *http.Request, ss *mcp.StreamSession) error {
 	info, _ := r.Context().Value(requestKey{}).(*requestInfo)
 	s, _ := ss.Data().(*session)
-	if info == nil || s == nil || info.who.name != s.who.name || info.scope != s.scope {
+	if info == nil || s == nil || info.who.identity() != s.owner || info.scope != s.scope {
 		return &mcp.HTTPError{Status: http.StatusNotFound, Message: "unknown or expired session"}
 	}
 	return nil
