@@ -683,19 +683,9 @@ func (c *cluster) call(ri *replicaInfo, server string, cl caller, method string,
 // another instance and waits for the answer; if ctx ends first, the other
 // instance is told to give up.
 func (c *cluster) request(ctx context.Context, instance string, env *envelope) (json.RawMessage, error) {
-	type outcome struct {
-		raw json.RawMessage
-		err error
-	}
-	ch := make(chan outcome, 1)
-	abort := c.startRequest(instance, env, nil, func(raw json.RawMessage, err error) { ch <- outcome{raw, err} })
-	select {
-	case o := <-ch:
-		return o.raw, o.err
-	case <-ctx.Done():
-		abort(context.Cause(ctx))
-		return nil, ctx.Err()
-	}
+	return await(ctx, func(done func(json.RawMessage, error)) func(error) {
+		return c.startRequest(instance, env, nil, done)
+	})
 }
 
 // startRequest registers a request under a new number, sends it (once the other
@@ -1106,7 +1096,9 @@ func (c *cluster) serveRequest(ctx context.Context, env *envelope) (json.RawMess
 		if err := oc.caller.caps().check(env.Method, params); err != nil {
 			return nil, err
 		}
-		raw, err := oc.caller.request(ctx, env.Method, env.Params)
+		raw, err := await(ctx, func(done func(json.RawMessage, error)) func(error) {
+			return oc.caller.request(env.Method, env.Params, done)
+		})
 		if err != nil {
 			return nil, h.downstreamError(err)
 		}
@@ -1135,10 +1127,10 @@ func (o *remoteCaller) notify(method string, params json.RawMessage) {
 	o.c.post(o.instance, &envelope{Kind: kindNotify, Call: o.call, Method: method, Params: params}, nil)
 }
 
-func (o *remoteCaller) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (o *remoteCaller) request(method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	// The sreq names the caller's call, so that the caller's instance finds
 	// the client; the answer comes back under this instance's own number.
-	return o.c.request(ctx, o.instance, &envelope{Kind: kindSReq, Method: method, Params: params, Of: o.call})
+	return o.c.startRequest(o.instance, &envelope{Kind: kindSReq, Method: method, Params: params, Of: o.call}, nil, done)
 }
 
 func (o *remoteCaller) caps() clientCaps {

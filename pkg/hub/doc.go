@@ -88,7 +88,10 @@
 // wherever the answer arrives, without a goroutine waiting, whether the
 // replica is here or on another instance: params are edited as bytes (the
 // name spliced in, the progress token swapped), never decoded and
-// re-encoded. Subscriptions are counted across the cluster, with one
+// re-encoded. A server's request for a client (sampling, elicitation,
+// roots) goes the other way the same way: from the server connection's
+// read loop, answered when the client answers, so that no worker waits on
+// a client. Subscriptions are counted across the cluster, with one
 // upstream subscription per resource.
 //
 // # Locks

@@ -149,6 +149,13 @@ func errTimedOut(server string, timeout time.Duration) error {
 // errClientGone answers a server whose request's client disconnected.
 var errClientGone = &jsonrpc.Error{Code: mcp.CodeConnectionClosed, Message: "the client disconnected"}
 
+// errTooManyAsks answers a server's request for a client that holds as
+// many of them, unanswered, as it may.
+func errTooManyAsks(limit int) error {
+	return (&jsonrpc.Error{Code: mcp.CodeRateLimited, Message: fmt.Sprintf("the client has %d requests of servers unanswered already", limit)}).
+		WithData(map[string]any{"maxWaiting": limit})
+}
+
 // errRelatedNotID answers a server's message whose
 // _meta["switchboard/relatedRequest"] is not a request id.
 var errRelatedNotID = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "_meta[%q] must be a request id", mcp.MetaRelatedRequest)

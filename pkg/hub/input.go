@@ -135,17 +135,26 @@ func progressToken(params json.RawMessage) json.RawMessage {
 	return t
 }
 
-// inputAsk is a server's request waiting for the client's input.
+// inputAsk is a server's request waiting for the client's input. It is
+// in its call's asks until it is settled, and answered (done) once, after
+// its call's lock is released: answering writes to the server.
 type inputAsk struct {
 	key    string
 	method string
 	params json.RawMessage
-	answer chan askAnswer // buffered: one answer
+	done   func(json.RawMessage, error)
 }
 
 type askAnswer struct {
 	raw json.RawMessage
 	err error
+}
+
+// settledAsk is a server's request whose answer is decided, to be sent
+// once the call's lock is released (unlock).
+type settledAsk struct {
+	a *inputAsk
+	askAnswer
 }
 
 // inputCall is a modern client's call that its server may ask input for.
@@ -160,8 +169,9 @@ type inputCall struct {
 	mu       sync.Mutex
 	cur      *inputWaiter // the request waiting for what comes next; nil between rounds
 	meta     *mcp.RequestMeta
-	round    int         // InputRequiredResults given so far
-	asks     []*inputAsk // the server's requests not yet answered, in order
+	round    int          // InputRequiredResults given so far
+	asks     []*inputAsk  // the server's requests not yet answered, in order (at most clientMaxAsks)
+	settled  []settledAsk // answers decided under mu, sent by unlock
 	nextKey  int
 	final    *askAnswer // the call's answer, kept for a retry to come
 	ended    bool       // the answer went out, or never will: the call is forgotten
@@ -207,8 +217,21 @@ func (ic *inputCall) started(cancel func(error)) {
 	}
 }
 
-// endLocked forgets the call once; it reports false if it had ended already. The
-// caller holds ic.mu.
+// unlock releases ic.mu, then answers the server's requests settled
+// meanwhile: an answer may be written to a socket, which no lock is held
+// across.
+func (ic *inputCall) unlock() {
+	settled := ic.settled
+	ic.settled = nil
+	ic.mu.Unlock()
+	for _, s := range settled {
+		s.a.done(s.raw, s.err)
+	}
+}
+
+// endLocked forgets the call once; it reports false if it had ended
+// already. The caller holds ic.mu, and releases it with unlock: the
+// server's requests still waiting fail.
 func (ic *inputCall) endLocked() bool {
 	if ic.ended {
 		return false
@@ -218,7 +241,7 @@ func (ic *inputCall) endLocked() bool {
 		ic.deadline.Stop()
 	}
 	for _, a := range ic.asks {
-		a.answer <- askAnswer{err: errCallEnded}
+		ic.settled = append(ic.settled, settledAsk{a, askAnswer{err: errCallEnded}})
 	}
 	ic.asks = nil
 	ic.in.mu.Lock()
@@ -256,7 +279,7 @@ func (ic *inputCall) finish(raw json.RawMessage, err error) {
 			// It failed (timed out, say) with no one waiting: it ends now,
 			// and a retry is told its state no longer holds.
 			ic.endLocked()
-			ic.mu.Unlock()
+			ic.unlock()
 			return
 		default:
 			ic.final = &askAnswer{raw: raw}
@@ -268,7 +291,7 @@ func (ic *inputCall) finish(raw json.RawMessage, err error) {
 	}
 	ic.cur = nil
 	ic.endLocked()
-	ic.mu.Unlock()
+	ic.unlock()
 	w.send(raw, err)
 }
 
@@ -276,7 +299,7 @@ func (ic *inputCall) finish(raw json.RawMessage, err error) {
 // client (or its connection closes).
 func (ic *inputCall) giveUp(w *inputWaiter) {
 	ic.mu.Lock()
-	defer ic.mu.Unlock()
+	defer ic.unlock()
 	if ic.cur != w {
 		return // answered already: the call lives on, for the retry
 	}
@@ -287,7 +310,7 @@ func (ic *inputCall) giveUp(w *inputWaiter) {
 // expire forgets a call whose answer waited for a retry that did not come.
 func (ic *inputCall) expire() {
 	ic.mu.Lock()
-	defer ic.mu.Unlock()
+	defer ic.unlock()
 	if ic.cur != nil || ic.ended {
 		return
 	}
@@ -335,23 +358,28 @@ func (ic *inputCall) notify(method string, params json.RawMessage) {
 
 // request takes a server's request for the client: it becomes an input
 // request of the answer to the client's request waiting now (or of the
-// answer to its next retry), and returns the client's input.
-func (ic *inputCall) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+// answer to its next retry), and done gets the client's input when a retry
+// brings it.
+func (ic *inputCall) request(method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	short, ok := inputKinds[method]
 	if !ok {
 		if method == mcp.MethodPing {
-			return json.RawMessage(`{}`), nil
+			done(json.RawMessage(`{}`), nil)
+		} else {
+			done(nil, errNotAnswered(method))
 		}
-		return nil, errNotAnswered(method)
+		return noAbort
 	}
 	obj, err := mcp.ParseObject(params)
 	if err != nil {
-		return nil, err
+		done(nil, err)
+		return noAbort
 	}
 	ic.mu.Lock()
 	if ic.ended {
 		ic.mu.Unlock()
-		return nil, errCallEnded
+		done(nil, errCallEnded)
+		return noAbort
 	}
 	if err := parseModernCaps(ic.meta).check(method, obj); err != nil {
 		// The client did not declare what the server needs: its call fails
@@ -366,14 +394,20 @@ func (ic *inputCall) request(ctx context.Context, method string, params json.Raw
 		} else {
 			ic.abortLocked(context.Canceled)
 		}
-		ic.mu.Unlock()
+		ic.unlock()
 		if w != nil {
 			w.send(nil, refusal)
 		}
-		return nil, err
+		done(nil, err)
+		return noAbort
+	}
+	if len(ic.asks) >= clientMaxAsks {
+		ic.mu.Unlock()
+		done(nil, errTooManyAsks(clientMaxAsks))
+		return noAbort
 	}
 	ic.nextKey++
-	a := &inputAsk{key: short + "-" + strconv.Itoa(ic.nextKey), method: method, params: obj.Raw(), answer: make(chan askAnswer, 1)}
+	a := &inputAsk{key: short + "-" + strconv.Itoa(ic.nextKey), method: method, params: obj.Raw(), done: done}
 	ic.asks = append(ic.asks, a)
 	var send func()
 	if ic.cur != nil {
@@ -383,14 +417,13 @@ func (ic *inputCall) request(ctx context.Context, method string, params json.Raw
 	if send != nil {
 		send()
 	}
-	select {
-	case ans := <-a.answer:
-		return ans.raw, ans.err
-	case <-ctx.Done():
+	return func(cause error) {
 		ic.mu.Lock()
-		ic.dropAskLocked(a)
+		waiting := ic.dropAskLocked(a)
 		ic.mu.Unlock()
-		return nil, ctx.Err()
+		if waiting {
+			done(nil, cause)
+		}
 	}
 }
 
@@ -403,13 +436,16 @@ func (ic *inputCall) cancelLocked() {
 	}
 }
 
-func (ic *inputCall) dropAskLocked(a *inputAsk) {
+// dropAskLocked takes a out of the requests waiting; it reports false if
+// it was settled already.
+func (ic *inputCall) dropAskLocked(a *inputAsk) bool {
 	for i, b := range ic.asks {
 		if b == a {
 			ic.asks = append(ic.asks[:i], ic.asks[i+1:]...)
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // inputKinds are the server requests that can be input requests, with the
@@ -518,7 +554,7 @@ func (in *inputs) resumeWith(st inputState, owner identity, method string, param
 	kept := ic.asks[:0]
 	for _, a := range ic.asks {
 		if raw, ok := responses[a.key]; ok {
-			a.answer <- askAnswer{raw: raw}
+			ic.settled = append(ic.settled, settledAsk{a, askAnswer{raw: raw}})
 			continue
 		}
 		kept = append(kept, a)
@@ -537,7 +573,7 @@ func (in *inputs) resumeWith(st inputState, owner identity, method string, param
 		// server asked for more meanwhile: ask again.
 		send = ic.askLocked()
 	}
-	ic.mu.Unlock()
+	ic.unlock()
 	if send != nil {
 		send()
 	}
@@ -631,7 +667,9 @@ func (h *Hub) askClient(ctx context.Context, c caller, ir mcp.InputRequest) (jso
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
 	defer cancel()
-	res, err := c.request(ctx, ir.Method, params.Raw())
+	res, err := await(ctx, func(done func(json.RawMessage, error)) func(error) {
+		return c.request(ir.Method, params.Raw(), done)
+	})
 	if err != nil {
 		return nil, h.downstreamError(err)
 	}

@@ -24,6 +24,11 @@ const handshakeTimeout = 30 * time.Second
 // never end cannot hold the hub.
 const maxPages = 1000
 
+// serverMaxPending bounds the requests of one server connection that the
+// hub holds at once, on a worker or waiting on a client (HandleAsync):
+// beyond it the server's request is refused at once (-32004).
+const serverMaxPending = 256
+
 // replica is one connection of an MCP server dialing out to this instance.
 // Toward it the hub is the MCP client.
 type replica struct {
@@ -78,8 +83,10 @@ func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
 	}
 	rp.log = h.log.With("replica", rp.id[len(h.id)+1:])
 	rp.peer = peer.New(conn, &peer.Options{
-		Handler:        peer.HandlerFunc(rp.handle),
+		Handler:        rp, // a peer.Handler and a peer.AsyncHandler
 		MaxConcurrent:  16,
+		MaxPending:     serverMaxPending,
+		Overloaded:     errOverloaded(serverMaxPending),
 		Limits:         h.cfg.limits(),
 		SendQueue:      h.cfg.SendQueue,
 		CloseOnInvalid: true,
@@ -476,7 +483,7 @@ func (rp *replica) onCancel(id jsonrpc.ID, cause error) {
 var replicaMethods map[string]func(rp *replica, ctx context.Context, req *jsonrpc.Request) (any, error)
 
 func init() {
-	toClient := (*replica).routeToClient
+	toClient := (*replica).awaitClient
 	notification := func(fn func(rp *replica, ctx context.Context, params json.RawMessage)) func(*replica, context.Context, *jsonrpc.Request) (any, error) {
 		return func(rp *replica, ctx context.Context, req *jsonrpc.Request) (any, error) {
 			fn(rp, ctx, req.Params)
@@ -490,10 +497,8 @@ func init() {
 		mcp.MethodPing: func(rp *replica, ctx context.Context, req *jsonrpc.Request) (any, error) {
 			// A ping naming a call goes to that call's client; any other
 			// ping is the server checking on the hub, which answers it.
-			if meta, ok := jsonrpc.Member(req.Params, "_meta"); ok {
-				if _, ok := jsonrpc.Member(meta, mcp.MetaRelatedRequest); ok {
-					return rp.routeToClient(ctx, req)
-				}
+			if forClient(req) {
+				return rp.awaitClient(ctx, req)
 			}
 			return struct{}{}, nil
 		},
@@ -530,9 +535,52 @@ var unlimited = map[string]bool{
 	mcp.NotificationPromptsListChanged:        true,
 }
 
-// handle answers the server's requests and notifications by the method
+var (
+	_ peer.Handler      = (*replica)(nil)
+	_ peer.AsyncHandler = (*replica)(nil)
+)
+
+// forClient reports whether a server's request goes to a client:
+// sampling, elicitation and roots, and a ping that names a call.
+func forClient(req *jsonrpc.Request) bool {
+	switch req.Method {
+	case mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList:
+		return true
+	case mcp.MethodPing:
+		meta, ok := jsonrpc.Member(req.Params, "_meta")
+		if ok {
+			_, ok = jsonrpc.Member(meta, mcp.MetaRelatedRequest)
+		}
+		return ok
+	}
+	return false
+}
+
+// HandleAsync routes a server's request for a client from the read loop
+// (routeToClient), so that requests waiting on clients hold none of the
+// workers that the server's other requests (its ping to the hub, another
+// client's sampling) need: one client's silence never delays another.
+// Everything else takes a worker (Handle).
+func (rp *replica) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
+	if !forClient(req) {
+		return false
+	}
+	abort := rp.routeToClient(req, reply.Send)
+	reply.OnCancel(func() { abort(context.Canceled) })
+	return true
+}
+
+// awaitClient is routeToClient for a worker (a request in a batch, which
+// takes no AsyncHandler): it waits for the answer.
+func (rp *replica) awaitClient(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	return await(ctx, func(done func(json.RawMessage, error)) func(error) {
+		return rp.routeToClient(req, done)
+	})
+}
+
+// Handle answers the server's requests and notifications by the method
 // table.
-func (rp *replica) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+func (rp *replica) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	if req.IsNotification() && rp.notes != nil && !unlimited[req.Method] {
 		if ok, retry := rp.notes.take(time.Now()); !ok {
 			// A flood from one server must not drown its clients: beyond

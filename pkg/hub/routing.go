@@ -119,8 +119,12 @@ type caller interface {
 	// call.
 	notify(method string, params json.RawMessage)
 	// request sends the client a request of the server's (sampling,
-	// elicitation, roots, ping) and waits for the answer.
-	request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// elicitation, roots, ping) and returns at once: nothing waits while
+	// the client thinks, and done runs once with the answer, on whichever
+	// goroutine it arrives (or at once, with a refusal). abort gives up on
+	// it: done then runs with abort's cause, unless the answer came first.
+	// A client holds at most clientMaxAsks of them at once.
+	request(method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error))
 	// caps returns what the client declared it can do for servers.
 	caps() clientCaps
 	// client identifies the client across the cluster: the calls of one
@@ -155,18 +159,73 @@ func (c sessionCall) notify(method string, params json.RawMessage) {
 	c.s.notify(method, params)
 }
 
+// clientMaxAsks bounds the server requests waiting on one client at once
+// (a session, or a modern client's call): a client that never answers
+// holds no more than this, whatever its servers ask.
+const clientMaxAsks = 64
+
 // request names the client's call in _meta["switchboard/relatedRequest"],
 // with the client's own id, so that the client (and a transport with one
 // stream per call) knows which call asks. A modern client takes no request:
 // its calls that may ask for input have an inputCall as their caller.
-func (c sessionCall) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (c sessionCall) request(method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	if c.meta != nil {
-		return nil, errCannotRoute(method, "a client of protocol version "+mcp.ModernVersion+
-			" is asked for input only during tools/call, prompts/get or resources/read")
+		done(nil, errCannotRoute(method, "a client of protocol version "+mcp.ModernVersion+
+			" is asked for input only during tools/call, prompts/get or resources/read"))
+		return noAbort
 	}
-	var raw json.RawMessage
-	err := c.s.peer.Call(ctx, method, withRelated(params, c.id), &raw)
-	return raw, err
+	s := c.s
+	if s.asks.Add(1) > clientMaxAsks {
+		s.asks.Add(-1)
+		done(nil, errTooManyAsks(clientMaxAsks))
+		return noAbort
+	}
+	id := s.peer.NextID()
+	err := s.peer.Go(id, method, withRelated(params, c.id), func(resp *jsonrpc.Response, err error) {
+		s.asks.Add(-1)
+		done(answerOf(resp, err))
+	})
+	if err != nil {
+		s.asks.Add(-1)
+		done(nil, err)
+		return noAbort
+	}
+	return func(cause error) { s.peer.Abort(id, cause) }
+}
+
+// noAbort is the abort of what has ended already.
+func noAbort(error) {}
+
+// answerOf reads the answer to a call sent with peer.Go: its result, or
+// its error.
+func answerOf(resp *jsonrpc.Response, err error) (json.RawMessage, error) {
+	switch {
+	case err != nil:
+		return nil, err
+	case resp.Error != nil:
+		return nil, resp.Error
+	}
+	return resp.Result, nil
+}
+
+// await is an exchange that answers through done (a call, a request for a
+// client) for one who waits: start begins it and returns how to abort it.
+// await returns its outcome, or ctx's error once ctx ends (the exchange is
+// then aborted with ctx's cause).
+func await(ctx context.Context, start func(done func(json.RawMessage, error)) (abort func(error))) (json.RawMessage, error) {
+	type outcome struct {
+		raw json.RawMessage
+		err error
+	}
+	ch := make(chan outcome, 1)
+	abort := start(func(raw json.RawMessage, err error) { ch <- outcome{raw, err} })
+	select {
+	case o := <-ch:
+		return o.raw, o.err
+	case <-ctx.Done():
+		abort(context.Cause(ctx))
+		return nil, ctx.Err()
+	}
 }
 
 func (c sessionCall) caps() clientCaps {
@@ -503,19 +562,9 @@ func (h *Hub) attempt(f *flight, t *target, c caller, method string, params json
 // call is forward for a caller that waits: it returns when the answer
 // comes or ctx ends (the call is then cancelled upstream).
 func (h *Hub) call(ctx context.Context, t *target, c caller, method string) (json.RawMessage, error) {
-	type outcome struct {
-		raw json.RawMessage
-		err error
-	}
-	ch := make(chan outcome, 1)
-	f := h.forward(t, c, method, func(raw json.RawMessage, err error) { ch <- outcome{raw, err} })
-	select {
-	case o := <-ch:
-		return o.raw, o.err
-	case <-ctx.Done():
-		f.cancel(context.Cause(ctx))
-		return nil, ctx.Err()
-	}
+	return await(ctx, func(done func(json.RawMessage, error)) func(error) {
+		return h.forward(t, c, method, done).cancel
+	})
 }
 
 // flight is the life of one forwarded call: it ends once, by its answer, its
@@ -632,15 +681,7 @@ func (rp *replica) send(c caller, method string, params json.RawMessage, done fu
 			rp.flushProgress(token) // a report the rate limit held back comes before the answer
 		}
 		rp.unregister(id, token)
-		var raw json.RawMessage
-		switch {
-		case err != nil:
-		case resp.Error != nil:
-			err = resp.Error
-		default:
-			raw = resp.Result
-		}
-		done(raw, err)
+		done(answerOf(resp, err))
 	}
 	if err := rp.peer.Go(id, method, params, finish); err != nil {
 		finish(nil, err)
@@ -770,61 +811,78 @@ func (rp *replica) callOf(params json.RawMessage) (uc *upstreamCall, rest json.R
 	return uc, rest, true, nil
 }
 
-// routeToClient sends a server's request to the client whose call the server
-// is serving: the one named by _meta["switchboard/relatedRequest"], else the
-// only client with a call in flight to this replica. The hub never guesses
-// between two clients.
-func (rp *replica) routeToClient(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	params, err := mcp.ParseObject(req.Params)
-	if err != nil {
-		return nil, err
-	}
-	uc, rest, named, err := rp.callOf(req.Params)
-	if err != nil {
-		return nil, err
-	}
-	var c caller
+// routeToClient sends a server's request to the client whose call the
+// server is serving: the one named by _meta["switchboard/relatedRequest"],
+// else the only client with a call in flight to this replica. The hub
+// never guesses between two clients. It returns at once, holding nothing
+// that the server's other requests need while the client thinks: done runs
+// once with the answer (or the hub's own, or a refusal), within the call
+// timeout; abort gives up on it (the server cancelled it, or left).
+func (rp *replica) routeToClient(req *jsonrpc.Request, done func(json.RawMessage, error)) (abort func(error)) {
+	c, params, err := rp.clientOf(req)
 	switch {
-	case named && uc == nil:
-		return nil, errCannotRoute(req.Method, "the call it names is not in flight")
-	case named:
-		c = uc.caller
-		if params, err = mcp.ParseObject(rest); err != nil {
-			return nil, err
-		}
-	default:
-		n := 0
-		rp.mu.Lock()
-		for _, uc := range rp.calls {
-			if c == nil {
-				c, n = uc.caller, 1
-			} else if c.client() != uc.caller.client() {
-				n = 2
-				break
-			}
-		}
-		rp.mu.Unlock()
-		switch {
-		case n == 0:
-			return rp.answerAlone(req.Method)
-		case n > 1:
-			return nil, errCannotRoute(req.Method, "several clients have calls in flight; set _meta[\""+
-				mcp.MetaRelatedRequest+"\"] to the id of the call it serves")
-		}
+	case err != nil:
+		done(nil, err)
+		return noAbort
+	case c == nil:
+		done(rp.answerAlone(req.Method))
+		return noAbort
 	}
 	if err := c.caps().check(req.Method, params); err != nil {
 		if req.Method == mcp.MethodRootsList {
-			return rp.answerAlone(req.Method) // no roots from that client: the server's own, from its URL
+			done(rp.answerAlone(req.Method)) // no roots from that client: the server's own, from its URL
+		} else {
+			done(nil, err)
 		}
-		return nil, err
+		return noAbort
 	}
-	ctx, cancel := context.WithTimeout(ctx, rp.hub.cfg.CallTimeout)
-	defer cancel()
-	res, err := c.request(ctx, req.Method, params.Raw())
+	// One timeout and one way to give up, as for a call (flight).
+	f := &flight{}
+	cancel := c.request(req.Method, params.Raw(), func(raw json.RawMessage, err error) {
+		if f.end() {
+			done(raw, rp.hub.downstreamError(err))
+		}
+	})
+	f.started(0, cancel, rp.hub.cfg.CallTimeout)
+	return f.cancel
+}
+
+// clientOf finds the caller a server's request goes to (routeToClient),
+// and returns the request's params without the hub's routing hint. A nil
+// caller without error: no client has a call in flight here, and the hub
+// answers itself (answerAlone).
+func (rp *replica) clientOf(req *jsonrpc.Request) (caller, mcp.Object, error) {
+	params, err := mcp.ParseObject(req.Params)
 	if err != nil {
-		return nil, rp.hub.downstreamError(err)
+		return nil, nil, err
 	}
-	return res, nil
+	uc, rest, named, err := rp.callOf(req.Params)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case named && uc == nil:
+		return nil, nil, errCannotRoute(req.Method, "the call it names is not in flight")
+	case named:
+		params, err = mcp.ParseObject(rest)
+		return uc.caller, params, err
+	}
+	var c caller
+	n := 0
+	rp.mu.Lock()
+	for _, uc := range rp.calls {
+		if c == nil {
+			c, n = uc.caller, 1
+		} else if c.client() != uc.caller.client() {
+			n = 2
+			break
+		}
+	}
+	rp.mu.Unlock()
+	if n > 1 {
+		return nil, nil, errCannotRoute(req.Method, "several clients have calls in flight; set _meta[\""+
+			mcp.MetaRelatedRequest+"\"] to the id of the call it serves")
+	}
+	return c, params, nil
 }
 
 // answerAlone answers a server's request that names no call while no client
@@ -832,16 +890,16 @@ func (rp *replica) routeToClient(ctx context.Context, req *jsonrpc.Request) (any
 // (an empty list without: published servers ask for roots as they start),
 // ping as the hub; sampling and elicitation cannot be, since only a person
 // or a model behind a client can answer them.
-func (rp *replica) answerAlone(method string) (any, error) {
+func (rp *replica) answerAlone(method string) (json.RawMessage, error) {
 	switch method {
 	case mcp.MethodRootsList:
 		roots := make([]mcp.Root, 0, len(rp.roots))
 		for _, uri := range rp.roots {
 			roots = append(roots, mcp.Root{URI: uri})
 		}
-		return &mcp.ListRootsResult{Roots: roots}, nil
+		return jsonrpc.Marshal(&mcp.ListRootsResult{Roots: roots})
 	case mcp.MethodPing:
-		return struct{}{}, nil
+		return json.RawMessage(`{}`), nil
 	}
 	return nil, errNoClient(method)
 }

@@ -46,6 +46,7 @@ type session struct {
 	closed      atomic.Bool  // the session is ending: no longer a client
 	modernSeen  atomic.Bool  // a modern request came: initialize is not awaited
 	logsDropped atomic.Int64 // log lines dropped since one got through
+	asks        atomic.Int32 // servers' requests waiting on the client (sessionCall.request)
 	mu          sync.Mutex
 	listeners   map[*listener]struct{} // its subscriptions/listen streams (listen.go)
 	holds       map[string]*hold       // resource subscriptions, by URI: who holds each (listen.go)
