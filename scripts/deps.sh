@@ -49,3 +49,8 @@ done
 go mod download
 # The Go SDK interop tests are a module of their own (e2e/gosdk).
 (cd e2e/gosdk && go mod download)
+# The tracing tests run a real Jaeger, pinned by the test-only module
+# e2e/tracing and built once into the user's cache directory (minutes the
+# first time; nothing when e2e/tracing has not changed).
+jaeger=$(go run ./internal/jaegertest/cmd/buildjaeger)
+echo "deps: Jaeger for the tracing tests: $jaeger"
