@@ -1,0 +1,138 @@
+package tracing
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"go.opentelemetry.io/otel/propagation"
+)
+
+// propagator reads and writes W3C trace context (traceparent, tracestate)
+// and W3C baggage. It is this package's own, never the global one: two hubs
+// in one process (as in tests) each keep their own tracing.
+var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
+// ExtractHeaders returns ctx carrying the trace context and baggage of an
+// HTTP request's traceparent, tracestate and baggage headers, as the remote
+// parent of the spans started from it. A malformed traceparent is ignored
+// (the spans start a new trace); with tracing off ctx comes back as it is.
+func (t *Tracing) ExtractHeaders(ctx context.Context, h http.Header) context.Context {
+	if !t.Enabled() {
+		return ctx
+	}
+	return extractHeaders(ctx, h)
+}
+
+func extractHeaders(ctx context.Context, h http.Header) context.Context {
+	return propagator.Extract(ctx, propagation.HeaderCarrier(h))
+}
+
+// InjectHeaders sets the traceparent, tracestate and baggage headers of an
+// outgoing HTTP request from ctx (hub connect's requests to its upstream).
+// With tracing off, or no span in ctx, h is left alone.
+func (t *Tracing) InjectHeaders(ctx context.Context, h http.Header) {
+	if t.Enabled() {
+		injectHeaders(ctx, h)
+	}
+}
+
+func injectHeaders(ctx context.Context, h http.Header) {
+	propagator.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+// ExtractMeta returns ctx carrying the trace context and baggage of
+// params._meta (traceparent, tracestate, baggage), params being a request's
+// or notification's raw params. Only _meta is read, without decoding the
+// rest. A malformed or missing traceparent leaves ctx's trace context as it
+// was (a span started from it begins a new trace, or continues the HTTP
+// request's); it is never an error.
+func (t *Tracing) ExtractMeta(ctx context.Context, params []byte) context.Context {
+	if !t.Enabled() {
+		return ctx
+	}
+	return extractMeta(ctx, params)
+}
+
+func extractMeta(ctx context.Context, params []byte) context.Context {
+	f := metaFields(params)
+	if f.empty() {
+		return ctx
+	}
+	return propagator.Extract(ctx, &f)
+}
+
+// InjectMeta returns params (a request's raw params) with the trace context
+// and baggage of ctx written into params._meta: _meta is created when
+// absent (and params when empty), its traceparent, tracestate and baggage
+// replaced, and every other member kept byte for byte. With tracing off, no
+// span in ctx, or params that are not an object, params come back as they
+// are, without a copy.
+func (t *Tracing) InjectMeta(ctx context.Context, params []byte) []byte {
+	if !t.Enabled() {
+		return params
+	}
+	return injectMeta(ctx, params)
+}
+
+func injectMeta(ctx context.Context, params []byte) []byte {
+	var f fields
+	propagator.Inject(ctx, &f)
+	if f.traceparent == "" {
+		return params
+	}
+	return withMetaFields(params, f)
+}
+
+// The compact form of a trace context for the envelope between instances:
+// the traceparent, then the tracestate and the baggage when there are any,
+// each after a newline (which neither may contain, being HTTP header values).
+const packSep = "\n"
+
+// maxPacked bounds what Unpack reads: a traceparent, and a tracestate and a
+// baggage within the sizes W3C sets for them (512 and 8192 bytes).
+const maxPacked = 64 + 512 + 8192 + 2
+
+// Pack returns the trace context and baggage of ctx in the compact form that
+// the envelope between instances carries: "" with tracing off or no span in
+// ctx, else the traceparent (55 characters), followed only when present by
+// a newline and the tracestate, and a newline and the baggage. Unpack, on
+// the far instance, reads it back.
+func (t *Tracing) Pack(ctx context.Context) string {
+	if !t.Enabled() {
+		return ""
+	}
+	return pack(ctx)
+}
+
+func pack(ctx context.Context) string {
+	var f fields
+	propagator.Inject(ctx, &f)
+	if f.traceparent == "" {
+		return ""
+	}
+	if f.tracestate == "" && f.baggage == "" {
+		return f.traceparent
+	}
+	return f.traceparent + packSep + f.tracestate + packSep + f.baggage
+}
+
+// Unpack returns ctx carrying the trace context and baggage of s, a string
+// Pack made on another instance, as the remote parent of the spans started
+// from it. An empty or malformed s leaves ctx as it is.
+func (t *Tracing) Unpack(ctx context.Context, s string) context.Context {
+	if !t.Enabled() {
+		return ctx
+	}
+	return unpack(ctx, s)
+}
+
+func unpack(ctx context.Context, s string) context.Context {
+	if s == "" || len(s) > maxPacked {
+		return ctx
+	}
+	var f fields
+	f.traceparent, s, _ = strings.Cut(s, packSep)
+	f.tracestate, f.baggage, _ = strings.Cut(s, packSep)
+	return propagator.Extract(ctx, &f)
+}
