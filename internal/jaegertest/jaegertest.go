@@ -35,6 +35,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/proctest"
 )
 
 // readyTimeout bounds the wait for a started Jaeger to take OTLP and answer
@@ -49,10 +51,8 @@ type Jaeger struct {
 	dir                       string
 	otlpGRPC, otlpHTTP, query int
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	out    *lockedBuffer
+	mu   sync.Mutex
+	proc *proctest.Proc // nil once stopped
 }
 
 // Start builds Jaeger if needed (Binary), starts it on free ports of
@@ -83,8 +83,8 @@ func Launch(dir string) (*Jaeger, error) {
 	for range 3 {
 		j := &Jaeger{dir: dir}
 		for _, p := range []*int{&j.otlpGRPC, &j.otlpHTTP, &j.query} {
-			if *p, err = freePort(); err != nil {
-				return nil, err
+			if *p, err = proctest.FreePort(); err != nil {
+				return nil, fmt.Errorf("jaegertest: %w", err)
 			}
 		}
 		if lastErr = j.start(bin); lastErr == nil {
@@ -111,22 +111,21 @@ func (j *Jaeger) QueryURL() string { return "http://" + addr(j.query) }
 func (j *Jaeger) Stop() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.cmd == nil {
+	if j.proc == nil {
 		return
 	}
-	_ = j.cmd.Process.Kill()
-	<-j.exited
-	j.cmd = nil
+	j.proc.Kill()
+	j.proc = nil
 }
 
 // Log returns what Jaeger printed, for a failing test's message.
 func (j *Jaeger) Log() string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.out == nil {
+	if j.proc == nil {
 		return ""
 	}
-	return j.out.String()
+	return j.proc.Output()
 }
 
 func addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
@@ -171,51 +170,25 @@ exporters:
 `
 
 func (j *Jaeger) start(bin string) error {
-	grpcQuery, err := freePort()
+	grpcQuery, err := proctest.FreePort()
 	if err != nil {
-		return err
+		return fmt.Errorf("jaegertest: %w", err)
 	}
 	cfg := filepath.Join(j.dir, "jaeger.yaml")
 	text := fmt.Sprintf(config, addr(j.otlpGRPC), addr(j.otlpHTTP), addr(j.query), addr(grpcQuery))
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("jaegertest: %w", err)
 	}
-	out := &lockedBuffer{}
 	cmd := exec.Command(bin, "--config", cfg)
 	cmd.Dir = j.dir
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("jaegertest: start %s: %w", bin, err)
+	p, err := proctest.Start(cmd, "jaeger", j.ready, readyTimeout)
+	if err != nil {
+		return fmt.Errorf("jaegertest: %w", err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-
-	deadline := time.NewTimer(readyTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if j.ready() == nil {
-			j.mu.Lock()
-			j.cmd, j.exited, j.out = cmd, exited, out
-			j.mu.Unlock()
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("jaegertest: jaeger exited: %s", tail([]byte(out.String()), 30))
-		case <-deadline.C:
-			_ = cmd.Process.Kill()
-			<-exited
-			return fmt.Errorf("jaegertest: jaeger was not ready within %v: %v\n%s", readyTimeout, j.ready(), tail([]byte(out.String()), 30))
-		case <-tick.C:
-		}
-	}
+	j.mu.Lock()
+	j.proc = p
+	j.mu.Unlock()
+	return nil
 }
 
 // ready reports whether both OTLP receivers take connections and the query
@@ -365,30 +338,4 @@ func (j *Jaeger) get(ctx context.Context, path string, q url.Values) ([]byte, er
 	default:
 		return nil, fmt.Errorf("jaegertest: GET %s: %s: %s", path, resp.Status, bytes.TrimSpace(body))
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("jaegertest: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -407,7 +407,7 @@ func (c *Cluster) clusterNodes(n *Server) ([]clusterNode, error) {
 func (s *Server) running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cmd != nil
+	return s.proc != nil
 }
 
 // isMaster reports whether the server says it is a master.

@@ -28,7 +28,6 @@ package redistest
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +39,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/proctest"
 )
 
 // Redis is a Redis deployment started for a test: a Server or a Cluster.
@@ -69,10 +70,8 @@ type Server struct {
 	port    int
 	busPort int // the cluster bus port of a cluster node; 0 otherwise
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has been waited for
-	out    *lockedBuffer
+	mu   sync.Mutex
+	proc *proctest.Proc // nil while stopped
 }
 
 // Start starts redis-server on a free port of 127.0.0.1, waits until it
@@ -116,11 +115,11 @@ func launch(dir string, cluster bool, args []string) (*Server, error) {
 	// it before redis-server binds it: try a few.
 	var lastErr error
 	for range 3 {
-		if s.port, err = freePortErr(); err != nil {
+		if s.port, err = proctest.FreePort(); err != nil {
 			return nil, err
 		}
 		if cluster {
-			if s.busPort, err = freePortErr(); err != nil {
+			if s.busPort, err = proctest.FreePort(); err != nil {
 				return nil, err
 			}
 		}
@@ -135,10 +134,10 @@ func launch(dir string, cluster bool, args []string) (*Server, error) {
 func (s *Server) PID() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
+	if s.proc == nil {
 		return 0
 	}
-	return s.cmd.Process.Pid
+	return s.proc.Pid()
 }
 
 // URL returns the server's URL, redis://127.0.0.1:PORT/0.
@@ -156,12 +155,11 @@ func (s *Server) Addr() string {
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
+	if s.proc == nil {
 		return
 	}
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-	s.cmd = nil
+	s.proc.Kill()
+	s.proc = nil
 }
 
 // Restart starts the server again on the same port, stopping it first if
@@ -192,10 +190,10 @@ func (s *Server) signal(sig syscall.Signal) {
 	s.tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
+	if s.proc == nil {
 		s.tb.Fatalf("redistest: %v: server is not running", sig)
 	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
+	if err := s.proc.Signal(sig); err != nil {
 		s.tb.Fatalf("redistest: %v: %v", sig, err)
 	}
 }
@@ -203,7 +201,6 @@ func (s *Server) signal(sig syscall.Signal) {
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := &lockedBuffer{}
 	args := append([]string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
@@ -228,38 +225,12 @@ func (s *Server) start() error {
 	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
+	p, err := proctest.Start(cmd, fmt.Sprintf("redis-server on port %d", s.port), func() error { return ping(s.Addr()) }, readyTimeout)
+	if err != nil {
+		return err
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-
-	deadline := time.NewTimer(readyTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if ping(s.Addr()) == nil {
-			s.cmd, s.exited, s.out = cmd, exited, out
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("redis-server on port %d exited: %s", s.port, strings.TrimSpace(out.String()))
-		case <-deadline.C:
-			_ = cmd.Process.Kill()
-			<-exited
-			return fmt.Errorf("redis-server on port %d did not answer PING within %v: %s",
-				s.port, readyTimeout, strings.TrimSpace(out.String()))
-		case <-tick.C:
-		}
-	}
+	s.proc = p
+	return nil
 }
 
 // ping sends an inline PING and expects +PONG, without a Redis client. A
@@ -286,20 +257,11 @@ func ping(addr string) error {
 
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	port, err := freePortErr()
+	port, err := proctest.FreePort()
 	if err != nil {
 		tb.Fatalf("redistest: %v", err)
 	}
 	return port
-}
-
-func freePortErr() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 var prefixSeq atomic.Uint64
@@ -314,21 +276,4 @@ func Prefix(tb testing.TB) string {
 		return r
 	}, tb.Name())
 	return fmt.Sprintf("sbtest:%d:%d:%s:", syscall.Getpid(), prefixSeq.Add(1), name)
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

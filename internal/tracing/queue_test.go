@@ -1,7 +1,6 @@
 package tracing
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-mcp/switchboard/internal/proctest"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 )
 
@@ -37,7 +37,7 @@ func TestExporterDown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var logs syncBuffer
+			var logs proctest.Buffer
 			tr, err := New(context.Background(), Config{
 				Enabled: true, InstanceID: "down", Endpoint: tc.endpoint(t),
 				QueueSize: 8, BatchSize: 4, BatchDelay: time.Millisecond, ExportTimeout: tc.timeout,
@@ -203,21 +203,4 @@ func TestNew_sdkDisabled(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, tr.Enabled())
 	assert.Equal(t, map[string]float64{"exported": 0, "queue_full": 0, "export_failed": 0}, counts(t, tr))
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

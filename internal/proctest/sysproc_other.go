@@ -1,6 +1,6 @@
 //go:build !linux
 
-package jaegertest
+package proctest
 
 import "syscall"
 
