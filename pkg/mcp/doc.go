@@ -97,7 +97,9 @@
 // request's POST, anything else to the session's GET stream (kept until one
 // opens). It answers with JSON when an answer is all a POST gets, with SSE
 // otherwise; SSE events have ids from which a client resumes with
-// Last-Event-ID; sessions end on DELETE, when idle, or when the owner
+// Last-Event-ID (its own stream only, and 204 once nothing more can come
+// on it: a cancelled request's stream is never resumed); sessions end on
+// DELETE, when idle, or when the owner
 // closes the conn. The Open and Check hooks let an owner refuse sessions
 // and requests with an HTTP status; Stateless is the place for 2026-07-28
 // requests without a session: it gets a session of one request, whose

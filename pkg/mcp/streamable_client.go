@@ -64,8 +64,10 @@ type StreamableClientOptions struct {
 // the version its _meta names, Mcp-Method its method, Mcp-Name its tool or
 // prompt name or resource URI; notifications that follow such requests
 // (notifications/cancelled) get the same headers. Its stream is not
-// resumed, and writing notifications/cancelled for it ends its POST, which
-// is how a stateless server learns of the cancellation.
+// resumed. Writing notifications/cancelled for a request sent alone ends
+// its POST: a stateless server learns of the cancellation so, and a
+// session's server need not hold the stream for a client that no longer
+// reads it.
 type StreamableClientConn struct {
 	url    string
 	client *http.Client
@@ -82,7 +84,7 @@ type StreamableClientConn struct {
 	sessionID string
 	version   string
 	modern    string                            // the version of the last stateless request
-	posts     map[jsonrpc.ID]context.CancelFunc // stateless POSTs in flight, by request id
+	posts     map[jsonrpc.ID]context.CancelFunc // POSTs of one request in flight, by its id
 	initID    jsonrpc.ID                        // the initialize request in flight
 	initOK    bool
 	getOpen   bool // the GET stream was started
@@ -305,7 +307,7 @@ func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
 		cancel()
 		return net.ErrClosed
 	}
-	if stateless != "" {
+	if single != nil {
 		c.mu.Lock()
 		c.posts[single.ID] = cancel
 		c.mu.Unlock()
@@ -313,7 +315,7 @@ func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
 	go func() {
 		defer c.wg.Done()
 		defer func() {
-			if stateless != "" {
+			if single != nil {
 				c.mu.Lock()
 				delete(c.posts, single.ID)
 				c.mu.Unlock()
@@ -393,8 +395,10 @@ func validHeaderValue(s string) bool {
 	return true
 }
 
-// cancelPOST ends the POST of a stateless request being cancelled: with no
-// session, its connection is all the server can watch.
+// cancelPOST ends the POST of a request being cancelled. Without a session
+// its connection is all the server can watch; with one, the server owes no
+// answer and may hold the stream open until the client leaves it (the hub
+// and the SDKs' servers do, so that the client has no reason to resume it).
 func (c *StreamableClientConn) cancelPOST(params json.RawMessage) {
 	var p CancelledParams
 	if json.Unmarshal(params, &p) != nil {

@@ -64,7 +64,13 @@ type StreamSession struct {
 	logBytes int
 	active   int // requests of this session being served
 	idle     *time.Timer
+	held     []*stream // cancelled streams held open for their clients, oldest first
 }
+
+// maxHeldStreams bounds the cancelled streams a session holds open (see
+// cancelled): beyond, the oldest is ended, and its client's one resumption
+// of it gets 204.
+const maxHeldStreams = 16
 
 // stream is one SSE stream of a session: the GET stream (number 0) or the
 // stream of one POST that carried requests.
@@ -82,6 +88,12 @@ type stream struct {
 	finished bool           // every answer is in: no event follows
 	closeReq bool           // CloseStream asked the writer to end the response
 	orphaned bool           // a POST whose client left before any byte of its answer
+	// cancelled: every request on it was cancelled, so no answer will
+	// come (the client is owed none); resumable: an event id of it reached
+	// its client, which may come back with it. A cancelled stream that is
+	// resumable is held open until its client leaves (see cancelled).
+	cancelled bool
+	resumable bool
 	// errorAsJSON: SSE always, but an error answer before anything else
 	// goes as JSON with the status of its code (a stateless request).
 	errorAsJSON bool
@@ -391,6 +403,15 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attac
 }
 
 // cancelled stops waiting for the answer to a request the client cancelled.
+// Once every request of its POST is cancelled, the stream must end without
+// an answer, and without inviting a resumption: a client (the TypeScript
+// SDK's, for one) that holds an event id of a stream that ended before its
+// answer comes back for the rest, and one that is then told nothing comes
+// back again and again. So a stream whose client has none of its event ids
+// ends at once, without a priming event; one whose client has is held open
+// (keep-alives only) until its client closes it or the session ends, as the
+// SDKs' own servers hold a cancelled request's stream. A resumption of it
+// gets 204 (attachGET).
 func (s *StreamSession) cancelled(id jsonrpc.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -399,13 +420,35 @@ func (s *StreamSession) cancelled(id jsonrpc.ID) {
 		return
 	}
 	s.answeredLocked(st, id)
-	if len(st.owed) == 0 {
-		st.finished = true
-		if st.mode == modePending {
-			st.mode = modeSSE // nothing to send as JSON: an empty stream
-		}
-		st.wakeLocked()
-		s.forgetStreamLocked(st, false)
+	if len(st.owed) > 0 {
+		return
+	}
+	st.cancelled = true
+	if st.resumable && st.writer != nil {
+		s.holdLocked(st)
+		return
+	}
+	st.finished = true
+	if st.mode == modePending {
+		st.mode = modeSSE // nothing to send as JSON: an empty stream
+	}
+	st.wakeLocked()
+	s.forgetStreamLocked(st, true)
+}
+
+// holdLocked counts a cancelled stream held open, ending the oldest beyond
+// maxHeldStreams: a client that cancels call after call must not hold a
+// connection of the hub's for each.
+func (s *StreamSession) holdLocked(st *stream) {
+	s.held = append(s.held, st)
+	if len(s.held) <= maxHeldStreams {
+		return
+	}
+	old := s.held[0]
+	s.held = slices.Delete(s.held, 0, 1)
+	if old.writer != nil {
+		old.closeReq = true
+		old.wakeLocked()
 	}
 }
 
@@ -423,28 +466,36 @@ func (s *StreamSession) answeredLocked(st *stream, id jsonrpc.ID) {
 }
 
 // attachGET attaches a GET to the stream its Last-Event-ID names, or to the
-// session's GET stream (also for an id this session did not give).
+// session's GET stream when it has none, or one this session did not give.
 //
-// A GET without Last-Event-ID while the GET stream is open is refused
-// (409), as the SDKs do. A GET with one takes its stream over from a
-// response still attached to it: a client resumes because its connection
-// dropped, and the server may not have noticed yet; refusing it would make
-// the client wait for a timeout to learn what it already knows.
+// It returns no stream, and no error, for a Last-Event-ID naming a POST
+// stream with nothing more to send: cancelled, answered and replayed up to
+// that id, or no longer known. serveStream answers such a GET 204, the one
+// answer after which SSE clients (EventSource, the TypeScript SDK's
+// transport) do not come back. A stream that ended at once would have them
+// resume it again and again, and the session's GET stream in its place
+// would hand a resumption another stream's messages and take that stream
+// from the client's own GET.
+//
+// A GET that resumes nothing while the GET stream is open is refused (409),
+// as the SDKs do. A resumption takes its stream over from a response still
+// attached to it: a client resumes because its connection dropped, and the
+// server may not have noticed yet; refusing it would make the client wait
+// for a timeout to learn what it already knows.
 func (s *StreamSession) attachGET(lastEventID string) (*stream, attachment, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.general
-	from := int64(-1)
+	st, from := s.general, int64(-1)
 	if nonce, num, seq, ok := parseEventID(lastEventID); ok && nonce == s.nonce {
-		if t := s.streams[num]; t != nil && seq < t.nextSeq {
-			st, from = t, seq
+		t := s.streams[num]
+		if t == nil || t.post && t.over(seq) {
+			return nil, nil, nil
 		}
+		st, from = t, min(seq, t.nextSeq-1)
+	} else if st.writer != nil {
+		return nil, nil, errors.New("a GET stream is already open for this session")
 	}
-	if st.writer != nil {
-		if lastEventID == "" {
-			return nil, nil, errors.New("a GET stream is already open for this session")
-		}
-		old := st.writer
+	if old := st.writer; old != nil {
 		st.writer = nil
 		select { // the old response ends at its next turn
 		case old <- struct{}{}:
@@ -459,10 +510,21 @@ func (s *StreamSession) attachGET(lastEventID string) (*stream, attachment, erro
 	return st, att, nil
 }
 
-// serveStream serves a GET stream.
+// over reports whether a POST stream has nothing more for a client that has
+// its events up to seq.
+func (st *stream) over(seq int64) bool {
+	return st.cancelled || st.orphaned || st.finished && seq >= st.nextSeq-1
+}
+
+// serveStream serves a GET stream, or answers 204 when there is nothing
+// more to resume (attachGET).
 func (s *StreamSession) serveStream(w http.ResponseWriter, r *http.Request, st *stream, att attachment) {
 	if s.id != "" {
 		w.Header()[HeaderSessionID] = s.idHeader
+	}
+	if st == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
 	}
 	s.pump(w, r, st, att)
 }
@@ -584,11 +646,11 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			return
 		}
 		buf = buf[:0]
-		if !started {
-			if primes {
-				retry := s.h.opts.Retry
-				buf = appendSSEEvent(buf, s.eventID(st.num, st.sent), nil, max(retry, 0))
-			}
+		if !started && primes && !st.cancelled {
+			// A cancelled stream is not primed: it ends before anything,
+			// and its client must have no event id to come back with.
+			retry := s.h.opts.Retry
+			buf = appendSSEEvent(buf, s.eventID(st.num, st.sent), nil, max(retry, 0))
 		}
 		for _, ev := range st.events {
 			if ev.seq > st.sent {
@@ -596,12 +658,16 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 				st.sent = ev.seq
 			}
 		}
+		if len(buf) > 0 && !s.stateless {
+			st.resumable = true
+		}
 		complete := st.finished
 		closeReq := st.closeReq
 		st.closeReq = false
 		ended := s.err != nil
 		if closeReq {
 			st.writer = nil
+			s.forgetStreamLocked(st, false) // a held stream ends here
 		}
 		s.mu.Unlock()
 
@@ -653,16 +719,20 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 
 // forgetStreamLocked drops a finished POST stream once nothing can resume
 // it: when the window has evicted its events, or at once with drop (its
-// client can never resume it).
+// client can never resume it); a cancelled one once no response serves it
+// (a resumption of it gets 204, and its events are dropped at once).
 func (s *StreamSession) forgetStreamLocked(st *stream, drop bool) {
-	if !st.post || !st.finished && !st.orphaned {
+	if !st.post || !st.finished && !st.orphaned && !st.cancelled {
 		return
 	}
-	if drop {
+	if drop || st.cancelled {
 		s.dropEventsLocked(st)
 	}
 	if len(st.events) == 0 && st.writer == nil {
 		delete(s.streams, st.num)
+		if i := slices.Index(s.held, st); i >= 0 {
+			s.held = slices.Delete(s.held, i, i+1)
+		}
 	}
 }
 
