@@ -4,6 +4,8 @@
 
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
@@ -432,4 +434,71 @@ export class RawSocket {
 /** closeAll closes clients, transports and sockets, ignoring errors. */
 export async function closeAll(...things) {
     await Promise.allSettled(things.filter(Boolean).map((t) => t.close()));
+}
+
+/** freePort finds a free loopback port. */
+export async function freePort() {
+    return new Promise((resolve, reject) => {
+        const srv = net.createServer();
+        srv.once('error', reject);
+        srv.listen(0, '127.0.0.1', () => {
+            const { port } = srv.address();
+            srv.close(() => resolve(port));
+        });
+    });
+}
+
+/** startRedis runs redis-server on a free port until stop(). */
+export async function startRedis() {
+    const port = await freePort();
+    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        { stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise((resolve) => proc.once('exit', resolve));
+    const ready = deferred();
+    let out = '';
+    proc.stdout.setEncoding('utf8');
+    proc.stdout.on('data', (d) => {
+        out += d;
+        if (out.includes('Ready to accept connections')) {
+            ready.resolve();
+        }
+    });
+    proc.once('error', (err) => ready.reject(new Error(`redis-server could not start (${err.message}): run make deps`)));
+    exited.then((code) => ready.reject(new Error(`redis-server exited (${code}):\n${out}`)));
+    await withTimeout(ready.promise, DEADLINE_MS, 'redis-server to start');
+    return {
+        url: `redis://127.0.0.1:${port}/0`,
+        async stop() {
+            proc.kill('SIGKILL');
+            await exited;
+        },
+    };
+}
+
+/**
+ * roundRobin proxies each request to the next target, streaming both ways,
+ * as a load balancer without affinity does. onRequest, when given, sees
+ * each request as it arrives (a test counts them on the wire).
+ */
+export async function roundRobin(targets, { onRequest } = {}) {
+    let next = 0;
+    const server = http.createServer((req, res) => {
+        onRequest?.(req);
+        const [host, port] = targets[next++ % targets.length].split(':');
+        const out = http.request({ host, port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+            res.writeHead(up.statusCode, up.headers);
+            up.pipe(res);
+        });
+        out.on('error', () => res.destroy());
+        res.on('close', () => out.destroy());
+        req.pipe(out);
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return {
+        url: `http://127.0.0.1:${server.address().port}`,
+        close: () => new Promise((resolve) => {
+            server.closeAllConnections();
+            server.close(resolve);
+        }),
+    };
 }

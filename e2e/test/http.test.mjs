@@ -6,10 +6,6 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import net from 'node:net';
-import { spawn } from 'node:child_process';
-
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
@@ -19,7 +15,7 @@ import {
     ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 
-import { startHub, closeAll, Inbox, withTimeout, deferred, DEADLINE_MS } from './helpers.mjs';
+import { startHub, startRedis, roundRobin, closeAll, Inbox, withTimeout, DEADLINE_MS } from './helpers.mjs';
 import { createTsServer } from './tsserver.mjs';
 
 /** connectHTTP connects an SDK Client to url over Streamable HTTP. */
@@ -144,68 +140,6 @@ describe('TS SDK Client over Streamable HTTP, one hub', () => {
         }
     });
 });
-
-/** freePort finds a free loopback port. */
-async function freePort() {
-    return new Promise((resolve, reject) => {
-        const srv = net.createServer();
-        srv.once('error', reject);
-        srv.listen(0, '127.0.0.1', () => {
-            const { port } = srv.address();
-            srv.close(() => resolve(port));
-        });
-    });
-}
-
-/** startRedis runs redis-server on a free port until stop(). */
-async function startRedis() {
-    const port = await freePort();
-    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-        { stdio: ['ignore', 'pipe', 'pipe'] });
-    const exited = new Promise((resolve) => proc.once('exit', resolve));
-    const ready = deferred();
-    let out = '';
-    proc.stdout.setEncoding('utf8');
-    proc.stdout.on('data', (d) => {
-        out += d;
-        if (out.includes('Ready to accept connections')) {
-            ready.resolve();
-        }
-    });
-    proc.once('error', (err) => ready.reject(new Error(`redis-server could not start (${err.message}): run make deps`)));
-    exited.then((code) => ready.reject(new Error(`redis-server exited (${code}):\n${out}`)));
-    await withTimeout(ready.promise, DEADLINE_MS, 'redis-server to start');
-    return {
-        url: `redis://127.0.0.1:${port}/0`,
-        async stop() {
-            proc.kill('SIGKILL');
-            await exited;
-        },
-    };
-}
-
-/** roundRobin proxies each request to the next target, streaming both ways. */
-async function roundRobin(targets) {
-    let next = 0;
-    const server = http.createServer((req, res) => {
-        const [host, port] = targets[next++ % targets.length].split(':');
-        const out = http.request({ host, port, path: req.url, method: req.method, headers: req.headers }, (up) => {
-            res.writeHead(up.statusCode, up.headers);
-            up.pipe(res);
-        });
-        out.on('error', () => res.destroy());
-        res.on('close', () => out.destroy());
-        req.pipe(out);
-    });
-    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return {
-        url: `http://127.0.0.1:${server.address().port}`,
-        close: () => new Promise((resolve) => {
-            server.closeAllConnections();
-            server.close(resolve);
-        }),
-    };
-}
 
 describe('TS SDK Client over Streamable HTTP, two hubs behind a round-robin proxy', () => {
     let redis, a, b, ts, lb, client;
