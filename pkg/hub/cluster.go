@@ -827,6 +827,10 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 		if oc != nil && oc.caller != nil {
 			oc.caller.notify(env.Method, env.Params)
 		}
+	case kindClientNotify:
+		if !c.hub.notifyLocalClient(env.Client, env.Method, env.Params) {
+			c.hub.unrouted(env.Method, unroutedNoDestination, "client", env.Client)
+		}
 	case kindCancel, kindSCancel:
 		key := servedKey(env.From, env.Call)
 		c.mu.Lock()

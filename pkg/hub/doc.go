@@ -57,6 +57,8 @@
 //	                  on resource subscriptions
 //	input.go          translation between eras: a server's requests as a
 //	                  modern client's input requests, and back
+//	elicitation.go    URL-mode elicitations: where each went, so that its
+//	                  completion notice reaches that client
 //	replica.go        a server connection: handshake, lists, what it sends
 //	replica_modern.go servers of the 2026-07-28 revision: discover, _meta,
 //	                  their listen stream
@@ -101,8 +103,8 @@
 // registry.mu (held while a registry change is announced), then Hub.mu,
 // then replica.mu; registry.mu, then subscriptions.mu or Hub.changedMu.
 // cluster.mu, subscriptions.mu, session.mu, flight.mu, stats.mu,
-// stats.rmu and callLog.mu are leaves: nothing else is taken while one is
-// held.
+// stats.rmu, callLog.mu and elicitations.mu are leaves: nothing else is
+// taken while one is held.
 //
 // docs/architecture.md follows one call and one notification through all
 // of this; docs/protocol.md says how each ambiguity of MCP and JSON-RPC was

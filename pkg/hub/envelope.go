@@ -17,23 +17,24 @@ import (
 
 // Envelope kinds.
 const (
-	kindHeartbeat = "hb"   // registry: I am alive at this version
-	kindSnapshot  = "snap" // registry: my replicas
-	kindSnapPart  = "snpt" // registry: a part of a snapshot too large for one message
-	kindBye       = "bye"  // registry: I am leaving
-	kindHello     = "hi"   // registry: I (re)joined; everyone please send a snapshot
-	kindSync      = "sync" // inbox: please publish your snapshot
-	kindCall      = "call" // inbox: forward this request to your replica
-	kindSub       = "sub"  // inbox: keep this resource subscribed for me (or not)
-	kindResult    = "res"  // inbox: the answer to a call or sub
-	kindCancel    = "cxl"  // inbox: the caller gave up on a call
-	kindNotify    = "ntf"  // inbox: a notification about a call (progress, a log)
-	kindSReq      = "sreq" // inbox: a server's request for the client of a call
-	kindSRes      = "sres" // inbox: the answer to a sreq
-	kindSCancel   = "scxl" // inbox: the server gave up on a sreq
-	kindHTTP      = "http" // inbox: serve this HTTP request of a session of yours (http_relay.go)
-	kindHTTPRes   = "hres" // inbox: a part of the response to an http
-	kindResume    = "rsm"  // inbox: a modern client's retry of a call of yours that asked for input (input.go)
+	kindHeartbeat    = "hb"   // registry: I am alive at this version
+	kindSnapshot     = "snap" // registry: my replicas
+	kindSnapPart     = "snpt" // registry: a part of a snapshot too large for one message
+	kindBye          = "bye"  // registry: I am leaving
+	kindHello        = "hi"   // registry: I (re)joined; everyone please send a snapshot
+	kindSync         = "sync" // inbox: please publish your snapshot
+	kindCall         = "call" // inbox: forward this request to your replica
+	kindSub          = "sub"  // inbox: keep this resource subscribed for me (or not)
+	kindResult       = "res"  // inbox: the answer to a call or sub
+	kindCancel       = "cxl"  // inbox: the caller gave up on a call
+	kindNotify       = "ntf"  // inbox: a notification about a call (progress, a log)
+	kindClientNotify = "cntf" // inbox: a notification for one of your clients, about no call (elicitation.go)
+	kindSReq         = "sreq" // inbox: a server's request for the client of a call
+	kindSRes         = "sres" // inbox: the answer to a sreq
+	kindSCancel      = "scxl" // inbox: the server gave up on a sreq
+	kindHTTP         = "http" // inbox: serve this HTTP request of a session of yours (http_relay.go)
+	kindHTTPRes      = "hres" // inbox: a part of the response to an http
+	kindResume       = "rsm"  // inbox: a modern client's retry of a call of yours that asked for input (input.go)
 )
 
 // envelope is every message between instances.

@@ -250,6 +250,7 @@ type Hub struct {
 	cluster    *cluster
 	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
 	gone       departures             // servers that left lately
+	elicits    elicitations           // where URL-mode elicitations went (elicitation.go)
 	stats      *stats                 // traffic statistics: switchboard://stats, clients, calls
 	mux        http.Handler
 

@@ -26,6 +26,7 @@ type metrics struct {
 	routed        *prometheus.HistogramVec
 	fannedOut     *prometheus.CounterVec
 	dropped       *prometheus.CounterVec
+	unrouted      *prometheus.CounterVec
 	slowConsumers prometheus.Counter
 	refused       *prometheus.CounterVec
 	relayed       *prometheus.CounterVec
@@ -60,6 +61,9 @@ func newMetrics(h *Hub) *metrics {
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_notifications_dropped_total", Help: "Notifications not delivered to a client that read too slowly to get everything, by method.",
 		}, []string{"method"}),
+		unrouted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchboard_server_notifications_unrouted_total", Help: "Server notifications passed on to no client, by method and reason (unknown, not_routed, no_destination).",
+		}, []string{"method", "reason"}),
 		slowConsumers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_slow_consumers_dropped_total", Help: "Connections closed because they did not read what they were sent.",
 		}),
@@ -85,7 +89,7 @@ func newMetrics(h *Hub) *metrics {
 			Name: "switchboard_draining", Help: "1 while the instance drains before shutting down.",
 		}),
 	}
-	m.reg.MustRegister(m.connections, m.requests, m.routed, m.fannedOut, m.dropped, m.slowConsumers, m.refused, m.relayed, m.rateLimited,
+	m.reg.MustRegister(m.connections, m.requests, m.routed, m.fannedOut, m.dropped, m.unrouted, m.slowConsumers, m.refused, m.relayed, m.rateLimited,
 		m.authFailures, m.brokerOps, m.brokerUp, m.draining,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -121,6 +125,17 @@ func methodLabel(m string) string {
 		return m
 	}
 	return "other"
+}
+
+// unrouted counts a server's notification passed on to no client, and logs
+// it at debug with its method: one a server should not have sent, or one
+// about something gone, is worth knowing of, never silently lost.
+func (h *Hub) unrouted(method, reason string, attrs ...any) {
+	h.metrics.unrouted.WithLabelValues(methodLabel(method), reason).Inc()
+	if len(method) > 100 {
+		method = method[:100] // a server's own name for it: logged, not at any length
+	}
+	h.log.Debug("server notification not routed", append([]any{"method", method, "reason", reason}, attrs...)...)
 }
 
 // observeRequest counts a client's request by its outcome.

@@ -478,20 +478,34 @@ func (rp *replica) onCancel(id jsonrpc.ID, cause error) {
 }
 
 // replicaMethods is the hub's method table toward servers: what it does
-// with each request and notification a server sends. A request not in it
-// is -32601; a notification not in it is ignored.
+// with each request and notification a server sends (the Relay of pkg/mcp's
+// table says it for every notification). A request not in it is -32601; a
+// notification not in it, or one that finds nobody to go to, is counted and
+// logged (unrouted).
 var replicaMethods map[string]func(rp *replica, ctx context.Context, req *jsonrpc.Request) (any, error)
 
 func init() {
 	toClient := (*replica).awaitClient
-	notification := func(fn func(rp *replica, ctx context.Context, params json.RawMessage)) func(*replica, context.Context, *jsonrpc.Request) (any, error) {
+	// notification adapts a notification's handler, which reports whether
+	// it found where the notification goes.
+	notification := func(fn func(rp *replica, ctx context.Context, params json.RawMessage) bool) func(*replica, context.Context, *jsonrpc.Request) (any, error) {
 		return func(rp *replica, ctx context.Context, req *jsonrpc.Request) (any, error) {
-			fn(rp, ctx, req.Params)
+			if !fn(rp, ctx, req.Params) {
+				rp.unrouted(req.Method, unroutedNoDestination)
+			}
 			return nil, nil
 		}
 	}
+	// acts adapts a handler that always does something with its
+	// notification (and counts what it refuses itself).
+	acts := func(fn func(rp *replica, ctx context.Context, params json.RawMessage)) func(*replica, context.Context, *jsonrpc.Request) (any, error) {
+		return notification(func(rp *replica, ctx context.Context, params json.RawMessage) bool {
+			fn(rp, ctx, params)
+			return true
+		})
+	}
 	refresh := func(kinds ...listKind) func(*replica, context.Context, *jsonrpc.Request) (any, error) {
-		return notification(func(rp *replica, _ context.Context, _ json.RawMessage) { rp.refresh(kinds...) })
+		return acts(func(rp *replica, _ context.Context, _ json.RawMessage) { rp.refresh(kinds...) })
 	}
 	replicaMethods = map[string]func(*replica, context.Context, *jsonrpc.Request) (any, error){
 		mcp.MethodPing: func(rp *replica, ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -505,18 +519,17 @@ func init() {
 		mcp.MethodSamplingCreateMessage: toClient,
 		mcp.MethodElicitationCreate:     toClient,
 		mcp.MethodRootsList:             toClient,
-		mcp.NotificationProgress: notification(func(rp *replica, _ context.Context, params json.RawMessage) {
-			rp.progress(params)
+		mcp.NotificationProgress: notification(func(rp *replica, _ context.Context, params json.RawMessage) bool {
+			return rp.progress(params)
 		}),
-		mcp.NotificationCancelled: notification(func(rp *replica, _ context.Context, params json.RawMessage) {
+		mcp.NotificationCancelled: notification(func(rp *replica, _ context.Context, params json.RawMessage) bool {
 			var p mcp.CancelledParams
-			if json.Unmarshal(params, &p) == nil {
-				rp.peer.Cancel(p.RequestID)
-			}
+			return json.Unmarshal(params, &p) == nil && rp.peer.Cancel(p.RequestID)
 		}),
-		mcp.NotificationResourceUpdated:           notification((*replica).resourceUpdated),
-		mcp.NotificationSubscriptionsAcknowledged: notification((*replica).acknowledged),
+		mcp.NotificationResourceUpdated:           acts((*replica).resourceUpdated),
+		mcp.NotificationSubscriptionsAcknowledged: acts((*replica).acknowledged),
 		mcp.NotificationMessage:                   notification((*replica).forwardLog),
+		mcp.NotificationElicitationComplete:       notification((*replica).elicitationComplete),
 		mcp.NotificationToolsListChanged:          refresh(kindTools),
 		mcp.NotificationResourcesListChanged:      refresh(kindResources, kindTemplates),
 		mcp.NotificationPromptsListChanged:        refresh(kindPrompts),
@@ -604,7 +617,26 @@ func (rp *replica) Handle(ctx context.Context, req *jsonrpc.Request) (any, error
 	if req.IsCall() {
 		return nil, errNotAnswered(req.Method)
 	}
+	reason := unroutedUnknown
+	if _, ok := mcp.LookupMethod(req.Method); ok {
+		reason = unroutedNever
+	}
+	rp.unrouted(req.Method, reason)
 	return nil, nil
+}
+
+// Why a server's notification was not passed on (the reason label of
+// switchboard_server_notifications_unrouted_total).
+const (
+	unroutedUnknown       = "unknown"        // not a method MCP defines
+	unroutedNever         = "not_routed"     // one the hub never passes on (mcp.RelayNotRouted, or a client's)
+	unroutedNoDestination = "no_destination" // the call, elicitation or client it is for is not known, or gone
+)
+
+// unrouted counts and logs a server's notification that goes nowhere:
+// never silently dropped.
+func (rp *replica) unrouted(method, reason string) {
+	rp.hub.unrouted(method, reason, "server", rp.name())
 }
 
 // resourceUpdated passes on a server's notifications/resources/updated,
@@ -709,15 +741,17 @@ func (rp *replica) flushUpdates(wait time.Duration) {
 
 // forwardLog passes on a server's notifications/message, tagged with its server:
 // to the caller of the call it names in _meta["switchboard/relatedRequest"]
-// only, else to the clients whose level admits it, on every instance.
-func (rp *replica) forwardLog(ctx context.Context, params json.RawMessage) {
+// only, else to the clients whose level admits it, on every instance. It
+// reports false for a log it could not pass on (not an object, or naming a
+// call that has ended).
+func (rp *replica) forwardLog(ctx context.Context, params json.RawMessage) bool {
 	name := rp.name()
 	if name == "" {
-		return
+		return false
 	}
 	o, err := mcp.ParseObject(params)
 	if err != nil {
-		return
+		return false
 	}
 	if l, _ := o.String("logger"); l == "" {
 		o.Set("logger", name)
@@ -726,13 +760,15 @@ func (rp *replica) forwardLog(ctx context.Context, params json.RawMessage) {
 	uc, rest, named, err := rp.callOf(o.Raw())
 	switch {
 	case err != nil:
-		return
+		return false
 	case named && uc != nil:
 		uc.caller.notify(mcp.NotificationMessage, rest)
 	case named:
 		// The call it names has ended: its client alone may see it, and is
 		// no longer known.
+		return false
 	default:
 		rp.hub.subs.publishLog(ctx, name, rest)
 	}
+	return true
 }

@@ -681,6 +681,9 @@ func (rp *replica) send(c caller, method string, params json.RawMessage, done fu
 			rp.flushProgress(token) // a report the rate limit held back comes before the answer
 		}
 		rp.unregister(id, token)
+		if err == nil && resp.Error != nil {
+			rp.noteRequired(c, resp.Error)
+		}
 		done(answerOf(resp, err))
 	}
 	if err := rp.peer.Go(id, method, params, finish); err != nil {
@@ -744,22 +747,24 @@ func (rp *replica) unregister(id jsonrpc.ID, token string) {
 }
 
 // progress maps a progress report back to the caller's token and sends it
-// to the caller. It supersedes a report held back.
-func (rp *replica) progress(params json.RawMessage) {
+// to the caller. It supersedes a report held back. It reports false when
+// the report names no call in flight.
+func (rp *replica) progress(params json.RawMessage) bool {
 	token, ok := jsonrpc.Member(params, mcp.MetaProgressToken)
 	if !ok {
-		return
+		return false
 	}
 	rp.mu.Lock()
 	uc := rp.tokens[string(token)]
 	delete(rp.held, string(token))
 	rp.mu.Unlock()
 	if uc == nil {
-		return // the call already ended, or the token is not the hub's
+		return false // the call already ended, or the token is not the hub's
 	}
 	if params, err := jsonrpc.SetMember(params, mcp.MetaProgressToken, uc.clientToken); err == nil {
 		uc.caller.notify(mcp.NotificationProgress, params)
 	}
+	return true
 }
 
 // holdProgress keeps a progress report beyond the server's rate in place
@@ -838,7 +843,7 @@ func (rp *replica) routeToClient(req *jsonrpc.Request, done func(json.RawMessage
 	}
 	// One timeout and one way to give up, as for a call (flight).
 	f := &flight{}
-	cancel := c.request(req.Method, params.Raw(), func(raw json.RawMessage, err error) {
+	cancel := rp.ask(c, req.Method, params, func(raw json.RawMessage, err error) {
 		if f.end() {
 			done(raw, rp.hub.downstreamError(err))
 		}

@@ -138,6 +138,7 @@ func (s *session) onClose(err error) {
 	s.release()
 	h.metrics.connections.WithLabelValues(s.role).Dec()
 	h.subs.dropSession(s)
+	h.elicits.forgetClient(s.key())
 	h.builtinsChanged()
 	if s.stateless {
 		return // one request, not a connection worth a line at info

@@ -67,6 +67,11 @@ type ClientOptions struct {
 	Sampling    func(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error)
 	Elicitation func(ctx context.Context, p *ElicitParams) (*ElicitResult, error)
 	Roots       func(ctx context.Context) ([]Root, error)
+	// ElicitURL declares URL-mode elicitation besides form mode (with
+	// Elicitation set): Elicitation then also gets requests whose Mode is
+	// "url", and OnNotification the notifications/elicitation/complete
+	// that tell of their end.
+	ElicitURL bool
 	// OnNotification receives every notification (progress too). It runs
 	// on the connection's read loop: it must return quickly. In 2026-07-28,
 	// where a server sends list_changed only on a subscriptions/listen
@@ -178,6 +183,9 @@ func ConnectConn(ctx context.Context, conn peer.Conn, opts *ClientOptions) (*Cli
 	}
 	if c.opts.Elicitation != nil {
 		c.caps.Elicitation = &ElicitationCap{Form: &struct{}{}}
+		if c.opts.ElicitURL {
+			c.caps.Elicitation.URL = &struct{}{}
+		}
 	}
 	if c.opts.Roots != nil {
 		c.caps.Roots = &ListChangedCap{ListChanged: true}

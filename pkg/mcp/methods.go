@@ -1,6 +1,9 @@
 package mcp
 
-import "sort"
+import (
+	"sort"
+	"strconv"
+)
 
 // Direction says which side sends a method.
 type Direction uint8
@@ -32,9 +35,58 @@ const (
 	AllEras = SessionEra | StatelessEra
 )
 
+// Relay says what the hub, standing between clients and servers, does with
+// a notification: where it passes it on, if anywhere. Every notification of
+// every revision has one; a request has none (RelayNone), since the
+// capability it needs (ServerCap, ClientCap) says where it goes.
+type Relay uint8
+
+// The relays.
+const (
+	// RelayNone: a request.
+	RelayNone Relay = iota
+	// RelayConsumed: it ends at the hop it arrives on, which acts on it
+	// (initialized; subscriptions/acknowledged, of a listen stream the hub
+	// opened itself).
+	RelayConsumed
+	// RelayToRequest: it is about one request in flight, and goes to the
+	// other end of that request: progress by its token, cancelled by the
+	// request's id.
+	RelayToRequest
+	// RelayToSubscribers: to every client subscribed to its resource, on
+	// every instance.
+	RelayToSubscribers
+	// RelayListChanged: the other side's copy of a list is stale. A
+	// server's tools, resources or prompts are listed again and the clients
+	// told; a client's roots/list_changed goes to the servers serving its
+	// calls.
+	RelayListChanged
+	// RelayLog: to the client of the call it names, else to every client
+	// whose logging level admits it.
+	RelayLog
+	// RelayToElicitor: to the client that its elicitationId's URL-mode
+	// elicitation went to.
+	RelayToElicitor
+	// RelayNotRouted: never passed on (the hub counts and logs it): nothing
+	// the hub negotiates produces it, as the hub declares no tasks to
+	// either side.
+	RelayNotRouted
+)
+
+var relayNames = [...]string{"none", "consumed", "to-request", "to-subscribers", "list-changed", "log", "to-elicitor", "not-routed"}
+
+// String returns the relay's name, as docs/protocol.md uses it.
+func (r Relay) String() string {
+	if int(r) < len(relayNames) {
+		return relayNames[r]
+	}
+	return "relay(" + strconv.Itoa(int(r)) + ")"
+}
+
 // MethodSpec describes one MCP request or notification: who sends it, what
-// capability it needs of the other side, and which revisions define it. It
-// is the one table the Go helpers, the hub's dispatch and its metrics read.
+// capability it needs of the other side, which revisions define it and, for
+// a notification, what the hub does with it. It is the one table the Go
+// helpers, the hub's dispatch and its metrics read.
 type MethodSpec struct {
 	Name         string
 	Notification bool
@@ -47,6 +99,8 @@ type MethodSpec struct {
 	ClientCap string
 	// Eras are the revisions that define the method.
 	Eras Era
+	// Relay is what the hub does with the notification.
+	Relay Relay
 }
 
 var methodTable = func() map[string]*MethodSpec {
@@ -70,16 +124,18 @@ var methodTable = func() map[string]*MethodSpec {
 		{Name: MethodElicitationCreate, Direction: ServerToClient, ClientCap: "elicitation", Eras: SessionEra},
 		{Name: MethodRootsList, Direction: ServerToClient, ClientCap: "roots", Eras: SessionEra},
 
-		{Name: NotificationInitialized, Notification: true, Direction: ClientToServer, Eras: SessionEra},
-		{Name: NotificationProgress, Notification: true, Direction: BothWays, Eras: AllEras},
-		{Name: NotificationCancelled, Notification: true, Direction: BothWays, Eras: AllEras},
-		{Name: NotificationMessage, Notification: true, Direction: ServerToClient, ServerCap: "logging", Eras: AllEras},
-		{Name: NotificationResourceUpdated, Notification: true, Direction: ServerToClient, ServerCap: "resources", Eras: AllEras},
-		{Name: NotificationResourcesListChanged, Notification: true, Direction: ServerToClient, ServerCap: "resources", Eras: AllEras},
-		{Name: NotificationToolsListChanged, Notification: true, Direction: ServerToClient, ServerCap: "tools", Eras: AllEras},
-		{Name: NotificationPromptsListChanged, Notification: true, Direction: ServerToClient, ServerCap: "prompts", Eras: AllEras},
-		{Name: NotificationRootsListChanged, Notification: true, Direction: ClientToServer, ClientCap: "roots", Eras: SessionEra},
-		{Name: NotificationSubscriptionsAcknowledged, Notification: true, Direction: ServerToClient, Eras: StatelessEra},
+		{Name: NotificationInitialized, Notification: true, Direction: ClientToServer, Eras: SessionEra, Relay: RelayConsumed},
+		{Name: NotificationProgress, Notification: true, Direction: BothWays, Eras: AllEras, Relay: RelayToRequest},
+		{Name: NotificationCancelled, Notification: true, Direction: BothWays, Eras: AllEras, Relay: RelayToRequest},
+		{Name: NotificationMessage, Notification: true, Direction: ServerToClient, ServerCap: "logging", Eras: AllEras, Relay: RelayLog},
+		{Name: NotificationResourceUpdated, Notification: true, Direction: ServerToClient, ServerCap: "resources", Eras: AllEras, Relay: RelayToSubscribers},
+		{Name: NotificationResourcesListChanged, Notification: true, Direction: ServerToClient, ServerCap: "resources", Eras: AllEras, Relay: RelayListChanged},
+		{Name: NotificationToolsListChanged, Notification: true, Direction: ServerToClient, ServerCap: "tools", Eras: AllEras, Relay: RelayListChanged},
+		{Name: NotificationPromptsListChanged, Notification: true, Direction: ServerToClient, ServerCap: "prompts", Eras: AllEras, Relay: RelayListChanged},
+		{Name: NotificationRootsListChanged, Notification: true, Direction: ClientToServer, ClientCap: "roots", Eras: SessionEra, Relay: RelayListChanged},
+		{Name: NotificationElicitationComplete, Notification: true, Direction: ServerToClient, ClientCap: "elicitation", Eras: SessionEra, Relay: RelayToElicitor},
+		{Name: NotificationTasksStatus, Notification: true, Direction: BothWays, Eras: SessionEra, Relay: RelayNotRouted},
+		{Name: NotificationSubscriptionsAcknowledged, Notification: true, Direction: ServerToClient, Eras: StatelessEra, Relay: RelayConsumed},
 	}
 	m := make(map[string]*MethodSpec, len(specs))
 	for i := range specs {

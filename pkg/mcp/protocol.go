@@ -63,6 +63,12 @@ const (
 	NotificationToolsListChanged     = "notifications/tools/list_changed"
 	NotificationPromptsListChanged   = "notifications/prompts/list_changed"
 	NotificationRootsListChanged     = "notifications/roots/list_changed"
+	// NotificationElicitationComplete tells the client that a URL-mode
+	// elicitation (named by its elicitationId) was completed out of band;
+	// 2025-11-25 only.
+	NotificationElicitationComplete = "notifications/elicitation/complete"
+	// NotificationTasksStatus reports a task's status; 2025-11-25 only.
+	NotificationTasksStatus = "notifications/tasks/status"
 )
 
 // Error codes: JSON-RPC's, MCP's, and the hub's own.
@@ -77,6 +83,10 @@ const (
 	CodeResourceNotFound jsonrpc.Code = -32002
 	CodeForbidden        jsonrpc.Code = -32003
 	CodeRateLimited      jsonrpc.Code = -32004
+	// CodeURLElicitationRequired answers a request that needs the user to
+	// complete URL-mode elicitations first (its data lists them);
+	// 2025-11-25.
+	CodeURLElicitationRequired jsonrpc.Code = -32042
 )
 
 // Sentinel errors for the MCP and hub codes; compare with errors.Is.
