@@ -120,9 +120,7 @@ func (e *elicitations) dropLocked(server string, se *serverElicitations, id stri
 func (rp *replica) ask(c caller, method string, params mcp.Object, done func(json.RawMessage, error)) (abort func(error)) {
 	server, id := rp.name(), ""
 	if method == mcp.MethodElicitationCreate {
-		if mode, _ := params.String("mode"); mode == "url" {
-			id, _ = params.String("elicitationId")
-		}
+		id = urlElicitationID(params)
 	}
 	if id == "" || server == "" {
 		return c.request(method, params.Raw(), done)
@@ -144,20 +142,40 @@ func (rp *replica) noteRequired(c caller, e *jsonrpc.Error) {
 	if e.Code != mcp.CodeURLElicitationRequired || server == "" {
 		return
 	}
-	var data struct {
+	for _, id := range requiredElicitations(e.Data) {
+		rp.hub.elicits.note(server, id, c.client())
+	}
+}
+
+// urlElicitationID returns the elicitationId of elicitation/create params
+// of mode "url"; "" for any other.
+func urlElicitationID(params mcp.Object) string {
+	if mode, _ := params.String("mode"); mode != "url" {
+		return ""
+	}
+	id, _ := params.String("elicitationId")
+	return id
+}
+
+// requiredElicitations returns the ids of the URL-mode elicitations that
+// the data of a -32042 error lists.
+func requiredElicitations(data json.RawMessage) []string {
+	var d struct {
 		Elicitations []struct {
 			Mode string `json:"mode"`
 			ID   string `json:"elicitationId"`
 		} `json:"elicitations"`
 	}
-	if json.Unmarshal(e.Data, &data) != nil {
-		return
+	if json.Unmarshal(data, &d) != nil {
+		return nil
 	}
-	for _, el := range data.Elicitations {
+	var ids []string
+	for _, el := range d.Elicitations {
 		if el.Mode == "url" && el.ID != "" {
-			rp.hub.elicits.note(server, el.ID, c.client())
+			ids = append(ids, el.ID)
 		}
 	}
+	return ids
 }
 
 // elicitationComplete passes a server's notifications/elicitation/complete

@@ -82,6 +82,7 @@ func FuzzClusterMessage(f *testing.F) {
 	f.Add([]byte(`{"k":"bye","f":"other"}`))
 	f.Add([]byte("{\"k\":\"call\",\"f\":\"other\",\"c\":3,\"r\":\"nobody\",\"m\":\"tools/call\",\"b\":\"p\"}\n{\"name\":\"x\"}"))
 	f.Add([]byte("{\"k\":\"res\",\"f\":\"other\",\"c\":1,\"b\":\"res\"}\n{\"content\":[]"))
+	f.Add([]byte(`{"k":"cntf","f":"other","cl":"nobody/1","m":"notifications/elicitation/complete","p":{"elicitationId":"e"}}`))
 	f.Add([]byte(`not json`))
 	h, err := New(Config{Logger: testLogger()})
 	if err != nil {
@@ -93,5 +94,27 @@ func FuzzClusterMessage(f *testing.F) {
 		h.cluster.onRegistry(ctx, topicRegistry, payload)
 		h.cluster.onInbox(ctx, topicInboxPrefix+h.id, payload)
 		h.reg.view() // still consistent enough to read
+	})
+}
+
+// FuzzElicitationIDs checks that reading the ids of URL-mode elicitations,
+// from elicitation/create params and from the data of a -32042 error (both
+// a server's), never panics and finds ids of URL mode only.
+func FuzzElicitationIDs(f *testing.F) {
+	f.Add([]byte(`{"mode":"url","message":"m","url":"https://x","elicitationId":"e1"}`))
+	f.Add([]byte(`{"elicitations":[{"mode":"url","elicitationId":"e2"},{"mode":"form","elicitationId":"e3"},{"mode":"url"}]}`))
+	f.Add([]byte(`{"mode":"url","elicitationId":7,"elicitations":null}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if o, err := mcp.ParseObject(raw); err == nil {
+			if mode, _ := o.String("mode"); mode != "url" && urlElicitationID(o) != "" {
+				t.Fatalf("an id from params not of mode url: %s", raw)
+			}
+		}
+		for _, id := range requiredElicitations(raw) {
+			if id == "" {
+				t.Fatalf("an empty id from %s", raw)
+			}
+		}
 	})
 }
