@@ -44,7 +44,8 @@ type sseLine struct {
 	end  bool
 }
 
-// sseLines reads a response's body line by line, comments included.
+// sseLines reads a response's body line by line, comments included, each
+// on a channel; the last is the end of the body.
 func sseLines(t *testing.T, resp *http.Response) <-chan sseLine {
 	t.Helper()
 	ch := make(chan sseLine, 64)
@@ -55,6 +56,7 @@ func sseLines(t *testing.T, resp *http.Response) <-chan sseLine {
 	})
 	go func() {
 		defer close(done)
+		defer close(ch)
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
 			ch <- sseLine{text: sc.Text()}

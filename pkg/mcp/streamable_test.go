@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -158,21 +157,16 @@ type event struct {
 func sseStream(t *testing.T, resp *http.Response) <-chan event {
 	t.Helper()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	lines := sseLines(t, resp)
 	ch := make(chan event, 64)
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		resp.Body.Close()
-		<-done
-	})
 	go func() {
-		defer close(done)
 		defer close(ch)
-		sc := bufio.NewScanner(resp.Body)
 		var ev event
 		has := false
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
+		for l := range lines {
+			switch line := l.text; {
+			case l.end:
+				return
 			case line == "":
 				if has {
 					ch <- ev
