@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +21,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-mcp/switchboard/internal/redistest"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
@@ -26,11 +30,15 @@ import (
 // Golden conversations: the hub's routing rules as data. Each file of
 // testdata/golden is a txtar archive: a prose header saying what it shows
 // (and which bug it once caught), then a "script" section, replayed by
-// TestGolden frame by frame against real hubs over loopback WebSockets.
+// TestGolden frame by frame against real hubs over loopback: WebSockets
+// here, Streamable HTTP requests in golden_http_test.go.
 //
 // Script lines (# starts a comment):
 //
-//	instance A [timeout=200ms] [rate=1] [burst=1]   start a hub instance (all share one broker)
+//	broker redis                 the instances share a real redis-server (first
+//	                             line; else an in-memory broker)
+//	instance A [timeout=200ms] [rate=1] [burst=1] [responses=sse]
+//	                             start a hub instance (all share one broker)
 //	server S [on A] [name=N]     a raw server connection to /mcp/server?name=N (N defaults to S)
 //	client C [on A]              a raw client connection to /mcp
 //	C > FRAME                    C sends FRAME
@@ -51,7 +59,7 @@ import (
 // a batch's answers match in any order;
 // later uses must be equal, and a frame sent with "$name" sends the bound
 // value. "$_" matches anything. Objects compare without regard to member
-// order. go test -run TestGolden -update rewrites the expected frames from
+// order. go test -run TestGolden -update rewrites the expected lines from
 // what the hub sent, keeping the placeholders.
 
 var update = flag.Bool("update", false, "rewrite the golden conversations' expected frames")
@@ -116,70 +124,120 @@ func (a txtar) format() string {
 	return b.String()
 }
 
-// goldenConn is one raw connection of a script, with the frames it has
-// received and not yet matched.
+// goldenConn is one raw WebSocket connection of a script, with the frames
+// it has received and not yet matched.
 type goldenConn struct {
 	name   string
 	server bool
 	conn   *peer.WebSocket
-	mu     sync.Mutex
-	frames []string
-	more   chan struct{}
-	err    error
+	inbox[string]
 }
 
 func (gc *goldenConn) read() {
 	for {
 		b, err := gc.conn.Read(context.Background())
-		gc.mu.Lock()
 		if err != nil {
-			gc.err = err
-		} else {
-			gc.frames = append(gc.frames, string(b))
-		}
-		close(gc.more)
-		gc.more = make(chan struct{})
-		gc.mu.Unlock()
-		if err != nil {
+			gc.fail(err)
 			return
 		}
+		gc.put(string(b))
 	}
 }
 
-// next waits for the next frame.
-func (gc *goldenConn) next(t *testing.T, line int) string {
+// inbox holds what a connection or an HTTP response of a script has
+// received and the script has not yet matched, in order.
+type inbox[T any] struct {
+	mu    sync.Mutex
+	items []T
+	more  chan struct{}
+	err   error // why nothing more will come
+	shut  bool  // what comes now is dropped unseen
+}
+
+func (q *inbox[T]) wake() {
+	if q.more != nil {
+		close(q.more)
+	}
+	q.more = make(chan struct{})
+}
+
+// put adds what was received.
+func (q *inbox[T]) put(v T) {
+	q.mu.Lock()
+	if !q.shut {
+		q.items = append(q.items, v)
+		q.wake()
+	}
+	q.mu.Unlock()
+}
+
+// shutDown drops what was received and not matched, and all that comes
+// later: the script's client has gone.
+func (q *inbox[T]) shutDown() {
+	q.mu.Lock()
+	q.shut = true
+	q.items = nil
+	q.err = errors.New("closed by the script")
+	q.wake()
+	q.mu.Unlock()
+}
+
+// fail records that nothing more will come, and why.
+func (q *inbox[T]) fail(err error) {
+	q.mu.Lock()
+	q.err = err
+	q.wake()
+	q.mu.Unlock()
+}
+
+// next waits for the next item, for line of the script, from who.
+func (q *inbox[T]) next(t *testing.T, line int, who string) T {
 	t.Helper()
 	deadline := time.After(wait)
 	for {
-		gc.mu.Lock()
-		if len(gc.frames) > 0 {
-			f := gc.frames[0]
-			gc.frames = gc.frames[1:]
-			gc.mu.Unlock()
-			return f
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			v := q.items[0]
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return v
 		}
-		if gc.err != nil {
-			err := gc.err
-			gc.mu.Unlock()
-			t.Fatalf("line %d: %s: connection ended (%v) before the expected frame", line, gc.name, err)
+		if q.err != nil {
+			err := q.err
+			q.mu.Unlock()
+			t.Fatalf("line %d: %s: connection ended (%v) before the expected frame", line, who, err)
 		}
-		more := gc.more
-		gc.mu.Unlock()
+		if q.more == nil {
+			q.more = make(chan struct{})
+		}
+		more := q.more
+		q.mu.Unlock()
 		select {
 		case <-more:
 		case <-deadline:
-			t.Fatalf("line %d: %s received nothing in %v", line, gc.name, wait)
+			t.Fatalf("line %d: %s received nothing in %v", line, who, wait)
 		}
 	}
 }
 
+// left returns what was received and not matched.
+func (q *inbox[T]) left() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.items)
+}
+
 type goldenRun struct {
-	t      *testing.T
-	broker pubsub.Broker
-	hubs   map[string]*testHub
-	conns  map[string]*goldenConn
-	vars   map[string]any
-	wg     sync.WaitGroup
+	t         *testing.T
+	broker    pubsub.Broker     // the instances' broker, unless redis
+	redis     *redistest.Server // "broker redis": each instance has a client of it
+	prefix    string            // the instances' Redis key prefix
+	hubs      map[string]*testHub
+	conns     map[string]*goldenConn
+	clients   map[string]*goldenHTTP
+	responses map[string]*goldenResponse
+	vars      map[string]any
+	wg        sync.WaitGroup
 }
 
 func runGolden(t *testing.T, file string) {
@@ -196,7 +254,8 @@ func runGolden(t *testing.T, file string) {
 
 	shared := pubsub.NewMemory()
 	t.Cleanup(func() { shared.Close() })
-	r := &goldenRun{t: t, broker: shared, hubs: map[string]*testHub{}, conns: map[string]*goldenConn{}, vars: map[string]any{}}
+	r := &goldenRun{t: t, broker: shared, hubs: map[string]*testHub{}, conns: map[string]*goldenConn{},
+		clients: map[string]*goldenHTTP{}, responses: map[string]*goldenResponse{}, vars: map[string]any{}}
 	t.Cleanup(func() {
 		for _, gc := range r.conns {
 			gc.conn.Close(peer.CloseNormal, "")
@@ -223,12 +282,13 @@ func runGolden(t *testing.T, file string) {
 		}
 	}
 	for name, gc := range r.conns {
-		gc.mu.Lock()
-		assert := len(gc.frames) == 0
-		left := gc.frames
-		gc.mu.Unlock()
-		if !assert {
+		if left := gc.left(); len(left) > 0 {
 			t.Errorf("%s received frames the script does not expect: %v", name, left)
+		}
+	}
+	for name, resp := range r.responses {
+		if left := resp.unexpected(); len(left) > 0 {
+			t.Errorf("%s received what the script does not expect: %v", name, left)
 		}
 	}
 	if *update {
@@ -254,7 +314,7 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 		switch k, v, ok := strings.Cut(f, "="); {
 		case ok && !strings.ContainsAny(f, "{[\""):
 			opts[k] = v
-		case f == "on" && i+1 < len(fields) && len(words) == 2 && (words[0] == "server" || words[0] == "client"):
+		case f == "on" && i+1 < len(fields) && len(words) >= 2 && (words[0] == "server" || words[0] == "client"):
 			i++
 			opts["on"] = fields[i] // "client c on B": the instance it connects to
 		default:
@@ -262,8 +322,13 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 		}
 	}
 	switch words[0] {
+	case "broker":
+		require.Equal(t, []string{"broker", "redis"}, words, "line %d: broker redis", n)
+		require.Empty(t, r.hubs, "line %d: the broker comes before the instances", n)
+		r.redis, r.prefix = redistest.Start(t), redistest.Prefix(t)
+		return "", false
 	case "instance":
-		cfg := Config{Broker: r.broker, HeartbeatInterval: time.Hour, RateLimit: -1}
+		var cfg Config
 		if v := opts["timeout"]; v != "" {
 			d, err := time.ParseDuration(v)
 			require.NoError(t, err, "line %d", n)
@@ -280,13 +345,24 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 			require.NoError(t, err, "line %d", n)
 			cfg.RateBurst = b
 		}
-		r.hubs[words[1]] = startHub(t, cfg)
+		switch opts["responses"] {
+		case "", "auto":
+		case "sse":
+			cfg.HTTPResponses = mcp.ResponseSSE
+		default:
+			t.Fatalf("line %d: responses=auto or responses=sse", n)
+		}
+		r.startInstance(words[1], cfg)
 		for _, th := range r.hubs {
 			require.Eventually(t, func() bool { return len(th.remoteInstances()) == len(r.hubs)-1 }, wait, time.Millisecond,
 				"line %d: the instances never heard each other", n)
 		}
 		return "", false
 	case "server", "client":
+		if words[0] == "client" && len(words) > 2 && words[2] == "http" {
+			r.httpClient(n, words[1], opts)
+			return "", false
+		}
 		th := r.instance(n, opts["on"])
 		path := "/mcp"
 		if words[0] == "server" {
@@ -298,7 +374,7 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 		}
 		conn, err := peer.Dial(ctxFor(t), th.wsURL(path), nil)
 		require.NoError(t, err, "line %d", n)
-		gc := &goldenConn{name: words[1], server: words[0] == "server", conn: conn, more: make(chan struct{})}
+		gc := &goldenConn{name: words[1], server: words[0] == "server", conn: conn}
 		r.conns[words[1]] = gc
 		r.wg.Add(1)
 		go func() {
@@ -314,6 +390,10 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 			func(v *view) bool { return len(v.servers[words[2]]) == want })
 		return "", false
 	case "close":
+		if resp, ok := r.responses[words[1]]; ok {
+			resp.drop()
+			return "", false
+		}
 		r.conn(n, words[1]).conn.Close(peer.CloseNormal, "")
 		return "", false
 	case "distinct":
@@ -327,25 +407,41 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 			}
 		}
 		return "", false
+	case "owns":
+		require.Len(t, words, 3, "line %d: owns INSTANCE SESSION", n)
+		id := r.headerValue(n, words[2])
+		require.NotNil(t, r.instance(n, words[1]).streamable.Session(id), "line %d: %s does not hold session %s", n, words[1], id)
+		return "", false
 	case "quiet":
-		gc := r.conn(n, words[1])
-		gc.mu.Lock()
-		defer gc.mu.Unlock()
-		require.Empty(t, gc.frames, "line %d: %s received frames the script does not expect", n, words[1])
+		if resp, ok := r.responses[words[1]]; ok {
+			require.Empty(t, resp.unexpected(), "line %d: %s received what the script does not expect", n, words[1])
+			return "", false
+		}
+		require.Empty(t, r.conn(n, words[1]).left(), "line %d: %s received frames the script does not expect", n, words[1])
 		return "", false
 	}
-	gc := r.conn(n, words[0])
 	rest := strings.TrimSpace(strings.TrimPrefix(text, words[0]))
+	if c, ok := r.clients[words[0]]; ok {
+		r.httpStep(n, c, rest)
+		return "", false
+	}
+	if resp, ok := r.responses[words[0]]; ok {
+		return r.expectHTTP(n, resp, rest)
+	}
+	gc := r.conn(n, words[0])
 	switch {
 	case strings.HasPrefix(rest, ">"):
 		frame := r.substitute(n, strings.TrimSpace(rest[1:]))
 		require.NoError(t, gc.conn.Write(ctxFor(t), []byte(frame)), "line %d", n)
 	case strings.HasPrefix(rest, "<"):
 		want := strings.TrimSpace(rest[1:])
-		got := gc.next(t, n)
+		got := gc.next(t, n, gc.name)
 		if !r.match(n, want, got) {
 			if *update {
-				return words[0] + " < " + r.rewrite(want, got), true
+				// Bound as the rewritten line binds them, for the lines after.
+				rewritten := r.rewrite(want, got)
+				r.match(n, rewritten, got)
+				return words[0] + " < " + rewritten, true
 			}
 			t.Fatalf("line %d: %s received\n\t%s\nwant\n\t%s", n, words[0], got, want)
 		}
@@ -355,7 +451,7 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 			caps = "{}"
 		}
 		if r.isServer(words[0]) {
-			got := gc.next(t, n)
+			got := gc.next(t, n, gc.name)
 			var req struct {
 				ID     json.RawMessage `json:"id"`
 				Method string          `json:"method"`
@@ -365,18 +461,18 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 			frame := `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":` +
 				caps + `,"serverInfo":{"name":"` + words[0] + `","version":"1"}}}`
 			require.NoError(t, gc.conn.Write(ctxFor(t), []byte(frame)), "line %d", n)
-			require.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, gc.next(t, n), "line %d", n)
+			require.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, gc.next(t, n, gc.name), "line %d", n)
 			return "", false
 		}
 		frame := `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` +
 			caps + `,"clientInfo":{"name":"` + words[0] + `","version":"1"}}}`
 		require.NoError(t, gc.conn.Write(ctxFor(t), []byte(frame)), "line %d", n)
-		got := gc.next(t, n)
+		got := gc.next(t, n, gc.name)
 		require.Contains(t, got, `"id":"init","result":`, "line %d: %s", n, got)
 		require.NoError(t, gc.conn.Write(ctxFor(t), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)), "line %d", n)
 	case strings.HasPrefix(rest, "answer "):
 		method, result, _ := strings.Cut(strings.TrimSpace(rest[len("answer "):]), " ")
-		got := gc.next(t, n)
+		got := gc.next(t, n, gc.name)
 		var req struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -412,7 +508,7 @@ func (r *goldenRun) expectSet(n int, name string, lines []string) {
 	}
 	var raw []string
 	for range lines {
-		f := gc.next(t, n)
+		f := gc.next(t, n, gc.name)
 		raw = append(raw, f)
 		var g any
 		require.NoError(t, decodeNumber(f, &g), "line %d", n)
@@ -425,11 +521,25 @@ func (r *goldenRun) expectSet(n int, name string, lines []string) {
 	maps.Copy(r.vars, bound)
 }
 
+// startInstance starts instance name with cfg, on the script's broker.
+func (r *goldenRun) startInstance(name string, cfg Config) {
+	cfg.HeartbeatInterval = time.Hour
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = -1
+	}
+	if r.redis != nil {
+		r.hubs[name] = startHubOn(r.t, r.redis, r.prefix, cfg)
+		return
+	}
+	cfg.Broker = r.broker
+	r.hubs[name] = startHub(r.t, cfg)
+}
+
 func (r *goldenRun) instance(n int, name string) *testHub {
 	if name == "" {
 		name = "A"
 		if _, ok := r.hubs[name]; !ok && len(r.hubs) == 0 {
-			r.hubs[name] = startHub(r.t, Config{Broker: r.broker, HeartbeatInterval: time.Hour, RateLimit: -1})
+			r.startInstance(name, Config{})
 		}
 	}
 	th, ok := r.hubs[name]
@@ -437,7 +547,10 @@ func (r *goldenRun) instance(n int, name string) *testHub {
 	return th
 }
 
-func (r *goldenRun) isServer(name string) bool { return r.conns[name].server }
+func (r *goldenRun) isServer(name string) bool {
+	gc, ok := r.conns[name]
+	return ok && gc.server
+}
 
 func (r *goldenRun) conn(n int, name string) *goldenConn {
 	gc, ok := r.conns[name]
