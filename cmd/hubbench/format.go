@@ -89,11 +89,3 @@ func fmtPerOp(x float64) string {
 	}
 	return strconv.FormatFloat(x, 'f', 2, 64)
 }
-
-// passMiss labels a target as met or not.
-func passMiss(ok bool) string {
-	if ok {
-		return "PASS"
-	}
-	return "MISS"
-}

@@ -228,7 +228,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rawProc, rawAddr, err := sup.startRole(ctx, "raw fan-out server", "-role", roleFanout, "-addr", "127.0.0.1:0")
+	rawProc, rawAddr, err := startRole(ctx, sup, "raw fan-out server", "-role", roleFanout, "-addr", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
@@ -342,11 +342,11 @@ type env struct {
 // second, and waits until each is ready.
 func startEnv(ctx context.Context, sup *supervisor, hubBin, tmp string, servers int, progress func(string)) (*env, error) {
 	progress("starting the echo servers, hubs, redis-server and MCP servers")
-	echo, echoAddr, err := sup.startRole(ctx, "raw echo server", "-role", roleEcho, "-addr", "127.0.0.1:0")
+	echo, echoAddr, err := startRole(ctx, sup, "raw echo server", "-role", roleEcho, "-addr", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	peerSrv, peerAddr, err := sup.startRole(ctx, "peer echo server", "-role", rolePeer, "-addr", "127.0.0.1:0")
+	peerSrv, peerAddr, err := startRole(ctx, sup, "peer echo server", "-role", rolePeer, "-addr", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +354,7 @@ func startEnv(ctx context.Context, sup *supervisor, hubBin, tmp string, servers 
 	if e.solo, err = startHub(ctx, sup, "hub", hubBin, ""); err != nil {
 		return nil, err
 	}
-	redisAddr, err := sup.startRedis(tmp)
+	redisAddr, err := startRedis(sup, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +371,7 @@ func startEnv(ctx context.Context, sup *supervisor, hubBin, tmp string, servers 
 			if servers > 1 {
 				name = fmt.Sprintf("mcp server %d (%s)", i+1, h.name)
 			}
-			if _, _, err := sup.startRole(ctx, name, "-role", roleMCP, "-url", h.ws("/mcp/server?name=bench")); err != nil {
+			if _, _, err := startRole(ctx, sup, name, "-role", roleMCP, "-url", h.ws("/mcp/server?name=bench")); err != nil {
 				return nil, err
 			}
 		}
@@ -412,15 +412,6 @@ func startEnv(ctx context.Context, sup *supervisor, hubBin, tmp string, servers 
 		}, pids: []int{sup.redisPID(redisAddr)}, stats: []*statsSource{nil}, only: small},
 	}
 	return e, nil
-}
-
-// startHub starts bin/hub and finds where it exposes runtime figures.
-func startHub(ctx context.Context, sup *supervisor, name, bin, redisURL string) (*hubRef, error) {
-	c, addr, err := sup.startHub(ctx, name, bin, redisURL)
-	if err != nil {
-		return nil, err
-	}
-	return &hubRef{name: name, addr: addr, c: c, stats: findStats(ctx, addr)}, nil
 }
 
 // profileOnly takes the CPU profiles of the twins and prints their

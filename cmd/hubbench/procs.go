@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -219,64 +218,13 @@ func (t *lineTail) String() string {
 	return "  " + strings.Join(t.lines, "\n  ")
 }
 
-// hubListening matches the hub's log line announcing its address.
-var hubListening = regexp.MustCompile(`msg="switchboard listening".*\baddr=(\S+)`)
-
-// roleReady matches the line a hubbench role prints once it listens.
-var roleReady = regexp.MustCompile(`^hubbench: ready addr=(\S+)`)
-
-// startHub starts bin/hub on a free loopback port, with redisURL when set.
-//
-// Its environment is hubbench's without any SWITCHBOARD_* setting of the
-// user's, plus SWITCHBOARD_RATE_LIMIT=-1: the per-connection rate limit is
-// a policy, not a cost, and a benchmark that hits it measures the policy.
-// (Set through the environment, which a hub without that flag ignores.)
-func (s *supervisor) startHub(ctx context.Context, name, bin, redisURL string) (*child, string, error) {
-	argv := []string{bin, "--addr", "127.0.0.1:0", "--log-level", "info"}
-	if redisURL != "" {
-		argv = append(argv, "--redis", redisURL)
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SWITCHBOARD_") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "SWITCHBOARD_RATE_LIMIT=-1")
-	c, addr, err := s.start(ctx, name, argv, env, hubListening)
-	if err != nil {
-		return nil, "", err
-	}
-	return c, addr, waitHTTP(ctx, c, "http://"+addr+"/readyz")
-}
-
-// startRole starts this executable in a role; it prints its address once
-// it listens (roles that dial out print nothing and are not waited for).
-// The hub twin is `hub serve`, and says so as the hub does.
-func (s *supervisor) startRole(ctx context.Context, name string, args ...string) (*child, string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, "", err
-	}
-	var ready *regexp.Regexp
-	for i, a := range args {
-		if a == "-addr" && ready == nil {
-			ready = roleReady
-		}
-		if a == "-role" && i+1 < len(args) && args[i+1] == roleHub {
-			ready = hubListening
-		}
-	}
-	return s.start(ctx, name, append([]string{self}, args...), nil, ready)
-}
-
 // startRedis starts redis-server in dir as the tests do (internal/redistest:
 // a free loopback port, no persistence) and returns its address. The
 // supervisor owns it: stopAll stops it, and its CPU time counts.
 func (s *supervisor) startRedis(dir string) (string, error) {
 	rs, err := redistest.Launch(dir)
 	if err != nil {
-		return "", fmt.Errorf("%w (needed for the cross-instance measurements)", err)
+		return "", err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -339,34 +287,4 @@ func waitHTTP(ctx context.Context, c *child, url string) error {
 		_, err := get(ctx, url)
 		return err
 	})
-}
-
-// buildHub compiles ./cmd/hub of the module at root into dir, so that the
-// hub measured is the one of this tree.
-func buildHub(ctx context.Context, root, dir string) (string, error) {
-	out := filepath.Join(dir, "hub")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/hub")
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/hub: %w\n%s", err, b)
-	}
-	return out, nil
-}
-
-// moduleRoot finds the directory of the go.mod above the working directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside a Go module: run hubbench from the Switchboard repository")
-		}
-		dir = parent
-	}
 }

@@ -58,7 +58,7 @@ func runProfile(ctx context.Context, cfg *config, sup *supervisor, dir string, s
 		if redisURL != "" {
 			args = append(args, "-redis", redisURL)
 		}
-		c, addr, err := sup.startRole(ctx, name, args...)
+		c, addr, err := startRole(ctx, sup, name, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +68,7 @@ func runProfile(ctx context.Context, cfg *config, sup *supervisor, dir string, s
 	if err != nil {
 		return nil, err
 	}
-	redisAddr, err := sup.startRedis(tmp)
+	redisAddr, err := startRedis(sup, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func runProfile(ctx context.Context, cfg *config, sup *supervisor, dir string, s
 		return nil, err
 	}
 	for _, h := range []*hubRef{solo, twinB} {
-		if _, _, err := sup.startRole(ctx, "mcp server ("+h.name+")", "-role", roleMCP, "-url", h.ws("/mcp/server?name=bench")); err != nil {
+		if _, _, err := startRole(ctx, sup, "mcp server ("+h.name+")", "-role", roleMCP, "-url", h.ws("/mcp/server?name=bench")); err != nil {
 			return nil, err
 		}
 	}

@@ -449,3 +449,11 @@ func (r *report) markdown() string {
 	}
 	return b.String()
 }
+
+// passMiss labels a target as met or not.
+func passMiss(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "MISS"
+}
