@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 )
 
 // shape is a load's connections and calls in flight on each.
@@ -50,19 +52,19 @@ type callResult struct {
 
 	rates     []float64 // calls/s of each round
 	ratios    []float64 // rate / the baseline's rate in the same round
-	rounds    []latencies
+	rounds    []benchlab.Latencies
 	p99Ratios []float64 // p99 / the baseline's p99 in the same round
 
 	total, errs int64 // calls completed in the windows; errors
 	firstErr    error
-	cpu         time.Duration // of the endpoint's processes, over all rounds
-	split       cpuSplit      // of every process, the load generator included
+	cpu         time.Duration     // of the endpoint's processes, over all rounds
+	split       benchlab.CPUSplit // of every process, the load generator included
 	mallocs     float64
 	mallocsOK   bool
 
 	// Filled once the cell is measured.
 	rate, rateRatio, p99Ratio float64
-	sum                       latencies // medians of the rounds' percentiles
+	sum                       benchlab.Latencies // medians of the rounds' percentiles
 	floorFigures
 }
 
@@ -79,7 +81,7 @@ func (r *callResult) allCPUPerCall() time.Duration {
 	if r.total == 0 {
 		return 0
 	}
-	return r.split.all / time.Duration(r.total)
+	return r.split.All() / time.Duration(r.total)
 }
 
 func (r *callResult) allocsPerCall() (float64, bool) {
@@ -135,10 +137,10 @@ func runCell(ctx context.Context, cfg *config, eps []*endpoint, sh shape, pl pay
 			res.cpu += r.cpu
 			res.mallocs += r.mallocs
 			res.mallocsOK = res.mallocsOK && r.mallocsOK
-			res.split.add(r.all0, r.all1, w.d)
+			res.split.Add(r.all0, r.all1, w.d)
 			rates[i] = w.rate()
 			res.rates = append(res.rates, rates[i])
-			s := summarize(w.lat)
+			s := benchlab.Summarize(w.lat)
 			p99s[i] = s.P99
 			res.rounds = append(res.rounds, s)
 			res.total += w.calls()
@@ -156,10 +158,10 @@ func runCell(ctx context.Context, cfg *config, eps []*endpoint, sh shape, pl pay
 		}
 	}
 	for _, res := range results {
-		res.sum = medianLatencies(res.rounds)
-		res.rate = median(res.rates)
-		res.rateRatio = median(res.ratios)
-		res.p99Ratio = median(res.p99Ratios)
+		res.sum = benchlab.MedianLatencies(res.rounds)
+		res.rate = benchlab.Median(res.rates)
+		res.rateRatio = benchlab.Median(res.ratios)
+		res.p99Ratio = benchlab.Median(res.p99Ratios)
 	}
 	setFloors(results)
 	return results, nil
@@ -191,14 +193,14 @@ type reading struct {
 
 func (m *meter) start(ctx context.Context) {
 	m.m0, m.ok0 = readMallocs(ctx, m.stats)
-	m.cpu0 = cpuTimes(m.pids)
+	m.cpu0 = benchlab.CPUTimes(m.pids)
 	if m.all != nil {
 		m.all0 = m.all()
 	}
 }
 
 func (m *meter) stop(ctx context.Context) reading {
-	r := reading{cpu: cpuTimes(m.pids) - m.cpu0, all0: m.all0}
+	r := reading{cpu: benchlab.CPUTimes(m.pids) - m.cpu0, all0: m.all0}
 	if m.all != nil {
 		r.all1 = m.all()
 	}

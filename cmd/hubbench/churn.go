@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
@@ -13,7 +14,7 @@ import (
 type churnResult struct {
 	workers   int
 	rate      float64
-	sum       latencies
+	sum       benchlab.Latencies
 	total     int64
 	errs      int64
 	firstErr  error
@@ -80,6 +81,6 @@ func runChurn(ctx context.Context, cfg *config, h *hubRef, progress func(string)
 		mallocs:   r.mallocs,
 		mallocsOK: r.mallocsOK,
 	}
-	res.sum = summarize(w.lat)
+	res.sum = benchlab.Summarize(w.lat)
 	return res, nil
 }

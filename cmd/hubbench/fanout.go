@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
@@ -22,7 +23,7 @@ const fanoutTimeout = 30 * time.Second
 type hubRef struct {
 	name  string
 	addr  string
-	c     *child
+	c     *benchlab.Child
 	stats *statsSource // nil when the hub exposes no runtime figures
 }
 
@@ -59,7 +60,7 @@ type fanoutResult struct {
 	cpu                 time.Duration
 	mallocs             float64
 	mallocsOK           bool
-	split               cpuSplit
+	split               benchlab.CPUSplit
 	// Against the raw baseline of the same size measured just before:
 	// rate / raw rate and p99 / raw p99; 0 when there is none.
 	rateRatio, p99Ratio float64
@@ -68,7 +69,7 @@ type fanoutResult struct {
 // cpuCell is the hubs' CPU per delivery, when enough time was measured for
 // the 10 ms ticks of /proc to say.
 func (f *fanoutResult) cpuCell() string {
-	if !f.split.enough() {
+	if !f.split.Enough() {
 		return "-"
 	}
 	return cpuPerOp(f.cpu, f.delivered)
@@ -179,7 +180,7 @@ func waitListed(ctx context.Context, h *hubRef, lists func(context.Context, *mcp
 		return fmt.Errorf("%s: %w", h.name, err)
 	}
 	defer c.Close()
-	return poll(ctx, h.c, func() error {
+	return benchlab.Poll(ctx, h.c, func() error {
 		names, err := lists(ctx, c)
 		if err != nil {
 			return err
@@ -263,7 +264,7 @@ func runFanout(ctx context.Context, cfg *config, p *fanoutPath, sizes []int, cpu
 	d := newDeliveries(n)
 	clients := make([]*mcp.Client, n)
 	defer func() {
-		progress(fmt.Sprintf("fan-out %s: closing %s clients", p.setting, fmtCount(int64(n))))
+		progress(fmt.Sprintf("fan-out %s: closing %s clients", p.setting, benchlab.FormatCount(int64(n))))
 		_ = forEach(context.WithoutCancel(ctx), n, 64, func(i int) error {
 			if clients[i] != nil {
 				_ = clients[i].Close()
@@ -271,7 +272,7 @@ func runFanout(ctx context.Context, cfg *config, p *fanoutPath, sizes []int, cpu
 			return nil
 		})
 	}()
-	progress(fmt.Sprintf("fan-out %s: connecting %s clients", p.setting, fmtCount(int64(n))))
+	progress(fmt.Sprintf("fan-out %s: connecting %s clients", p.setting, benchlab.FormatCount(int64(n))))
 	began := time.Now()
 	err := forEach(ctx, n, 32, func(i int) error {
 		c, err := mcp.Connect(ctx, p.urls[i%len(p.urls)], &mcp.ClientOptions{
@@ -298,7 +299,7 @@ func runFanout(ctx context.Context, cfg *config, p *fanoutPath, sizes []int, cpu
 	var results []*fanoutResult
 	subscribed := 0
 	for _, size := range sizes {
-		progress(fmt.Sprintf("fan-out %s: %s subscribers", p.setting, fmtCount(int64(size))))
+		progress(fmt.Sprintf("fan-out %s: %s subscribers", p.setting, benchlab.FormatCount(int64(size))))
 		err := forEach(ctx, size-subscribed, 32, func(i int) error {
 			return clients[subscribed+i].Subscribe(ctx, fanoutURI)
 		})
@@ -351,7 +352,7 @@ func fanoutRounds(ctx context.Context, cfg *config, p *fanoutPath, d *deliveries
 		}
 		took := time.Since(began)
 		r := mt.stop(ctx)
-		res.split.add(r.all0, r.all1, took)
+		res.split.Add(r.all0, r.all1, took)
 		res.cpu += r.cpu
 		res.mallocs += r.mallocs
 		res.mallocsOK = res.mallocsOK && r.mallocsOK
@@ -360,18 +361,18 @@ func fanoutRounds(ctx context.Context, cfg *config, p *fanoutPath, d *deliveries
 		if len(lat) == 0 {
 			return nil, errors.New("fan-out: no subscriber received the update")
 		}
-		s := summarize(lat)
+		s := benchlab.Summarize(lat)
 		p50s, p99s, maxs = append(p50s, s.P50), append(p99s, s.P99), append(maxs, s.Max)
 		rates = append(rates, float64(len(lat))/s.Max.Seconds())
 	}
-	res.p50, res.p99, res.max = medianDuration(p50s), medianDuration(p99s), medianDuration(maxs)
-	res.rate = median(rates)
+	res.p50, res.p99, res.max = benchlab.MedianDuration(p50s), benchlab.MedianDuration(p99s), benchlab.MedianDuration(maxs)
+	res.rate = benchlab.Median(rates)
 	return res, nil
 }
 
 // hubMemory reads a hub's RSS and runtime figures.
 func hubMemory(ctx context.Context, h *hubRef) (rss int64, st runtimeStats, ok bool) {
-	rss, _ = rssBytes(h.c.PID())
+	rss, _ = benchlab.RSSBytes(h.c.PID())
 	if h.stats != nil {
 		var err error
 		st, err = h.stats.read(ctx)
@@ -389,7 +390,7 @@ func settle(ctx context.Context, h *hubRef) error {
 	defer tick.Stop()
 	var window []int64
 	for time.Now().Before(deadline) {
-		rss, err := rssBytes(h.c.PID())
+		rss, err := benchlab.RSSBytes(h.c.PID())
 		if err != nil {
 			return err
 		}
@@ -412,20 +413,20 @@ func settle(ctx context.Context, h *hubRef) error {
 
 // measureFanout sets a fan-out path up, measures it at every size and
 // takes it down.
-func measureFanout(ctx context.Context, cfg *config, sup *supervisor, setup func() (*fanoutPath, func(), error), progress func(string)) ([]*fanoutResult, error) {
+func measureFanout(ctx context.Context, cfg *config, sup *benchlab.Supervisor, setup func() (*fanoutPath, func(), error), progress func(string)) ([]*fanoutResult, error) {
 	res, _, err := measureFanoutIdle(ctx, cfg, sup, setup, progress)
 	return res, err
 }
 
 // measureFanoutIdle is measureFanout that also returns the idle cost, for a
 // path that measures it.
-func measureFanoutIdle(ctx context.Context, cfg *config, sup *supervisor, setup func() (*fanoutPath, func(), error), progress func(string)) ([]*fanoutResult, *idleResult, error) {
+func measureFanoutIdle(ctx context.Context, cfg *config, sup *benchlab.Supervisor, setup func() (*fanoutPath, func(), error), progress func(string)) ([]*fanoutResult, *idleResult, error) {
 	p, stop, err := setup()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer stop()
-	return runFanout(ctx, cfg, p, cfg.fanoutSizes, sup.cpuByProcess, progress)
+	return runFanout(ctx, cfg, p, cfg.fanoutSizes, sup.CPUByProcess, progress)
 }
 
 // againstRaw sets each result's ratios to the raw baseline of its size.

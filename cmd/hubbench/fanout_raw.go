@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
@@ -119,7 +120,7 @@ func (f *rawFanout) fanout(ctx context.Context) {
 
 // rawFanoutPath is the fan-out through the raw server at addr, whose
 // process is proc. stop closes the control connection.
-func rawFanoutPath(ctx context.Context, proc *child, addr string) (p *fanoutPath, stop func(), err error) {
+func rawFanoutPath(ctx context.Context, proc *benchlab.Child, addr string) (p *fanoutPath, stop func(), err error) {
 	url := "ws://" + addr + "/"
 	ctl, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{peer.Subprotocol}})
 	if err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 )
 
 // Floors: every figure of the hub against the least this machine can do
@@ -75,7 +77,7 @@ func setFloors(cell []*callResult) {
 					rtts = append(rtts, float64(two.rounds[i].P50-hub.rounds[i].P50)/float64(rtt))
 				}
 			}
-			two.beyondRTTs = median(rtts)
+			two.beyondRTTs = benchlab.Median(rtts)
 		}
 	}
 	for _, name := range []string{epHTTP, epHTTPSSE} {
@@ -93,5 +95,5 @@ func medianRatio(a, b []float64) float64 {
 			rs = append(rs, a[i]/b[i])
 		}
 	}
-	return median(rs)
+	return benchlab.Median(rs)
 }

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 )
 
-// The processes of a run, as children of the supervisor: bin/hub,
+// The processes of a run, as children of the lab's supervisor: bin/hub,
 // built from this tree; hubbench itself in its roles (roles.go); and
 // redis-server.
 
@@ -28,7 +30,7 @@ var roleReady = regexp.MustCompile(`^hubbench: ready addr=(\S+)`)
 // user's, plus SWITCHBOARD_RATE_LIMIT=-1: the per-connection rate limit is
 // a policy, not a cost, and a benchmark that hits it measures the policy.
 // (Set through the environment, which a hub without that flag ignores.)
-func startHub(ctx context.Context, sup *supervisor, name, bin, redisURL string) (*hubRef, error) {
+func startHub(ctx context.Context, sup *benchlab.Supervisor, name, bin, redisURL string) (*hubRef, error) {
 	argv := []string{bin, "--addr", "127.0.0.1:0", "--log-level", "info"}
 	if redisURL != "" {
 		argv = append(argv, "--redis", redisURL)
@@ -40,11 +42,11 @@ func startHub(ctx context.Context, sup *supervisor, name, bin, redisURL string) 
 		}
 	}
 	env = append(env, "SWITCHBOARD_RATE_LIMIT=-1")
-	c, addr, err := sup.start(ctx, name, argv, env, hubListening)
+	c, addr, err := sup.Start(ctx, name, argv, env, hubListening)
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, c, "http://"+addr+"/readyz"); err != nil {
+	if err := benchlab.WaitHTTP(ctx, c, "http://"+addr+"/readyz"); err != nil {
 		return nil, err
 	}
 	return &hubRef{name: name, addr: addr, c: c, stats: findStats(ctx, addr)}, nil
@@ -53,7 +55,7 @@ func startHub(ctx context.Context, sup *supervisor, name, bin, redisURL string) 
 // startRole starts this executable in a role; it prints its address once
 // it listens (roles that dial out print nothing and are not waited for).
 // The hub twin is `hub serve`, and says so as the hub does.
-func startRole(ctx context.Context, sup *supervisor, name string, args ...string) (*child, string, error) {
+func startRole(ctx context.Context, sup *benchlab.Supervisor, name string, args ...string) (*benchlab.Child, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", err
@@ -67,12 +69,12 @@ func startRole(ctx context.Context, sup *supervisor, name string, args ...string
 			ready = hubListening
 		}
 	}
-	return sup.start(ctx, name, append([]string{self}, args...), nil, ready)
+	return sup.Start(ctx, name, append([]string{self}, args...), nil, ready)
 }
 
 // startRedis starts the redis-server that two hubs share.
-func startRedis(sup *supervisor, dir string) (string, error) {
-	addr, err := sup.startRedis(dir)
+func startRedis(sup *benchlab.Supervisor, dir string) (string, error) {
+	addr, err := sup.StartRedis(dir)
 	if err != nil {
 		return "", fmt.Errorf("%w (needed for the cross-instance measurements)", err)
 	}

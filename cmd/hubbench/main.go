@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 )
 
 func main() {
@@ -152,7 +154,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	}
 	rep := &report{cfg: cfg, began: began, command: commandLine(o)}
 
-	limit, err := raiseNoFile()
+	limit, err := benchlab.RaiseNoFile()
 	if err != nil {
 		return fmt.Errorf("raising the open files limit: %w", err)
 	}
@@ -168,14 +170,14 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep.machine = readMachine(ctx, root, o.out)
+	rep.machine = benchlab.ReadMachine(ctx, root, o.out)
 	tmp, err := os.MkdirTemp("", "hubbench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	sup := &supervisor{}
-	defer sup.stopAll()
+	sup := &benchlab.Supervisor{Self: "hubbench (load)"}
+	defer sup.StopAll()
 	if o.profileOnly {
 		return profileOnly(ctx, o, cfg, sup, stdout, progress)
 	}
@@ -202,7 +204,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			if o.fanoutOnly {
 				break
 			}
-			cell, err := runCell(ctx, cfg, env.endpoints, sh, pl, sup.cpuByProcess, progress)
+			cell, err := runCell(ctx, cfg, env.endpoints, sh, pl, sup.CPUByProcess, progress)
 			if err != nil {
 				return fmt.Errorf("calls %s %s: %w", sh, pl.name, err)
 			}
@@ -257,11 +259,11 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			return fmt.Errorf("profiling: %w", err)
 		}
 	}
-	sup.stopAll()
+	sup.StopAll()
 	rep.took = time.Since(began)
-	rep.loadAfter = loadAverage()
+	rep.loadAfter = benchlab.LoadAverage()
 
-	fmt.Fprint(stdout, rep.table().text())
+	fmt.Fprint(stdout, rep.table().Text())
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "targets (#issue):")
 	for _, v := range rep.verdicts() {
@@ -340,7 +342,7 @@ type env struct {
 // startEnv starts the baselines' servers, a hub with an MCP server behind
 // it, and two hubs sharing a redis-server with an MCP server behind the
 // second, and waits until each is ready.
-func startEnv(ctx context.Context, sup *supervisor, hubBin, tmp string, servers int, progress func(string)) (*env, error) {
+func startEnv(ctx context.Context, sup *benchlab.Supervisor, hubBin, tmp string, servers int, progress func(string)) (*env, error) {
 	progress("starting the echo servers, hubs, redis-server and MCP servers")
 	echo, echoAddr, err := startRole(ctx, sup, "raw echo server", "-role", roleEcho, "-addr", "127.0.0.1:0")
 	if err != nil {
@@ -409,14 +411,14 @@ func startEnv(ctx context.Context, sup *supervisor, hubBin, tmp string, servers 
 			pids: pidsOf([]*hubRef{e.solo}), stats: statsOf([]*hubRef{e.solo}), only: small},
 		{name: epRedis, dial: func(json.RawMessage) dialer {
 			return redisDialer{addr: redisAddr, payload: callParams(payloads[0].size), seq: &channels}
-		}, pids: []int{sup.redisPID(redisAddr)}, stats: []*statsSource{nil}, only: small},
+		}, pids: []int{sup.RedisPID(redisAddr)}, stats: []*statsSource{nil}, only: small},
 	}
 	return e, nil
 }
 
 // profileOnly takes the CPU profiles of the twins and prints their
 // summaries.
-func profileOnly(ctx context.Context, o *options, cfg *config, sup *supervisor, stdout io.Writer, progress func(string)) error {
+func profileOnly(ctx context.Context, o *options, cfg *config, sup *benchlab.Supervisor, stdout io.Writer, progress func(string)) error {
 	dir := o.profile
 	if dir == "auto" || dir == "off" {
 		dir = filepath.Join(os.TempDir(), "hubbench-profiles-"+time.Now().Format("20060102-150405"))

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 )
 
 // profileResult is a CPU profile of one hub twin under the 64x16 load of
@@ -44,7 +46,7 @@ type profileCase struct {
 // second. It drives the 64x16 load through each path (one instance at every
 // payload, two instances and Streamable HTTP at 100 B) while the twins
 // record CPU profiles.
-func runProfile(ctx context.Context, cfg *config, sup *supervisor, dir string, sh shape, progress func(string)) ([]*profileResult, error) {
+func runProfile(ctx context.Context, cfg *config, sup *benchlab.Supervisor, dir string, sh shape, progress func(string)) ([]*profileResult, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -106,7 +108,7 @@ func runProfile(ctx context.Context, cfg *config, sup *supervisor, dir string, s
 			dial: func(p json.RawMessage) dialer { return leanHTTPDialer{url: solo.http("/mcp"), params: p} }})
 	var out []*profileResult
 	if n := slices.Max(cfg.fanoutSizes); n > 0 {
-		progress(fmt.Sprintf("profile: fan-out to %s on the hub twin, %v", fmtCount(int64(n)), cfg.profile))
+		progress(fmt.Sprintf("profile: fan-out to %s on the hub twin, %v", benchlab.FormatCount(int64(n)), cfg.profile))
 		r, err := profileFanout(ctx, cfg, sup, solo, dir, n, progress)
 		if err != nil {
 			return nil, fmt.Errorf("fan-out: %w", err)
@@ -242,20 +244,20 @@ func pprofTop(ctx context.Context, file string, cum bool) (string, error) {
 func (p *profileResult) heading() string {
 	allocs := "n/a"
 	if p.allocsOK {
-		allocs = fmtPerOp(p.allocs)
+		allocs = benchlab.FormatPerOp(p.allocs)
 	}
-	return fmt.Sprintf("%s, %s: %s, CPU %s/call, %s allocs/call", p.what, p.payload.name, fmtRate(p.rate), fmtDuration(p.cpu), allocs)
+	return fmt.Sprintf("%s, %s: %s, CPU %s/call, %s allocs/call", p.what, p.payload.name, benchlab.FormatRate(p.rate), benchlab.FormatDuration(p.cpu), allocs)
 }
 
 // profileFanout profiles the twin while it fans updates out to n
 // subscribers, round after round, for the length of the profile.
-func profileFanout(ctx context.Context, cfg *config, sup *supervisor, twin *hubRef, dir string, n int, progress func(string)) (*profileResult, error) {
+func profileFanout(ctx context.Context, cfg *config, sup *benchlab.Supervisor, twin *hubRef, dir string, n int, progress func(string)) (*profileResult, error) {
 	p, stop, err := hubFanout(ctx, []*hubRef{twin}, false)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
-	res := &profileResult{what: "fan-out, 1 instance", payload: payload{name: fmtCount(int64(n)) + " subs"},
+	res := &profileResult{what: "fan-out, 1 instance", payload: payload{name: benchlab.FormatCount(int64(n)) + " subs"},
 		file: filepath.Join(dir, fmt.Sprintf("fanout-%d.pprof", n)), allocFile: filepath.Join(dir, fmt.Sprintf("fanout-%d.allocs.pprof", n))}
 	secs := int(cfg.profile / time.Second)
 	type fetched struct {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 )
 
 // Targets of issue 7 on a 2-core machine.
@@ -40,7 +42,7 @@ type report struct {
 	cfg        *config
 	began      time.Time
 	took       time.Duration
-	machine    machineInfo
+	machine    benchlab.Machine
 	command    string
 	cells      [][]*callResult // one per shape and payload; the baseline first
 	fanout     []*fanoutResult
@@ -80,43 +82,43 @@ func callVerdicts(r *callResult) []verdict {
 	switch {
 	case r.endpoint == epHub && r.shape == shape{64, 16}:
 		out = append(out, verdict{issue: 7, ok: r.rateRatio >= targetRateRatio, what: what + " through the hub",
-			figure: fmtRatio(r.rateRatio) + " raw echo calls/s", goal: fmt.Sprintf(">= %.1fx", targetRateRatio),
+			figure: benchlab.FormatRatio(r.rateRatio) + " raw echo calls/s", goal: fmt.Sprintf(">= %.1fx", targetRateRatio),
 			short: fmt.Sprintf("ops/s >= %.1fx raw", targetRateRatio)})
 		if large && r.cpuFloor > 0 {
 			x := 2 * r.cpuFloor
 			out = append(out, verdict{issue: 15, ok: x <= targetLargeCPU, what: what + " through the hub",
-				figure: "hub CPU per call " + fmtRatio(x) + " the echo server's per round trip", goal: fmt.Sprintf("<= %.1fx", targetLargeCPU),
+				figure: "hub CPU per call " + benchlab.FormatRatio(x) + " the echo server's per round trip", goal: fmt.Sprintf("<= %.1fx", targetLargeCPU),
 				short: fmt.Sprintf("CPU <= %.1fx echo", targetLargeCPU)})
 		}
 	case r.endpoint == epHub && r.shape == shape{1, 1}:
 		out = append(out, verdict{issue: 7, ok: r.p99Ratio <= targetP99Ratio, what: what + " through the hub",
-			figure: "p99 " + fmtRatio(r.p99Ratio) + " raw echo p99", goal: fmt.Sprintf("<= %.0fx", targetP99Ratio),
+			figure: "p99 " + benchlab.FormatRatio(r.p99Ratio) + " raw echo p99", goal: fmt.Sprintf("<= %.0fx", targetP99Ratio),
 			short: fmt.Sprintf("p99 <= %.0fx raw", targetP99Ratio)})
 		if large {
 			out = append(out, verdict{issue: 15, ok: r.p99Ratio <= targetLargeP99, what: what + " through the hub",
-				figure: "p99 " + fmtRatio(r.p99Ratio) + " raw echo p99", goal: fmt.Sprintf("<= %.0fx", targetLargeP99),
+				figure: "p99 " + benchlab.FormatRatio(r.p99Ratio) + " raw echo p99", goal: fmt.Sprintf("<= %.0fx", targetLargeP99),
 				short: fmt.Sprintf("p99 <= %.0fx raw", targetLargeP99)})
 		}
 	case r.endpoint == epHub2 && !large && r.shape == shape{64, 16}:
 		w := what + " across two instances"
 		out = append(out, verdict{issue: 15, ok: r.cpuFloor > 0 && r.cpuFloor <= targetCrossCPU, what: w,
-			figure: "both hubs' CPU per call " + fmtRatio(r.cpuFloor) + " twice one instance's", goal: fmt.Sprintf("<= %.1fx", targetCrossCPU),
+			figure: "both hubs' CPU per call " + benchlab.FormatRatio(r.cpuFloor) + " twice one instance's", goal: fmt.Sprintf("<= %.1fx", targetCrossCPU),
 			short: fmt.Sprintf("CPU <= %.1fx floor", targetCrossCPU)})
 		if a, ok := r.allocsPerCall(); ok {
 			out = append(out, verdict{issue: 15, ok: a <= targetCrossAllocs, what: w,
-				figure: fmtPerOp(a) + " allocations per call in both hubs", goal: fmt.Sprintf("<= %.0f", targetCrossAllocs),
+				figure: benchlab.FormatPerOp(a) + " allocations per call in both hubs", goal: fmt.Sprintf("<= %.0f", targetCrossAllocs),
 				short: fmt.Sprintf("allocs <= %.0f", targetCrossAllocs)})
 		}
 		out = append(out, verdict{issue: 15, ok: r.vsOne >= targetCrossRate, what: w,
-			figure: fmtRatio(r.vsOne) + " one instance's calls/s", goal: fmt.Sprintf(">= %.1fx", targetCrossRate),
+			figure: benchlab.FormatRatio(r.vsOne) + " one instance's calls/s", goal: fmt.Sprintf(">= %.1fx", targetCrossRate),
 			short: fmt.Sprintf("ops/s >= %.1fx one", targetCrossRate)})
 	case r.endpoint == epHub2 && !large && r.shape == shape{1, 1} && r.beyondRTTs != 0:
 		out = append(out, verdict{issue: 15, ok: r.beyondRTTs <= targetCrossRTTs, what: what + " across two instances",
-			figure: fmt.Sprintf("p50 %s beyond one instance's: %.1f Redis round trips", fmtDuration(r.p50Beyond), r.beyondRTTs),
+			figure: fmt.Sprintf("p50 %s beyond one instance's: %.1f Redis round trips", benchlab.FormatDuration(r.p50Beyond), r.beyondRTTs),
 			goal:   fmt.Sprintf("<= %.0f", targetCrossRTTs), short: fmt.Sprintf("p50 <= 1 + %.0f Redis RTT", targetCrossRTTs)})
 	case (r.endpoint == epHTTP || r.endpoint == epHTTPSSE) && r.shape == shape{64, 16}:
 		out = append(out, verdict{issue: 12, ok: r.vsWS >= targetHTTPRate, what: what + " through the hub, " + r.endpoint,
-			figure: fmtRatio(r.vsWS) + " WebSocket calls/s through the hub", goal: fmt.Sprintf(">= %.1fx", targetHTTPRate),
+			figure: benchlab.FormatRatio(r.vsWS) + " WebSocket calls/s through the hub", goal: fmt.Sprintf(">= %.1fx", targetHTTPRate),
 			short: fmt.Sprintf("ops/s >= %.1fx ws", targetHTTPRate)})
 	}
 	return out
@@ -134,18 +136,18 @@ func (r *report) fanoutVerdicts(f *fanoutResult) []verdict {
 	}
 	note := ""
 	if f.subs < targetSubs {
-		note = fmt.Sprintf("(measured at %s subscribers, not %s)", fmtCount(int64(f.subs)), fmtCount(targetSubs))
+		note = fmt.Sprintf("(measured at %s subscribers, not %s)", benchlab.FormatCount(int64(f.subs)), benchlab.FormatCount(targetSubs))
 	}
 	limit := targetFanoutOne
 	if f.instances > 1 {
 		limit = targetFanoutTwo
 	}
-	what := fmt.Sprintf("fan-out to %s subscribers, %s", fmtCount(int64(f.subs)), f.setting)
+	what := fmt.Sprintf("fan-out to %s subscribers, %s", benchlab.FormatCount(int64(f.subs)), f.setting)
 	out := []verdict{
-		{issue: 7, ok: f.p99 <= limit && f.delivered == f.expected, what: what, figure: "p99 " + fmtDuration(f.p99),
-			goal: "<= " + fmtDuration(limit), short: "p99 <= " + fmtDuration(limit), note: note},
-		{issue: 7, ok: f.rate >= targetFanoutRate, what: what, figure: fmtRate(f.rate),
-			goal: ">= " + fmtRate(targetFanoutRate), short: ">= " + fmtRate(targetFanoutRate), note: note},
+		{issue: 7, ok: f.p99 <= limit && f.delivered == f.expected, what: what, figure: "p99 " + benchlab.FormatDuration(f.p99),
+			goal: "<= " + benchlab.FormatDuration(limit), short: "p99 <= " + benchlab.FormatDuration(limit), note: note},
+		{issue: 7, ok: f.rate >= targetFanoutRate, what: what, figure: benchlab.FormatRate(f.rate),
+			goal: ">= " + benchlab.FormatRate(targetFanoutRate), short: ">= " + benchlab.FormatRate(targetFanoutRate), note: note},
 	}
 	if f.delivered != f.expected {
 		out[0].note = strings.TrimSpace(out[0].note + fmt.Sprintf(" (only %d of %d delivered)", f.delivered, f.expected))
@@ -155,10 +157,10 @@ func (r *report) fanoutVerdicts(f *fanoutResult) []verdict {
 		if f.instances > 1 {
 			rate = targetFanoutRawTwo
 		}
-		out = append(out, verdict{issue: 15, ok: f.rateRatio >= rate, what: what, figure: fmtRatio(f.rateRatio) + " the raw fan-out's rate",
+		out = append(out, verdict{issue: 15, ok: f.rateRatio >= rate, what: what, figure: benchlab.FormatRatio(f.rateRatio) + " the raw fan-out's rate",
 			goal: fmt.Sprintf(">= %.1fx", rate), short: fmt.Sprintf(">= %.1fx raw", rate), note: note})
 		if f.instances == 1 {
-			out = append(out, verdict{issue: 15, ok: f.p99Ratio <= targetFanoutP99One, what: what, figure: "p99 " + fmtRatio(f.p99Ratio) + " the raw fan-out's",
+			out = append(out, verdict{issue: 15, ok: f.p99Ratio <= targetFanoutP99One, what: what, figure: "p99 " + benchlab.FormatRatio(f.p99Ratio) + " the raw fan-out's",
 				goal: fmt.Sprintf("<= %.1fx", targetFanoutP99One), short: fmt.Sprintf("p99 <= %.1fx raw", targetFanoutP99One), note: note})
 		}
 	}
@@ -172,10 +174,10 @@ func (r *report) idleVerdict() (verdict, bool) {
 	per := float64(r.idle.rssAfter-r.idle.rssBefore) / float64(r.idle.conns)
 	note := ""
 	if r.idle.conns < targetSubs {
-		note = fmt.Sprintf("(measured at %s connections, not %s)", fmtCount(int64(r.idle.conns)), fmtCount(targetSubs))
+		note = fmt.Sprintf("(measured at %s connections, not %s)", benchlab.FormatCount(int64(r.idle.conns)), benchlab.FormatCount(targetSubs))
 	}
-	return verdict{issue: 7, ok: per <= targetIdleRSS, what: "idle connection", figure: fmtBytes(per) + " RSS",
-		goal: "<= " + fmtBytes(targetIdleRSS), short: "RSS <= " + fmtBytes(targetIdleRSS), note: note}, true
+	return verdict{issue: 7, ok: per <= targetIdleRSS, what: "idle connection", figure: benchlab.FormatBytes(per) + " RSS",
+		goal: "<= " + benchlab.FormatBytes(targetIdleRSS), short: "RSS <= " + benchlab.FormatBytes(targetIdleRSS), note: note}, true
 }
 
 // verdicts lists every target with its figure.
@@ -204,7 +206,7 @@ func verdictCell(vs ...verdict) string {
 }
 
 func rateCell(rate float64, errs int64) string {
-	s := fmtRate(rate)
+	s := benchlab.FormatRate(rate)
 	if errs > 0 {
 		s += fmt.Sprintf(" (%d errors)", errs)
 	}
@@ -218,24 +220,24 @@ func perOp(total int64, x float64, ok bool) string {
 	if total == 0 {
 		return "-"
 	}
-	return fmtPerOp(x / float64(total))
+	return benchlab.FormatPerOp(x / float64(total))
 }
 
 func cpuPerOp(cpu time.Duration, ops int64) string {
 	if ops == 0 {
 		return "-"
 	}
-	return fmtDuration(cpu / time.Duration(ops))
+	return benchlab.FormatDuration(cpu / time.Duration(ops))
 }
 
 // table builds the one table of the run.
-func (r *report) table() *table {
-	t := newTable(3, "what", "shape", "payload", "ops/s", "p50", "p99", "p999/max",
+func (r *report) table() *benchlab.Table {
+	t := benchlab.NewTable(3, "what", "shape", "payload", "ops/s", "p50", "p99", "p999/max",
 		"ops/s vs raw", "p99 vs raw", "CPU/op", "CPU vs floor", "all CPU/op", "allocs/op", "mem/conn", "target")
-	t.section("tools/call round trips (shape: connections x calls in flight on each)")
+	t.Section("tools/call round trips (shape: connections x calls in flight on each)")
 	for _, cell := range r.cells {
 		for _, c := range cell {
-			rateRatio, p99Ratio := fmtRatio(c.rateRatio), fmtRatio(c.p99Ratio)
+			rateRatio, p99Ratio := benchlab.FormatRatio(c.rateRatio), benchlab.FormatRatio(c.p99Ratio)
 			switch c.endpoint {
 			case epRaw:
 				rateRatio, p99Ratio = "base", "base"
@@ -244,23 +246,23 @@ func (r *report) table() *table {
 			}
 			allocs := "n/a"
 			if a, ok := c.allocsPerCall(); ok {
-				allocs = fmtPerOp(a)
+				allocs = benchlab.FormatPerOp(a)
 			}
 			floor := ""
 			if c.cpuFloor > 0 {
-				floor = fmtRatio(c.cpuFloor)
+				floor = benchlab.FormatRatio(c.cpuFloor)
 			}
-			t.add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
-				fmtDuration(c.sum.P50), fmtDuration(c.sum.P99), fmtDuration(c.sum.P999),
-				rateRatio, p99Ratio, fmtDuration(c.cpuPerCall()), floor, fmtDuration(c.allCPUPerCall()), allocs, "",
+			t.Add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
+				benchlab.FormatDuration(c.sum.P50), benchlab.FormatDuration(c.sum.P99), benchlab.FormatDuration(c.sum.P999),
+				rateRatio, p99Ratio, benchlab.FormatDuration(c.cpuPerCall()), floor, benchlab.FormatDuration(c.allCPUPerCall()), allocs, "",
 				verdictCell(callVerdicts(c)...))
 		}
 	}
 	r.statsCostRows(t)
 	if len(r.fanout) > 0 {
-		t.section("fan-out: one notifications/resources/updated, server send -> each subscriber (p999/max: max)")
+		t.Section("fan-out: one notifications/resources/updated, server send -> each subscriber (p999/max: max)")
 		for _, f := range r.fanout {
-			rate := fmtRate(f.rate)
+			rate := benchlab.FormatRate(f.rate)
 			if f.delivered != f.expected {
 				rate += fmt.Sprintf(" (%d of %d delivered)", f.delivered, f.expected)
 			}
@@ -269,57 +271,57 @@ func (r *report) table() *table {
 			case f.raw:
 				rateRatio, p99Ratio = "base", "base"
 			case f.rateRatio > 0:
-				rateRatio, p99Ratio = fmtRatio(f.rateRatio), fmtRatio(f.p99Ratio)
+				rateRatio, p99Ratio = benchlab.FormatRatio(f.rateRatio), benchlab.FormatRatio(f.p99Ratio)
 			}
-			t.add("fan-out, "+f.setting, fmtCount(int64(f.subs))+" subs", "-", rate,
-				fmtDuration(f.p50), fmtDuration(f.p99), fmtDuration(f.max), rateRatio, p99Ratio,
+			t.Add("fan-out, "+f.setting, benchlab.FormatCount(int64(f.subs))+" subs", "-", rate,
+				benchlab.FormatDuration(f.p50), benchlab.FormatDuration(f.p99), benchlab.FormatDuration(f.max), rateRatio, p99Ratio,
 				f.cpuCell(), "", "", perOp(f.delivered, f.mallocs, f.mallocsOK), "", verdictCell(r.fanoutVerdicts(f)...))
 		}
 	}
 	if ir := r.idle; ir != nil {
-		t.section("idle connections: connected and initialized clients on a fresh hub")
-		conns := fmtCount(int64(ir.conns)) + " conns"
+		t.Section("idle connections: connected and initialized clients on a fresh hub")
+		conns := benchlab.FormatCount(int64(ir.conns)) + " conns"
 		target := ""
 		if v, ok := r.idleVerdict(); ok {
 			target = verdictCell(v)
 		}
 		n := float64(ir.conns)
-		t.add("idle", conns, "RSS", "", "", "", "", "", "", "", "", "", "",
-			fmtBytes(float64(ir.rssAfter-ir.rssBefore)/n), target)
+		t.Add("idle", conns, "RSS", "", "", "", "", "", "", "", "", "", "",
+			benchlab.FormatBytes(float64(ir.rssAfter-ir.rssBefore)/n), target)
 		heap, gor := "n/a", "n/a"
 		if ir.statsOK {
-			heap = fmtBytes((ir.after.HeapInuse - ir.before.HeapInuse) / n)
-			gor = fmtPerOp((ir.after.Goroutines - ir.before.Goroutines) / n)
+			heap = benchlab.FormatBytes((ir.after.HeapInuse - ir.before.HeapInuse) / n)
+			gor = benchlab.FormatPerOp((ir.after.Goroutines - ir.before.Goroutines) / n)
 		}
-		t.add("idle", conns, "heap in use", "", "", "", "", "", "", "", "", "", "", heap)
-		t.add("idle", conns, "goroutines", "", "", "", "", "", "", "", "", "", "", gor)
+		t.Add("idle", conns, "heap in use", "", "", "", "", "", "", "", "", "", "", heap)
+		t.Add("idle", conns, "goroutines", "", "", "", "", "", "", "", "", "", "", gor)
 	}
 	if c := r.churn; c != nil || r.idle != nil {
-		t.section("connections: connect + initialize (+ close)")
+		t.Section("connections: connect + initialize (+ close)")
 		if c != nil {
 			allocs := perOp(c.total, c.mallocs, c.mallocsOK)
-			t.add("churn: connect+init+close", fmt.Sprintf("%d workers", c.workers), "-", rateCell(c.rate, c.errs),
-				fmtDuration(c.sum.P50), fmtDuration(c.sum.P99), fmtDuration(c.sum.P999), "", "",
+			t.Add("churn: connect+init+close", fmt.Sprintf("%d workers", c.workers), "-", rateCell(c.rate, c.errs),
+				benchlab.FormatDuration(c.sum.P50), benchlab.FormatDuration(c.sum.P99), benchlab.FormatDuration(c.sum.P999), "", "",
 				cpuPerOp(c.cpu, c.total), "", "", allocs)
 		}
 		if ir := r.idle; ir != nil {
-			t.add("ramp: connect+init, kept open", "32 at a time", "-", fmtRate(ir.connectRate))
+			t.Add("ramp: connect+init, kept open", "32 at a time", "-", benchlab.FormatRate(ir.connectRate))
 		}
 	}
 	return t
 }
 
 // cpuTable breaks each row's CPU down by process.
-func (r *report) cpuTable() *table {
-	t := newTable(3, "what", "shape", "payload", "cores busy: run", "machine", "CPU per operation, by process")
-	t.right[5] = false
-	row := func(what, sh, pl string, s *cpuSplit, ops int64) {
-		if !s.enough() {
-			t.add(what, sh, pl, "-", "-", fmt.Sprintf("(measured %v: too short for 10 ms ticks)", s.measured.Round(time.Millisecond)))
+func (r *report) cpuTable() *benchlab.Table {
+	t := benchlab.NewTable(3, "what", "shape", "payload", "cores busy: run", "machine", "CPU per operation, by process")
+	t.AlignLeft(5)
+	row := func(what, sh, pl string, s *benchlab.CPUSplit, ops int64) {
+		if !s.Enough() {
+			t.Add(what, sh, pl, "-", "-", fmt.Sprintf("(measured %v: too short for 10 ms ticks)", s.Measured().Round(time.Millisecond)))
 			return
 		}
-		ours, machine := s.busy()
-		t.add(what, sh, pl, strconv.FormatFloat(ours, 'f', 2, 64), strconv.FormatFloat(machine, 'f', 2, 64), s.perOp(ops))
+		ours, machine := s.Busy()
+		t.Add(what, sh, pl, strconv.FormatFloat(ours, 'f', 2, 64), strconv.FormatFloat(machine, 'f', 2, 64), s.PerOp(ops))
 	}
 	for _, cell := range r.cells {
 		for _, c := range cell {
@@ -327,7 +329,7 @@ func (r *report) cpuTable() *table {
 		}
 	}
 	for _, f := range r.fanout {
-		row("fan-out, "+f.setting, fmtCount(int64(f.subs))+" subs", "-", &f.split, f.delivered)
+		row("fan-out, "+f.setting, benchlab.FormatCount(int64(f.subs))+" subs", "-", &f.split, f.delivered)
 	}
 	return t
 }
@@ -361,7 +363,7 @@ func (r *report) markdown() string {
 	w("- **vs raw**: the median over the rounds of the ratio to the raw echo in the same round. A p99 ratio above 1 is\n")
 	w("  slower than raw.\n")
 	w("- **CPU/op**: user + system CPU of the process(es) in the middle, from /proc/PID/stat (10 ms ticks, so shown\n")
-	w("  only for at least %v measured: short fan-outs show -), over the\n", minMeasured)
+	w("  only for at least %v measured: short fan-outs show -), over the\n", benchlab.MinMeasured)
 	w("  operations completed: the echo server for the baselines, the hub for hub rows (both hubs for x2), never the\n")
 	w("  MCP server, Redis or the load generator. **all CPU/op** counts every process of the run, the load\n")
 	w("  generator and the MCP server included: ops/s x all CPU/op near the core count means the machine is the limit.\n")
@@ -385,7 +387,7 @@ func (r *report) markdown() string {
 		r.began.UTC().Format("2006-01-02 15:04 MST"), r.command, r.took.Round(time.Second))
 	w("| load average | %s at the start, %s at the end (1, 5, 15 min; other work on the machine shows here) |\n\n",
 		r.machine.Load, r.loadAfter)
-	w("## Figures\n\n%s\n", r.table().markdown())
+	w("## Figures\n\n%s\n", r.table().Markdown())
 	w("## Targets\n\n")
 	for _, v := range r.verdicts() {
 		w("- %s\n", v)
@@ -425,7 +427,7 @@ func (r *report) markdown() string {
 	w("work included). Near %d: the cores are the limit; well below: something waits. The machine column is sampled\n", r.machine.Cores)
 	w("at the kernel's tick and misses short bursts (1x1 rows read low); only where it clearly exceeds run did\n")
 	w("other work on the machine take cores from the run.\n\n")
-	w("%s\n", r.cpuTable().markdown())
+	w("%s\n", r.cpuTable().Markdown())
 	if len(r.notes) > 0 {
 		w("\n## Notes\n\n")
 		for _, n := range r.notes {

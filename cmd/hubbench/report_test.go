@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 )
 
 func TestVerdicts_targets(t *testing.T) {
@@ -64,9 +66,9 @@ func TestSetFloors(t *testing.T) {
 	row := func(ep string, cpu time.Duration, rates []float64, p50s ...time.Duration) *callResult {
 		r := &callResult{endpoint: ep, cpu: cpu * 10, total: 10, rates: rates}
 		for _, p := range p50s {
-			r.rounds = append(r.rounds, latencies{P50: p})
+			r.rounds = append(r.rounds, benchlab.Latencies{P50: p})
 		}
-		r.sum = medianLatencies(r.rounds)
+		r.sum = benchlab.MedianLatencies(r.rounds)
 		return r
 	}
 	raw := row(epRaw, 10*time.Microsecond, []float64{100, 100})

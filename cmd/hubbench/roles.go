@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 	"github.com/switchboard-mcp/switchboard/internal/cli"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
@@ -39,7 +40,7 @@ type roleFlags struct {
 
 // runRole runs one role until ctx ends (SIGINT or SIGTERM from hubbench).
 func runRole(ctx context.Context, role string, f roleFlags) error {
-	_, _ = raiseNoFile()
+	_, _ = benchlab.RaiseNoFile()
 	switch role {
 	case roleEcho, rolePeer:
 		ln, err := net.Listen("tcp", f.addr)

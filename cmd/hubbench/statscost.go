@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
@@ -95,7 +96,7 @@ func runStatsCost(ctx context.Context, cfg *config, h *hubRef, progress func(str
 			r.mallocsOK = r.mallocsOK && rd.mallocsOK
 			rates[watched] = w.rate()
 			r.rates = append(r.rates, w.rate())
-			r.rounds = append(r.rounds, summarize(w.lat))
+			r.rounds = append(r.rounds, benchlab.Summarize(w.lat))
 			r.total += w.calls()
 			r.errs += w.errs
 			if r.firstErr == nil {
@@ -105,10 +106,10 @@ func runStatsCost(ctx context.Context, cfg *config, h *hubRef, progress func(str
 		res.ratios = append(res.ratios, rates[true]/rates[false])
 	}
 	for _, r := range []*callResult{res.without, res.with} {
-		r.sum = medianLatencies(r.rounds)
-		r.rate = median(r.rates)
+		r.sum = benchlab.MedianLatencies(r.rounds)
+		r.rate = benchlab.Median(r.rates)
 	}
-	res.ratio = median(res.ratios)
+	res.ratio = benchlab.Median(res.ratios)
 	return res, nil
 }
 
@@ -235,24 +236,24 @@ func (d *dashboard) close() {
 
 // statsCostRows adds the two rows to the table, the ratio in the target
 // column.
-func (r *report) statsCostRows(t *table) {
+func (r *report) statsCostRows(t *benchlab.Table) {
 	sc := r.statsCost
 	if sc == nil {
 		return
 	}
-	t.section("traffic statistics: hub calls/s with nobody watching, then with a dashboard's Traffic view open (same run, alternating rounds)")
+	t.Section("traffic statistics: hub calls/s with nobody watching, then with a dashboard's Traffic view open (same run, alternating rounds)")
 	for _, c := range []*callResult{sc.without, sc.with} {
 		allocs := "n/a"
 		if a, ok := c.allocsPerCall(); ok {
-			allocs = fmtPerOp(a)
+			allocs = benchlab.FormatPerOp(a)
 		}
 		target := ""
 		if c == sc.with {
-			target = fmt.Sprintf("with/without %s (%d dashboard reads)", fmtRatio(sc.ratio), sc.reads)
+			target = fmt.Sprintf("with/without %s (%d dashboard reads)", benchlab.FormatRatio(sc.ratio), sc.reads)
 		}
-		t.add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
-			fmtDuration(c.sum.P50), fmtDuration(c.sum.P99), fmtDuration(c.sum.P999), "", "",
-			fmtDuration(c.cpuPerCall()), "", "", allocs, "", target)
+		t.Add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
+			benchlab.FormatDuration(c.sum.P50), benchlab.FormatDuration(c.sum.P99), benchlab.FormatDuration(c.sum.P999), "", "",
+			benchlab.FormatDuration(c.cpuPerCall()), "", "", allocs, "", target)
 	}
 }
 

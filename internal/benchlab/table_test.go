@@ -1,4 +1,4 @@
-package main
+package benchlab
 
 import (
 	"strings"
@@ -7,13 +7,13 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func sampleTable() *table {
-	t := newTable(2, "what", "shape", "ops/s", "target")
-	t.section("calls")
-	t.add("raw ws echo", "1x1", "12,345/s")
-	t.add("hub", "64x16", "9/s", ">= 0.5x MISS")
-	t.section("fan-out")
-	t.add("a|b", "µs", "1/s", "", "dropped")
+func sampleTable() *Table {
+	t := NewTable(2, "what", "shape", "ops/s", "target")
+	t.Section("calls")
+	t.Add("raw ws echo", "1x1", "12,345/s")
+	t.Add("hub", "64x16", "9/s", ">= 0.5x MISS")
+	t.Section("fan-out")
+	t.Add("a|b", "µs", "1/s", "", "dropped")
 	return t
 }
 
@@ -30,7 +30,7 @@ func TestTable_text(t *testing.T) {
 		"a|b          µs          1/s",
 		"",
 	}, "\n")
-	assert.Equal(t, want, sampleTable().text())
+	assert.Equal(t, want, sampleTable().Text())
 }
 
 func TestTable_markdown(t *testing.T) {
@@ -45,5 +45,5 @@ func TestTable_markdown(t *testing.T) {
 		`| a\|b | µs | 1/s |  |`,
 		"",
 	}, "\n")
-	assert.Equal(t, want, sampleTable().markdown())
+	assert.Equal(t, want, sampleTable().Markdown())
 }

@@ -1,4 +1,4 @@
-package main
+package benchlab
 
 import (
 	"testing"
@@ -31,7 +31,7 @@ func TestPercentile_nearestRank(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tc.want, percentile(tc.in, tc.q))
+			assert.Equal(t, tc.want, Percentile(tc.in, tc.q))
 		})
 	}
 }
@@ -42,29 +42,29 @@ func TestSummarize_sortsAndReports(t *testing.T) {
 	for i := range d {
 		d[i] = time.Duration(1000 - i) // descending: summarize must sort
 	}
-	s := summarize(d)
-	assert.Equal(t, latencies{N: 1000, P50: 500, P99: 990, P999: 999, Max: 1000}, s)
-	assert.Equal(t, latencies{}, summarize(nil))
+	s := Summarize(d)
+	assert.Equal(t, Latencies{N: 1000, P50: 500, P99: 990, P999: 999, Max: 1000}, s)
+	assert.Equal(t, Latencies{}, Summarize(nil))
 }
 
 func TestMedianLatencies(t *testing.T) {
 	t.Parallel()
-	got := medianLatencies([]latencies{
+	got := MedianLatencies([]Latencies{
 		{N: 10, P50: 1, P99: 9, P999: 10, Max: 10},
 		{N: 20, P50: 3, P99: 30, P999: 90, Max: 99},
 		{N: 30, P50: 2, P99: 20, P999: 20, Max: 20},
 	})
-	assert.Equal(t, latencies{N: 60, P50: 2, P99: 20, P999: 20, Max: 20}, got)
-	assert.Equal(t, latencies{}, medianLatencies(nil))
+	assert.Equal(t, Latencies{N: 60, P50: 2, P99: 20, P999: 20, Max: 20}, got)
+	assert.Equal(t, Latencies{}, MedianLatencies(nil))
 }
 
 func TestMedian(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, 0.0, median(nil))
-	assert.Equal(t, 3.0, median([]float64{5, 3, 1}))
-	assert.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
+	assert.Equal(t, 0.0, Median(nil))
+	assert.Equal(t, 3.0, Median([]float64{5, 3, 1}))
+	assert.Equal(t, 2.5, Median([]float64{4, 1, 3, 2}))
 	xs := []float64{3, 1, 2}
-	median(xs)
+	Median(xs)
 	assert.Equal(t, []float64{3, 1, 2}, xs, "median must not reorder its input")
-	assert.Equal(t, 20*time.Millisecond, medianDuration([]time.Duration{30 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}))
+	assert.Equal(t, 20*time.Millisecond, MedianDuration([]time.Duration{30 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}))
 }

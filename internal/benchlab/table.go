@@ -1,14 +1,14 @@
-package main
+package benchlab
 
 import (
 	"strings"
 	"unicode/utf8"
 )
 
-// table is the one table hubbench prints: rows of cells under a header,
-// grouped in titled sections. It renders as aligned text for the terminal
-// and as Markdown for docs/benchmarks.md.
-type table struct {
+// Table is a table of figures: rows of cells under a header, grouped in
+// titled sections. It renders as aligned text for a terminal and as
+// Markdown for a report.
+type Table struct {
 	header []string
 	right  []bool // right-align this column (figures)
 	rows   []tableRow
@@ -19,21 +19,24 @@ type tableRow struct {
 	cells []string // as many as the header, or fewer (the rest are empty)
 }
 
-// newTable returns a table whose first leftCols columns are left-aligned
+// NewTable returns a table whose first leftCols columns are left-aligned
 // labels and whose others are right-aligned figures.
-func newTable(leftCols int, header ...string) *table {
-	t := &table{header: header, right: make([]bool, len(header))}
+func NewTable(leftCols int, header ...string) *Table {
+	t := &Table{header: header, right: make([]bool, len(header))}
 	for i := leftCols; i < len(header); i++ {
 		t.right[i] = true
 	}
 	return t
 }
 
-// section starts a group of rows under a title.
-func (t *table) section(title string) { t.rows = append(t.rows, tableRow{title: title}) }
+// AlignLeft left-aligns column i: a column of text after the figures.
+func (t *Table) AlignLeft(i int) { t.right[i] = false }
 
-// add appends a row; missing trailing cells are empty, extra ones dropped.
-func (t *table) add(cells ...string) {
+// Section starts a group of rows under a title.
+func (t *Table) Section(title string) { t.rows = append(t.rows, tableRow{title: title}) }
+
+// Add appends a row; missing trailing cells are empty, extra ones dropped.
+func (t *Table) Add(cells ...string) {
 	row := make([]string, len(t.header))
 	copy(row, cells)
 	t.rows = append(t.rows, tableRow{cells: row})
@@ -41,10 +44,10 @@ func (t *table) add(cells ...string) {
 
 func width(s string) int { return utf8.RuneCountInString(s) }
 
-// text renders the table with columns padded to their widest cell, two
+// Text renders the table with columns padded to their widest cell, two
 // spaces apart, a dashed rule under the header and a blank line and the
 // title before each section.
-func (t *table) text() string {
+func (t *Table) Text() string {
 	w := make([]int, len(t.header))
 	for i, h := range t.header {
 		w[i] = width(h)
@@ -90,9 +93,9 @@ func (t *table) text() string {
 	return b.String()
 }
 
-// markdown renders the table as a GitHub-flavoured Markdown table; a
+// Markdown renders the table as a GitHub-flavoured Markdown table; a
 // section is a row with its title in bold in the first column.
-func (t *table) markdown() string {
+func (t *Table) Markdown() string {
 	var b strings.Builder
 	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 	row := func(cells []string) {

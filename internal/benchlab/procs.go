@@ -1,10 +1,12 @@
-package main
+package benchlab
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -22,19 +24,24 @@ const (
 	stopGrace    = 2 * time.Second  // after SIGTERM, before SIGKILL
 )
 
-// supervisor starts the processes hubbench measures and stops them all, in
-// every case: stopAll runs deferred from run, on errors and on Ctrl-C, and
-// each child also has Pdeathsig set, so that not even a crash of hubbench
-// leaves one behind.
-type supervisor struct {
+// Supervisor starts the processes a benchmark measures and stops them all,
+// in every case: its owner defers StopAll (which runs on errors and on
+// Ctrl-C too), and each child also has Pdeathsig set on Linux, so that not
+// even a crash of the owner leaves one behind. The zero value is ready to
+// use.
+type Supervisor struct {
+	// Self names this process in CPUByProcess ("" leaves it out): the load
+	// generator's own CPU is part of what a run costs.
+	Self string
+
 	mu       sync.Mutex
-	children []*child
+	children []*Child
 	redis    []*redistest.Server
 	stopped  bool
 }
 
-// child is one process started by the supervisor.
-type child struct {
+// Child is one process started by the supervisor.
+type Child struct {
 	name string
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process has been reaped
@@ -42,10 +49,10 @@ type child struct {
 }
 
 // PID returns the child's process ID.
-func (c *child) PID() int { return c.cmd.Process.Pid }
+func (c *Child) PID() int { return c.cmd.Process.Pid }
 
 // exited reports whether the child has ended.
-func (c *child) exited() bool {
+func (c *Child) exited() bool {
 	select {
 	case <-c.done:
 		return true
@@ -55,16 +62,15 @@ func (c *child) exited() bool {
 }
 
 // errorf wraps an error about the child with the tail of its output.
-func (c *child) errorf(format string, args ...any) error {
+func (c *Child) errorf(format string, args ...any) error {
 	return fmt.Errorf("%s: %s; last output:\n%s", c.name, fmt.Sprintf(format, args...), c.out.String())
 }
 
-// start runs argv as a child named name, with env as its environment (nil
-// inherits hubbench's). When ready is set, start waits
-// until a line of the child's output (stdout or stderr) matches it and
-// returns the first submatch (an address); it fails if the child exits or
-// readyTimeout passes first.
-func (s *supervisor) start(ctx context.Context, name string, argv, env []string, ready *regexp.Regexp) (*child, string, error) {
+// Start runs argv as a child named name, with env as its environment (nil
+// inherits this process's). When ready is set, Start waits until a line of
+// the child's output (stdout or stderr) matches it and returns its last
+// submatch (an address); it fails if the child exits or 30 s pass first.
+func (s *Supervisor) Start(ctx context.Context, name string, argv, env []string, ready *regexp.Regexp) (*Child, string, error) {
 	found := make(chan string, 1)
 	out := &lineTail{max: 40}
 	if ready != nil {
@@ -81,7 +87,7 @@ func (s *supervisor) start(ctx context.Context, name string, argv, env []string,
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = sysProcAttr()
-	c := &child{name: name, cmd: cmd, done: make(chan struct{}), out: out}
+	c := &Child{name: name, cmd: cmd, done: make(chan struct{}), out: out}
 
 	s.mu.Lock()
 	if s.stopped {
@@ -115,18 +121,20 @@ func (s *supervisor) start(ctx context.Context, name string, argv, env []string,
 	}
 }
 
-// selfName is hubbench's own name in CPU breakdowns; machineKey holds the
-// busy time of the whole machine, whoever ran.
-const (
-	selfName   = "hubbench (load)"
-	machineKey = "(machine)"
-)
+// machineKey holds, in CPUByProcess, the busy time of the whole machine,
+// whoever ran.
+const machineKey = "(machine)"
 
-// cpuByProcess returns the CPU time used so far by hubbench and by every
-// child still running, by name: the whole machine's work for the run.
-func (s *supervisor) cpuByProcess() map[string]time.Duration {
+// CPUByProcess returns the CPU time used so far by this process (named
+// Self) and by every child still running, by name, and the machine's busy
+// time: the whole machine's work for the run. CPUSplit.Add takes two of
+// them.
+func (s *Supervisor) CPUByProcess() map[string]time.Duration {
 	s.mu.Lock()
-	pids := map[string]int{selfName: os.Getpid()}
+	pids := map[string]int{}
+	if s.Self != "" {
+		pids[s.Self] = os.Getpid()
+	}
 	for _, c := range s.children {
 		if !c.exited() {
 			pids[c.name] = c.PID()
@@ -140,16 +148,17 @@ func (s *supervisor) cpuByProcess() map[string]time.Duration {
 	s.mu.Unlock()
 	out := make(map[string]time.Duration, len(pids)+1)
 	for name, pid := range pids {
-		out[name], _ = cpuTime(pid)
+		out[name], _ = CPUTime(pid)
 	}
-	out[machineKey], _ = machineCPU()
+	out[machineKey], _ = MachineCPU()
 	return out
 }
 
-// stopAll stops every child: SIGTERM, then SIGKILL for those still running
+// StopAll stops every child: SIGTERM, then SIGKILL for those still running
 // after stopGrace, and reaps them all; redis-server, which keeps nothing,
-// is killed at once. It may be called more than once.
-func (s *supervisor) stopAll() {
+// is killed at once. It may be called more than once, and the supervisor
+// starts nothing after it.
+func (s *Supervisor) StopAll() {
 	s.mu.Lock()
 	s.stopped = true
 	children, redis := s.children, s.redis
@@ -218,10 +227,10 @@ func (t *lineTail) String() string {
 	return "  " + strings.Join(t.lines, "\n  ")
 }
 
-// startRedis starts redis-server in dir as the tests do (internal/redistest:
+// StartRedis starts redis-server in dir as the tests do (internal/redistest:
 // a free loopback port, no persistence) and returns its address. The
-// supervisor owns it: stopAll stops it, and its CPU time counts.
-func (s *supervisor) startRedis(dir string) (string, error) {
+// supervisor owns it: StopAll stops it, and its CPU time counts.
+func (s *Supervisor) StartRedis(dir string) (string, error) {
 	rs, err := redistest.Launch(dir)
 	if err != nil {
 		return "", err
@@ -236,9 +245,9 @@ func (s *supervisor) startRedis(dir string) (string, error) {
 	return rs.Addr(), nil
 }
 
-// redisPID returns the process ID of the redis-server startRedis started
+// RedisPID returns the process ID of the redis-server StartRedis started
 // at addr, or 0.
-func (s *supervisor) redisPID(addr string) int {
+func (s *Supervisor) RedisPID(addr string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, rs := range s.redis {
@@ -249,10 +258,10 @@ func (s *supervisor) redisPID(addr string) int {
 	return 0
 }
 
-// poll calls check every 10 ms until it succeeds, the child (if any) exits,
-// ctx ends or readyTimeout passes. It is how hubbench waits for readiness:
+// Poll calls check every 10 ms until it succeeds, the child c (if not nil)
+// exits, ctx ends or 30 s pass. It is how a benchmark waits for readiness:
 // never by sleeping a fixed time.
-func poll(ctx context.Context, c *child, check func() error) error {
+func Poll(ctx context.Context, c *Child, check func() error) error {
 	deadline := time.NewTimer(readyTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -281,10 +290,22 @@ func poll(ctx context.Context, c *child, check func() error) error {
 	}
 }
 
-// waitHTTP polls url until it answers 200.
-func waitHTTP(ctx context.Context, c *child, url string) error {
-	return poll(ctx, c, func() error {
-		_, err := get(ctx, url)
-		return err
+// WaitHTTP polls url until it answers 200 (see Poll).
+func WaitHTTP(ctx context.Context, c *Child, url string) error {
+	return Poll(ctx, c, func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+		}
+		return nil
 	})
 }

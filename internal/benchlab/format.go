@@ -1,4 +1,4 @@
-package main
+package benchlab
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// fmtDuration prints a latency with three significant digits in the unit
+// FormatDuration prints a latency with three significant digits in the unit
 // that suits it: 87 µs, 1.23 ms, 45.6 ms, 1.20 s.
-func fmtDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "0"
@@ -35,8 +35,8 @@ func sig3(x float64) string {
 	return strconv.FormatFloat(math.Round(x), 'f', 0, 64)
 }
 
-// fmtCount prints an integer with thousands separators: 12,345.
-func fmtCount(n int64) string {
+// FormatCount prints an integer with thousands separators: 12,345.
+func FormatCount(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := n < 0
 	if neg {
@@ -55,19 +55,20 @@ func fmtCount(n int64) string {
 	return string(out)
 }
 
-// fmtRate prints a rate per second, rounded: 12,345/s.
-func fmtRate(r float64) string { return fmtCount(int64(math.Round(r))) + "/s" }
+// FormatRate prints a rate per second, rounded: 12,345/s.
+func FormatRate(r float64) string { return FormatCount(int64(math.Round(r))) + "/s" }
 
-// fmtRatio prints a ratio to a baseline: 0.52x.
-func fmtRatio(x float64) string {
+// FormatRatio prints a ratio to a baseline: 0.52x; "-" when it is not a
+// number.
+func FormatRatio(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return "-"
 	}
 	return strconv.FormatFloat(x, 'f', 2, 64) + "x"
 }
 
-// fmtBytes prints a size in bytes with a binary unit: 980 B, 13.1 KiB, 2.40 MiB.
-func fmtBytes(b float64) string {
+// FormatBytes prints a size in bytes with a binary unit: 980 B, 13.1 KiB, 2.40 MiB.
+func FormatBytes(b float64) string {
 	switch a := math.Abs(b); {
 	case a < 1024:
 		return strconv.FormatFloat(b, 'f', 0, 64) + " B"
@@ -79,8 +80,8 @@ func fmtBytes(b float64) string {
 	return fmt.Sprintf("%.2f GiB", b/(1<<30))
 }
 
-// fmtPerOp prints a count per operation: 312, 4.5, 0.21.
-func fmtPerOp(x float64) string {
+// FormatPerOp prints a count per operation: 312, 45.2, 0.21.
+func FormatPerOp(x float64) string {
 	switch a := math.Abs(x); {
 	case a >= 100:
 		return strconv.FormatFloat(x, 'f', 0, 64)

@@ -1,4 +1,4 @@
-package main
+package benchlab
 
 import (
 	"math"
@@ -6,32 +6,32 @@ import (
 	"time"
 )
 
-// latencies summarises a set of round-trip or delivery times.
-type latencies struct {
+// Latencies summarises a set of round-trip or delivery times.
+type Latencies struct {
 	N                   int
 	P50, P99, P999, Max time.Duration
 }
 
-// summarize sorts d in place and returns its percentiles.
-func summarize(d []time.Duration) latencies {
+// Summarize sorts d in place and returns its percentiles.
+func Summarize(d []time.Duration) Latencies {
 	slices.Sort(d)
 	if len(d) == 0 {
-		return latencies{}
+		return Latencies{}
 	}
-	return latencies{
+	return Latencies{
 		N:    len(d),
-		P50:  percentile(d, 0.50),
-		P99:  percentile(d, 0.99),
-		P999: percentile(d, 0.999),
+		P50:  Percentile(d, 0.50),
+		P99:  Percentile(d, 0.99),
+		P999: Percentile(d, 0.999),
 		Max:  d[len(d)-1],
 	}
 }
 
-// percentile returns the q-quantile (0 <= q <= 1) of sorted by the
+// Percentile returns the q-quantile (0 <= q <= 1) of sorted by the
 // nearest-rank method: the smallest value such that at least q of the
 // values are less than or equal to it. It never interpolates, so the figure
 // is always a time some call actually took.
-func percentile(sorted []time.Duration, q float64) time.Duration {
+func Percentile(sorted []time.Duration, q float64) time.Duration {
 	n := len(sorted)
 	if n == 0 {
 		return 0
@@ -40,22 +40,22 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(max(rank, 1), n)-1]
 }
 
-// medianLatencies returns the median of each figure over rounds (N is the
+// MedianLatencies returns the median of each figure over rounds (N is the
 // total).
-func medianLatencies(rounds []latencies) latencies {
-	var out latencies
+func MedianLatencies(rounds []Latencies) Latencies {
+	var out Latencies
 	var p50, p99, p999, mx []time.Duration
 	for _, r := range rounds {
 		out.N += r.N
 		p50, p99, p999, mx = append(p50, r.P50), append(p99, r.P99), append(p999, r.P999), append(mx, r.Max)
 	}
-	out.P50, out.P99, out.P999, out.Max = medianDuration(p50), medianDuration(p99), medianDuration(p999), medianDuration(mx)
+	out.P50, out.P99, out.P999, out.Max = MedianDuration(p50), MedianDuration(p99), MedianDuration(p999), MedianDuration(mx)
 	return out
 }
 
-// median returns the median of xs (the mean of the two middle values for an
+// Median returns the median of xs (the mean of the two middle values for an
 // even count), without modifying xs; 0 for none.
-func median(xs []float64) float64 {
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -68,11 +68,11 @@ func median(xs []float64) float64 {
 	return (s[m-1] + s[m]) / 2
 }
 
-// medianDuration is median for durations.
-func medianDuration(ds []time.Duration) time.Duration {
+// MedianDuration is Median for durations.
+func MedianDuration(ds []time.Duration) time.Duration {
 	xs := make([]float64, len(ds))
 	for i, d := range ds {
 		xs[i] = float64(d)
 	}
-	return time.Duration(median(xs))
+	return time.Duration(Median(xs))
 }

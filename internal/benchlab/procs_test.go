@@ -1,4 +1,4 @@
-package main
+package benchlab
 
 import (
 	"net"
@@ -14,18 +14,18 @@ import (
 // it with them.
 func TestSupervisor_redis(t *testing.T) {
 	t.Parallel()
-	sup := &supervisor{}
-	defer sup.stopAll()
-	addr, err := sup.startRedis(t.TempDir())
+	sup := &Supervisor{}
+	defer sup.StopAll()
+	addr, err := sup.StartRedis(t.TempDir())
 	require.NoError(t, err)
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	require.NoError(t, err, "redis-server listens")
 	c.Close()
-	assert.Contains(t, sup.cpuByProcess(), "redis-server")
+	assert.Contains(t, sup.CPUByProcess(), "redis-server")
 
-	sup.stopAll()
+	sup.StopAll()
 	_, err = net.DialTimeout("tcp", addr, time.Second)
 	assert.Error(t, err, "stopped with the supervisor")
-	_, err = sup.startRedis(t.TempDir())
+	_, err = sup.StartRedis(t.TempDir())
 	assert.Error(t, err, "a stopped supervisor starts nothing")
 }

@@ -1,4 +1,4 @@
-package main
+package benchlab
 
 import (
 	"bufio"
@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// machineInfo describes where the figures were measured.
-type machineInfo struct {
+// Machine describes where the figures were measured.
+type Machine struct {
 	CPU    string
 	Cores  int
 	RAM    string
@@ -21,14 +21,16 @@ type machineInfo struct {
 	Load   string // /proc/loadavg's 1, 5 and 15 minute averages as the run started
 }
 
-func readMachine(ctx context.Context, root, report string) machineInfo {
-	m := machineInfo{Cores: runtime.NumCPU(), Go: runtime.Version(), CPU: "unknown", RAM: "unknown", OS: runtime.GOOS}
+// ReadMachine describes this machine, and the commit of the git checkout
+// at root (see gitCommit for report).
+func ReadMachine(ctx context.Context, root, report string) Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(), CPU: "unknown", RAM: "unknown", OS: runtime.GOOS}
 	if v := procField("/proc/cpuinfo", "model name"); v != "" {
 		m.CPU = v
 	}
 	if v := procField("/proc/meminfo", "MemTotal"); v != "" {
 		if b, err := parseKB(v); err == nil {
-			m.RAM = fmtBytes(float64(b))
+			m.RAM = FormatBytes(float64(b))
 		}
 	}
 	if v := osRelease(); v != "" {
@@ -38,7 +40,7 @@ func readMachine(ctx context.Context, root, report string) machineInfo {
 		m.OS += ", Linux " + strings.TrimSpace(string(b))
 	}
 	m.Commit = gitCommit(ctx, root, report)
-	m.Load = loadAverage()
+	m.Load = LoadAverage()
 	return m
 }
 
@@ -59,9 +61,9 @@ func procField(path, key string) string {
 	return ""
 }
 
-// loadAverage returns the 1, 5 and 15 minute load averages: other work on
+// LoadAverage returns the 1, 5 and 15 minute load averages: other work on
 // the machine shows there, and shows in the figures.
-func loadAverage() string {
+func LoadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "unknown"
@@ -73,6 +75,7 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
+// osRelease returns the PRETTY_NAME of /etc/os-release, or "".
 func osRelease() string {
 	b, err := os.ReadFile("/etc/os-release")
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package benchlab
 
 import (
 	"bufio"
@@ -15,9 +15,9 @@ import (
 // without cgo).
 const clockTick = 10 * time.Millisecond
 
-// cpuTime returns the user plus system CPU time that process pid has used,
-// all its threads included.
-func cpuTime(pid int) (time.Duration, error) {
+// CPUTime returns the user plus system CPU time that process pid has used,
+// all its threads included (/proc/PID/stat).
+func CPUTime(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -45,20 +45,20 @@ func parseStatCPU(stat string) (time.Duration, error) {
 	return time.Duration(utime+stime) * clockTick, nil
 }
 
-// cpuTimes sums cpuTime over pids; a process that cannot be read counts 0.
-func cpuTimes(pids []int) time.Duration {
+// CPUTimes sums CPUTime over pids; a process that cannot be read counts 0.
+func CPUTimes(pids []int) time.Duration {
 	var sum time.Duration
 	for _, pid := range pids {
-		d, _ := cpuTime(pid)
+		d, _ := CPUTime(pid)
 		sum += d
 	}
 	return sum
 }
 
-// machineCPU returns the CPU time all cores have spent busy since boot
+// MachineCPU returns the CPU time all cores have spent busy since boot
 // (user, nice, system, irq, softirq and steal of /proc/stat's cpu line),
 // whoever ran.
-func machineCPU() (time.Duration, error) {
+func MachineCPU() (time.Duration, error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0, err
@@ -104,8 +104,8 @@ func procStatus(pid int) (map[string]string, error) {
 	return out, sc.Err()
 }
 
-// rssBytes returns the resident set size of process pid (VmRSS).
-func rssBytes(pid int) (int64, error) {
+// RSSBytes returns the resident set size of process pid (VmRSS).
+func RSSBytes(pid int) (int64, error) {
 	st, err := procStatus(pid)
 	if err != nil {
 		return 0, err
@@ -122,11 +122,11 @@ func parseKB(s string) (int64, error) {
 	return n << 10, nil
 }
 
-// raiseNoFile raises the soft limit of open files to the hard limit and
+// RaiseNoFile raises the soft limit of open files to the hard limit and
 // returns it. Setting it explicitly (rather than relying on the Go runtime,
 // which raises it for itself only) makes every child process inherit it:
 // 10,000 connections need 10,000 descriptors on each side.
-func raiseNoFile() (uint64, error) {
+func RaiseNoFile() (uint64, error) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package main
+package benchlab
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestGitCommit(t *testing.T) {
 	}
 	git("init", "-q")
 	write("docs/benchmarks.md", "old")
-	write("main.go", "package main")
+	write("main.go", "package benchlab")
 	git("add", ".")
 	git("commit", "-q", "-m", "first")
 	ctx := context.Background()
@@ -39,6 +39,6 @@ func TestGitCommit(t *testing.T) {
 	write("docs/benchmarks.md", "new figures")
 	assert.Equal(t, clean, gitCommit(ctx, root, "docs/benchmarks.md"), "the report does not count")
 	assert.True(t, strings.HasSuffix(gitCommit(ctx, root, "-"), "+ uncommitted changes"), "unless there is no report")
-	write("main.go", "package main // changed")
+	write("main.go", "package benchlab // changed")
 	assert.True(t, strings.HasSuffix(gitCommit(ctx, root, "docs/benchmarks.md"), "+ uncommitted changes"))
 }
