@@ -1,7 +1,13 @@
 package benchlab
 
 import (
+	"context"
+	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,4 +34,47 @@ func TestSupervisor_redis(t *testing.T) {
 	assert.Error(t, err, "stopped with the supervisor")
 	_, err = sup.StartRedis(t.TempDir())
 	assert.Error(t, err, "a stopped supervisor starts nothing")
+}
+
+// TestSupervisor_children: a child is ready when its output says so, its
+// CPU time is counted under its name beside the supervisor's own (Self),
+// and StopAll ends it; waiting on a child that has exited fails at once,
+// naming it.
+func TestSupervisor_children(t *testing.T) {
+	t.Parallel()
+	sup := &Supervisor{Self: "bench"}
+	defer sup.StopAll()
+	ctx := context.Background()
+	c, addr, err := sup.Start(ctx, "listener", []string{"/bin/sh", "-c", "echo ready addr=127.0.0.1:9; exec sleep 60"}, nil,
+		regexp.MustCompile(`^ready addr=(\S+)`))
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:9", addr)
+	cpu := sup.CPUByProcess()
+	assert.Contains(t, cpu, "listener")
+	assert.Contains(t, cpu, "bench")
+	assert.Contains(t, cpu, machineKey)
+
+	quitter, _, err := sup.Start(ctx, "quitter", []string{"/bin/sh", "-c", "exit 3"}, nil, nil)
+	require.NoError(t, err)
+	err = Poll(ctx, quitter, func() error { return errors.New("never ready") })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "quitter: exited")
+
+	sup.StopAll()
+	assert.True(t, c.exited(), "StopAll reaps its children")
+	assert.NotContains(t, sup.CPUByProcess(), "listener")
+}
+
+// TestWaitHTTP: ready once the URL answers 200.
+func TestWaitHTTP(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	require.NoError(t, WaitHTTP(context.Background(), nil, srv.URL))
+	assert.Equal(t, int32(3), calls.Load())
 }
