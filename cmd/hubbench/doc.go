@@ -1,10 +1,10 @@
 // Command hubbench is Switchboard's load generator. It measures the hub
 // against the physical limit of the machine it runs on, in the same run,
-// states each figure against its floor, prints one table with the targets
-// of issues 7, 12 and 15 marked PASS or MISS, and writes
-// docs/benchmarks.md. Its scenarios and report are here; the lab they run
-// in (process supervision, /proc readings, the machine's description,
-// statistics, tables) is internal/benchlab.
+// states each figure against its floor, prints one table with its targets
+// marked PASS or MISS, and writes docs/benchmarks.md. Its scenarios and
+// report are here; the lab they run in (process supervision, /proc
+// readings, the machine's description, statistics, tables) is
+// internal/benchlab.
 //
 // Usage, from the repository:
 //

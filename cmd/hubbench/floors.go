@@ -19,8 +19,8 @@ import (
 //     same subscribers (fanout_raw.go);
 //   - Streamable HTTP: the same calls through the hub over WebSocket.
 
-// Targets of issue 15 (cross-instance, 16 KiB, fan-out) and issue 12 (the
-// HTTP face), as ratios from one run.
+// Targets against the floors (two instances, 16 KiB, fan-out) and of the
+// HTTP face against WebSocket, as ratios from one run.
 const (
 	targetCrossCPU     = 1.3  // both hubs' CPU per call over twice one instance's, at most
 	targetCrossAllocs  = 40.0 // allocations per call in both hubs, at most

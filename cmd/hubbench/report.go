@@ -9,7 +9,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 )
 
-// Targets of issue 7 on a 2-core machine.
+// Targets of one instance against the raw echo and the raw fan-out
+// figures, on a 2-core machine.
 const (
 	targetRateRatio  = 0.5                    // hub 64x16 calls/s over raw echo calls/s, at least
 	targetP99Ratio   = 3.0                    // hub 1x1 p99 over raw echo p99, at most
@@ -57,7 +58,7 @@ type report struct {
 
 // verdict is one target with its measured figure.
 type verdict struct {
-	issue  int // the issue that set the target
+	issue  int // the issue that set it, shown as "(#N)"
 	ok     bool
 	what   string
 	figure string
