@@ -274,10 +274,8 @@ func (resp *goldenResponse) read(req *http.Request) {
 		return
 	}
 	br := bufio.NewReader(res.Body)
-	var ev httpItem
-	fields, hasData := 0, false
 	for {
-		line, err := br.ReadString('\n')
+		ev, err := nextEvent(br)
 		if err != nil {
 			if err == io.EOF {
 				err = nil
@@ -285,16 +283,28 @@ func (resp *goldenResponse) read(req *http.Request) {
 			resp.put(httpItem{end: true, readErr: err})
 			return
 		}
+		resp.put(ev)
+	}
+}
+
+// nextEvent reads the next event of an SSE stream (comments skipped), or
+// io.EOF at its end.
+func nextEvent(br *bufio.Reader) (httpItem, error) {
+	ev := httpItem{event: true}
+	fields, hasData := 0, false
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return httpItem{}, err
+		}
 		line = strings.TrimRight(line, "\r\n")
 		field, value, _ := strings.Cut(line, ":")
 		value = strings.TrimPrefix(value, " ")
 		switch {
 		case line == "":
 			if fields > 0 {
-				ev.event = true
-				resp.put(ev)
+				return ev, nil
 			}
-			ev, fields, hasData = httpItem{}, 0, false
 		case field == "": // a comment: keep-alive
 		case field == "id":
 			ev.id, ev.hasID = value, true

@@ -19,20 +19,9 @@ type sseEvent struct{ id, data string }
 // readEvent reads the next SSE event of a stream.
 func readEvent(t *testing.T, r *bufio.Reader) sseEvent {
 	t.Helper()
-	var ev sseEvent
-	for {
-		line, err := r.ReadString('\n')
-		require.NoError(t, err, "the stream ended before the event did")
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "" && (ev.id != "" || ev.data != ""):
-			return ev
-		case strings.HasPrefix(line, "id:"):
-			ev.id = strings.TrimSpace(line[3:])
-		case strings.HasPrefix(line, "data:"):
-			ev.data += strings.TrimSpace(line[5:])
-		}
-	}
+	ev, err := nextEvent(r)
+	require.NoError(t, err, "the stream ended before the event did")
+	return sseEvent{id: ev.id, data: ev.data}
 }
 
 // stream sends one request of a raw session to url and returns the
