@@ -342,7 +342,10 @@ func (r *goldenRun) httpInitialize(n int, c *goldenHTTP, caps string) {
 	head := resp.next(t, n, resp.name)
 	require.NotNil(t, head.head, "line %d", n)
 	require.Equal(t, http.StatusOK, head.head.StatusCode, "line %d", n)
-	answer := resp.next(t, n, resp.name)
+	answer := resp.next(t, n, resp.name) // a JSON body, or SSE events
+	for answer.data == "" && !answer.end {
+		answer = resp.next(t, n, resp.name) // a priming event
+	}
 	require.Contains(t, answer.data, `"result":`, "line %d", n)
 	require.True(t, resp.next(t, n, resp.name).end, "line %d", n)
 	c.mu.Lock()
