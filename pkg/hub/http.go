@@ -3,11 +3,15 @@ package hub
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/web"
 )
 
@@ -40,13 +44,72 @@ func (h *Hub) newMux() http.Handler {
 	mux.Handle("POST /login", h.hostChecked(http.HandlerFunc(h.serveLogin)))
 	mux.Handle("POST /logout", h.hostChecked(http.HandlerFunc(h.serveLogout)))
 	mux.Handle("GET /", h.hostChecked(securityHeaders(web.Handler())))
-	return mux
+	return h.boundBodies(mux)
+}
+
+// boundBodies guards every endpoint against bodies that never end: a
+// request's body must arrive within BodyTimeout of its headers (408 and
+// the connection closed otherwise), and a request answered before its body
+// was read, refused above all, closes its connection instead of reading
+// the body first, as net/http would (up to 256 KiB, with no deadline). The
+// deadline is lifted once the body is in: an SSE answer that follows it,
+// and the requests after it on the connection, are not cut by it.
+// Requests without a body (GET streams, WebSocket upgrades) are left
+// alone, and so are relayed ones, whose body is already here. A WebSocket
+// upgrade with a body is refused: the handshake has none, and a connection
+// once upgraded is no longer net/http's to close.
+func (h *Hub) boundBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(h.cfg.BodyTimeout)) != nil {
+			next.ServeHTTP(w, r) // relayed: the body is a buffer
+			return
+		}
+		w.Header().Set("Connection", "close") // until the body is in
+		b := &boundedBody{ReadCloser: r.Body, rc: rc, header: w.Header()}
+		if isUpgrade(r) {
+			http.Error(w, "400 bad request: a WebSocket handshake carries no body", http.StatusBadRequest)
+		} else {
+			r.Body = b
+			next.ServeHTTP(w, r)
+		}
+		if !b.in {
+			// net/http would read the rest of the body once the handler
+			// returns, to find the end of the request: the connection
+			// closes instead, at once.
+			_ = rc.SetReadDeadline(time.Unix(1, 0))
+		}
+	})
+}
+
+// boundedBody is a request body read under a deadline: once it is read to
+// its end, the deadline is lifted and the connection may be kept alive.
+type boundedBody struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	header http.Header
+	in     bool
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.in {
+		b.in = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+		b.header.Del("Connection")
+	}
+	return n, err
 }
 
 // NewHTTPServer returns an http.Server for the hub's handler with timeouts
-// against slow clients: headers must arrive within HandshakeTimeout.
-// (Upgraded connections are the hub's, with their own keepalive and
-// limits.)
+// against slow clients: headers must arrive within HandshakeTimeout, and
+// bodies within BodyTimeout (the handler's own deadline, which does not
+// cut the streams that follow). (Upgraded connections are the hub's, with
+// their own keepalive and limits.)
 func (h *Hub) NewHTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           h.Handler(),
@@ -98,8 +161,13 @@ func (h *Hub) serveLogin(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "403 forbidden: cross-site login", http.StatusForbidden)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4096)
-	token := strings.TrimSpace(r.PostFormValue("token"))
+	body, herr := mcp.ReadBody(w, r, 4096)
+	if herr != nil {
+		http.Error(w, strconv.Itoa(herr.Status)+" "+herr.Message, herr.Status)
+		return
+	}
+	form, _ := url.ParseQuery(string(body))
+	token := strings.TrimSpace(form.Get("token"))
 	if h.cfg.Tokens == nil {
 		w.WriteHeader(http.StatusNoContent) // nothing to log in to
 		return

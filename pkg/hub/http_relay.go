@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
 // A Streamable HTTP request for a session that another instance owns is
@@ -52,14 +54,9 @@ type relay struct {
 // relayHTTP serves w and r, for a session that instance owns, through it.
 func (h *Hub) relayHTTP(w http.ResponseWriter, r *http.Request, instance string) {
 	c := h.cluster
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(h.cfg.MaxMessageBytes)))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			http.Error(w, "413 request body too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "400 bad request: the body could not be read", http.StatusBadRequest)
+	body, herr := mcp.ReadBody(w, r, int64(h.cfg.MaxMessageBytes))
+	if herr != nil {
+		http.Error(w, strconv.Itoa(herr.Status)+" "+herr.Message, herr.Status)
 		return
 	}
 	h.metrics.relayed.WithLabelValues("sent").Inc()

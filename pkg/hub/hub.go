@@ -81,6 +81,11 @@ type Config struct {
 	// HandshakeTimeout bounds reading an upgrade request's headers (against
 	// slowloris clients), in the http.Server of NewHTTPServer. Default 10 s.
 	HandshakeTimeout time.Duration
+	// BodyTimeout bounds reading a request's body, from the end of its
+	// headers: a body not complete by then is answered 408 and its
+	// connection closed, so that a client that sends one byte a second
+	// holds no connection for long. Default 10 s.
+	BodyTimeout time.Duration
 	// SendQueue bounds the frames queued for one connection; a peer that
 	// lets it overflow is closed with 1008 "slow consumer". Default 1024.
 	SendQueue int
@@ -158,6 +163,7 @@ const (
 	DefaultRateBurst                = 2000
 	DefaultInitializeTimeout        = 10 * time.Second
 	DefaultHandshakeTimeout         = 10 * time.Second
+	DefaultBodyTimeout              = 10 * time.Second
 	DefaultSendQueue                = 1024
 	DefaultServerNotificationRate   = 1000
 	DefaultServerNotificationBurst  = 2000
@@ -202,6 +208,7 @@ func (cfg *Config) setDefaults() {
 	def(&cfg.RateBurst, DefaultRateBurst)
 	defDur(&cfg.InitializeTimeout, DefaultInitializeTimeout)
 	defDur(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
+	defDur(&cfg.BodyTimeout, DefaultBodyTimeout)
 	defDur(&cfg.SessionIdleTimeout, mcp.DefaultStreamableIdle)
 	if cfg.ServerNotificationRate == 0 {
 		cfg.ServerNotificationRate = DefaultServerNotificationRate

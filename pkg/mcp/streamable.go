@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -436,14 +437,9 @@ func (h *StreamableHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 	if !h.checkVersion(w, r) {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeHTTPError(w, http.StatusRequestEntityTooLarge, 0, fmt.Sprintf("body exceeds %d bytes", mbe.Limit))
-			return
-		}
-		writeHTTPError(w, http.StatusBadRequest, 0, "reading the body failed")
+	body, herr := ReadBody(w, r, h.opts.MaxBodyBytes)
+	if herr != nil {
+		writeHTTPError(w, herr.Status, herr.Code, herr.Message)
 		return
 	}
 	frame := h.opts.Limits.Decode(body)
@@ -503,6 +499,25 @@ func (h *StreamableHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.finish()
 	s.servePOST(w, r, body, msgs, frame.Batch)
+}
+
+// ReadBody reads a request's body, at most limit bytes. Its error says how
+// to answer: 413 beyond limit, 408 when the body did not arrive before the
+// connection's read deadline (an owner sets one against clients that send
+// a byte now and then: see http.ResponseController.SetReadDeadline), 400
+// when it could not be read.
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *HTTPError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &mbe):
+		return nil, &HTTPError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("body exceeds %d bytes", mbe.Limit)}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, &HTTPError{Status: http.StatusRequestTimeout, Message: "the body did not arrive in time"}
+	}
+	return nil, &HTTPError{Status: http.StatusBadRequest, Message: "reading the body failed"}
 }
 
 // open starts a session for an initialize request, or answers why not.

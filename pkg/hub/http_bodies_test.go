@@ -1,0 +1,221 @@
+package hub
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// Bodies that never end, and bodies nobody should read: a request's body
+// must arrive within BodyTimeout, a refused request's connection is
+// closed without reading its body, and the streams that follow a body are
+// not cut by its deadline.
+
+// slowAnswer is what a client that sends its body slowly got.
+type slowAnswer struct {
+	status int           // 0: no answer
+	closed bool          // the hub closed (or reset) the connection after it
+	took   time.Duration // from the headers to the answer
+	err    error
+}
+
+// slowRequest sends head (a request line and headers, without the blank
+// line), then body a byte every tick until the hub answers, and reads the
+// answer and whether the connection ends after it. It gives up after
+// giveUp.
+func slowRequest(addr, head, body string, tick, giveUp time.Duration) slowAnswer {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return slowAnswer{err: err}
+	}
+	defer conn.Close()
+	start := time.Now()
+	_ = conn.SetDeadline(start.Add(giveUp))
+	if _, err := io.WriteString(conn, head+"\r\n"); err != nil {
+		return slowAnswer{err: err}
+	}
+	answered := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for i := 0; i < len(body); i++ {
+			select {
+			case <-answered:
+				return
+			case <-t.C:
+			}
+			if _, err := conn.Write([]byte{body[i]}); err != nil {
+				return
+			}
+		}
+	}()
+	defer wg.Wait()
+	defer close(answered)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return slowAnswer{took: time.Since(start), err: err}
+	}
+	a := slowAnswer{status: resp.StatusCode, took: time.Since(start)}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	_, err = br.ReadByte()
+	var ne net.Error
+	a.closed = err != nil && !(errors.As(err, &ne) && ne.Timeout()) // an end or a reset, not our deadline
+	return a
+}
+
+// TestHTTP_slowBodies: POSTs whose bodies come a byte at a time (with a
+// length, chunked, and to the login form) are answered 408 once
+// BodyTimeout has passed, and their connections closed, while a
+// well-behaved client keeps calling; a POST answered as a long SSE stream,
+// a GET stream and a WebSocket outlive the bound.
+func TestHTTP_slowBodies(t *testing.T) {
+	t.Parallel()
+	const bound = 300 * time.Millisecond
+	th := authedHub(t, Config{BodyTimeout: bound})
+	addr := strings.TrimPrefix(th.srv.URL, "http://")
+
+	// The well-behaved client: calls one after the other all along, with
+	// a subscription whose updates come on its GET stream.
+	updates := make(chan struct{}, 64)
+	good := httpClient(t, th.srv.URL+"/mcp", &mcp.ClientOptions{
+		HTTP: mcp.StreamableClientOptions{Header: bearer("alice-secret")},
+		OnNotification: func(method string, _ json.RawMessage) {
+			if method == mcp.NotificationResourceUpdated {
+				select {
+				case updates <- struct{}{}:
+				default:
+				}
+			}
+		}})
+	require.NoError(t, good.Subscribe(ctxFor(t), demo.CounterURI))
+	ws := th.client(&mcp.ClientOptions{Token: "alice-secret"})
+	var calls, failures atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := good.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "still here"}, nil); err != nil {
+				failures.Add(1)
+			}
+			calls.Add(1)
+		}
+	}()
+
+	mcpHead := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer alice-secret\r\n" +
+		"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+	attacks := []struct {
+		name, head, body string
+		n                int
+	}{
+		{"a length", mcpHead + "Content-Length: 100000\r\n", strings.Repeat(" ", 100), 40},
+		{"chunked", mcpHead + "Transfer-Encoding: chunked\r\n", strings.Repeat("1\r\n \r\n", 20), 20},
+		{"the login form", "POST /login HTTP/1.1\r\nHost: " + addr + "\r\n" +
+			"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n", "token=" + strings.Repeat("x", 90), 10},
+	}
+	answers := make([][]slowAnswer, len(attacks))
+	var attack sync.WaitGroup
+	for i, a := range attacks {
+		answers[i] = make([]slowAnswer, a.n)
+		for j := range a.n {
+			attack.Add(1)
+			go func() {
+				defer attack.Done()
+				answers[i][j] = slowRequest(addr, a.head, a.body, 50*time.Millisecond, 5*time.Second)
+			}()
+		}
+	}
+	// Meanwhile: a POST answered as an SSE stream that lasts longer than
+	// the bound, and a WebSocket that waits as long.
+	res, err := good.CallTool(ctxFor(t), "demo__slow", map[string]int{"steps": 4, "delayMs": 250},
+		&mcp.CallOptions{Progress: func(*mcp.ProgressParams) {}})
+	require.NoError(t, err, "an SSE answer is not cut by the body's deadline")
+	assert.Equal(t, "done after 4 steps", res.Content[0].Text)
+	attack.Wait()
+	_, err = ws.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "x"}, nil)
+	require.NoError(t, err, "a WebSocket is not cut by it")
+	_, err = good.CallTool(ctxFor(t), "demo__increment", map[string]int{}, nil)
+	require.NoError(t, err)
+	select {
+	case <-updates:
+	case <-time.After(wait):
+		t.Fatal("the GET stream, open longer than the bound, stopped carrying updates")
+	}
+	close(stop)
+	wg.Wait()
+
+	for i, a := range attacks {
+		for _, ans := range answers[i] {
+			require.NoError(t, ans.err, "%s: no answer, after %v", a.name, ans.took)
+			assert.Equal(t, http.StatusRequestTimeout, ans.status, a.name)
+			assert.True(t, ans.closed, "%s: the connection is closed after the answer", a.name)
+			assert.GreaterOrEqual(t, ans.took, bound, "%s: answered only once the bound has passed", a.name)
+		}
+	}
+	assert.Zero(t, failures.Load(), "the well-behaved client's calls all succeeded")
+	assert.Greater(t, calls.Load(), int64(5), "and it kept calling meanwhile")
+}
+
+// TestHTTP_refusedBodiesAreNotRead: a request refused before its body is
+// read (no token, a foreign origin, a wrong Accept) is answered at once
+// and its connection closed, not after the hub read the body (net/http
+// reads up to 256 KiB of it otherwise, with no deadline); so is one whose
+// handler has no use for its body, and a WebSocket upgrade with a body,
+// which is refused. The bound here is the default 10 s: the answers come
+// long before.
+func TestHTTP_refusedBodiesAreNotRead(t *testing.T) {
+	t.Parallel()
+	th := authedHub(t, Config{})
+	addr := strings.TrimPrefix(th.srv.URL, "http://")
+	good := httpClient(t, th.srv.URL+"/mcp", &mcp.ClientOptions{HTTP: mcp.StreamableClientOptions{Header: bearer("alice-secret")}})
+
+	post := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n"
+	for _, tc := range []struct {
+		name, head string
+		status     int
+	}{
+		{"no token", post + "Accept: application/json, text/event-stream\r\n", http.StatusUnauthorized},
+		{"an unknown token", post + "Accept: application/json, text/event-stream\r\nAuthorization: Bearer nope\r\n", http.StatusUnauthorized},
+		{"a foreign origin", post + "Accept: application/json, text/event-stream\r\nAuthorization: Bearer alice-secret\r\nOrigin: http://evil.example\r\n", http.StatusForbidden},
+		{"a server's token", post + "Accept: application/json, text/event-stream\r\nAuthorization: Bearer weather-secret\r\n", http.StatusForbidden},
+		{"no Accept", post + "Authorization: Bearer alice-secret\r\n", http.StatusNotAcceptable},
+		{"a logout", "POST /logout HTTP/1.1\r\nHost: " + addr + "\r\nContent-Length: 100000\r\n", http.StatusNoContent},
+		{"the health check", "GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\nContent-Length: 100000\r\n", http.StatusOK},
+		{"a WebSocket upgrade", "GET /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer alice-secret\r\nContent-Length: 100000\r\n" +
+			"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n", http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ans := slowRequest(addr, tc.head, "", time.Hour, 5*time.Second)
+			require.NoError(t, ans.err, "no answer after %v: the hub waits for the body", ans.took)
+			assert.Equal(t, tc.status, ans.status)
+			assert.True(t, ans.closed, "the connection is closed: the body is never read")
+		})
+	}
+	_, err := good.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "x"}, nil)
+	require.NoError(t, err, "the well-behaved client kept working")
+}
