@@ -347,8 +347,21 @@ func isJSON(contentType string) bool {
 // allocating a value slice per response (net/http copies what it sends).
 var jsonContentType = []string{"application/json"}
 
-// checkVersion checks the MCP-Protocol-Version header.
+// routingHeaders are the headers a proxy in front may route or authorize a
+// request by: each may be given once.
+var routingHeaders = [...]string{HeaderProtocolVersion, HeaderMethod, HeaderName}
+
+// checkVersion checks the routing headers and the MCP-Protocol-Version
+// header. One given twice is a mismatch (-32020), whatever its values: a
+// proxy that reads the last of two would judge another request than the
+// one served here, which reads the first.
 func (h *StreamableHandler) checkVersion(w http.ResponseWriter, r *http.Request) bool {
+	for _, name := range routingHeaders {
+		if n := len(r.Header[name]); n > 1 {
+			writeRPCError(w, http.StatusBadRequest, ErrHeaderMismatch("the %s header is given %d times: give it once", name, n))
+			return false
+		}
+	}
 	v := r.Header.Get(HeaderProtocolVersion)
 	if v == "" || slices.Contains(h.opts.ProtocolVersions, v) || h.opts.Stateless != nil && IsModernVersion(v) {
 		return true // a modern one is the owner's to judge, in the body's terms

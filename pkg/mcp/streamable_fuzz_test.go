@@ -111,14 +111,19 @@ func acceptsParsed(header []string, mt string) bool {
 }
 
 // FuzzStreamablePOST sends arbitrary bodies and headers to a live session:
-// every answer is a status the transport defines, and the session goes on
-// serving.
+// every answer is a status the transport defines, a routing header given
+// twice is always 400 -32020, and the session goes on serving. headers
+// holds "Name: value" lines, each added as a header line.
 func FuzzStreamablePOST(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), "application/json", "application/json, text/event-stream", "")
-	f.Add([]byte(`[{"jsonrpc":"2.0","id":2,"method":"tools/list"},{"jsonrpc":"2.0","method":"x"}]`), "application/json", "*/*", "2025-03-26")
-	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"result":{}}`), "application/json; charset=utf-8", "text/event-stream, application/json", "2025-11-25")
+	f.Add([]byte(`[{"jsonrpc":"2.0","id":2,"method":"tools/list"},{"jsonrpc":"2.0","method":"x"}]`), "application/json", "*/*", "Mcp-Protocol-Version: 2025-03-26")
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"result":{}}`), "application/json; charset=utf-8", "text/event-stream, application/json", "mcp-protocol-version: 2025-11-25")
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`), "application/json", "application/json, text/event-stream", "")
-	f.Add([]byte(`{`), "text/plain", "", "bogus")
+	f.Add([]byte(`{`), "text/plain", "", "Mcp-Protocol-Version: bogus")
+	f.Add([]byte(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`),
+		"application/json", "application/json, text/event-stream", "Mcp-Method: tools/call\nMcp-Method: tools/list\nMcp-Name: x")
+	f.Add([]byte(`{"jsonrpc":"2.0","id":5,"method":"ping"}`), "application/json", "application/json, text/event-stream",
+		"MCP-Protocol-Version: 2025-11-25\nMcp-Protocol-Version: 2025-11-25")
 
 	s := NewServer(Implementation{Name: "fuzz", Version: "1"}, nil)
 	h := NewStreamableHandler(&StreamableOptions{
@@ -129,31 +134,37 @@ func FuzzStreamablePOST(f *testing.F) {
 		},
 	})
 	f.Cleanup(h.Close)
-	send := func(body []byte, ctype, accept, version, session string) *httptest.ResponseRecorder {
+	send := func(body []byte, ctype, accept string, header http.Header) *httptest.ResponseRecorder {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(body))
 		req.Header.Set("Content-Type", ctype)
 		req.Header.Set("Accept", accept)
-		if version != "" {
-			req.Header.Set(HeaderProtocolVersion, version)
-		}
-		if session != "" {
-			req.Header.Set(HeaderSessionID, session)
+		for k, vs := range header {
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		return w
 	}
 	init := send([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"1"}}}`),
-		"application/json", "application/json, text/event-stream", "", "")
+		"application/json", "application/json, text/event-stream", nil)
 	session := init.Header().Get(HeaderSessionID)
 	if session == "" {
 		f.Fatalf("no session: %d %s", init.Code, init.Body)
 	}
-	f.Fuzz(func(t *testing.T, body []byte, ctype, accept, version string) {
+	f.Fuzz(func(t *testing.T, body []byte, ctype, accept, headers string) {
+		header := http.Header{}
+		for line := range strings.SplitSeq(headers, "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && k != "" && !strings.EqualFold(k, HeaderSessionID) {
+				header.Add(k, strings.TrimSpace(v))
+			}
+		}
+		header.Set(HeaderSessionID, session)
 		start := time.Now()
-		w := send(body, ctype, accept, version, session)
+		w := send(body, ctype, accept, header)
 		if time.Since(start) > time.Second {
 			t.Fatalf("the POST of %q took %v", body, time.Since(start))
 		}
@@ -166,7 +177,16 @@ func FuzzStreamablePOST(f *testing.F) {
 		if w.Code >= 400 && !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
 			t.Fatalf("an error without a JSON-RPC body: %d %q", w.Code, w.Body)
 		}
-		ping := send([]byte(`{"jsonrpc":"2.0","id":"fuzz-ping","method":"ping"}`), "application/json", "application/json, text/event-stream", "", session)
+		doubled := false
+		for _, name := range routingHeaders {
+			doubled = doubled || len(header.Values(name)) > 1
+		}
+		if doubled && w.Code != http.StatusNotAcceptable && w.Code != http.StatusUnsupportedMediaType &&
+			(w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "-32020")) {
+			t.Fatalf("a routing header given twice (%q) was answered %d: %s", headers, w.Code, w.Body)
+		}
+		ping := send([]byte(`{"jsonrpc":"2.0","id":"fuzz-ping","method":"ping"}`), "application/json", "application/json, text/event-stream",
+			http.Header{HeaderSessionID: {session}})
 		if ping.Code != http.StatusOK {
 			b, _ := io.ReadAll(ping.Body)
 			t.Fatalf("the session stopped answering after %q: %d %s", body, ping.Code, b)

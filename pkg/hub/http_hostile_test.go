@@ -20,10 +20,11 @@ import (
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
-// Bodies that never end, and bodies nobody should read: a request's body
-// must arrive within BodyTimeout, a refused request's connection is
+// Hostile clients of the Streamable HTTP face, each beside a well-behaved
+// one: bodies that never end and bodies nobody should read (a request's
+// body must arrive within BodyTimeout, a refused request's connection is
 // closed without reading its body, and the streams that follow a body are
-// not cut by its deadline.
+// not cut by its deadline), and routing headers given twice.
 
 // slowAnswer is what a client that sends its body slowly got.
 type slowAnswer struct {
@@ -218,4 +219,43 @@ func TestHTTP_refusedBodiesAreNotRead(t *testing.T) {
 	}
 	_, err := good.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "x"}, nil)
 	require.NoError(t, err, "the well-behaved client kept working")
+}
+
+// TestHTTP_doubledRoutingHeaders: a stateless request that gives
+// Mcp-Method, Mcp-Name or MCP-Protocol-Version twice is refused with 400
+// -32020 and not run, whichever value a proxy in front would have read; a
+// balancer that keeps the last value would authorize one tool while the
+// hub ran another. The well-behaved request beside it runs once.
+func TestHTTP_doubledRoutingHeaders(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	th.runServer(demo.New(nil).Server, "")
+	url := th.srv.URL + "/mcp"
+	increment := modernBody(1, mcp.MethodToolsCall, `"name":"demo__increment","arguments":{}`, "{}")
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+	}{
+		{"Mcp-Method", http.Header{mcp.HeaderMethod: {mcp.MethodToolsCall, mcp.MethodToolsList}}},
+		{"Mcp-Method, the same twice", http.Header{mcp.HeaderMethod: {mcp.MethodToolsCall, mcp.MethodToolsCall}}},
+		{"Mcp-Name", http.Header{mcp.HeaderName: {"demo__increment", "demo__echo"}}},
+		{"MCP-Protocol-Version", http.Header{mcp.HeaderProtocolVersion: {mcp.ModernVersion, "2025-11-25"}}},
+	} {
+		st := modernPost(t, url, increment, tc.header)
+		assert.Equal(t, http.StatusBadRequest, st.status, tc.name)
+		resp, _ := st.answer(t)
+		code, _ := errorOf(t, resp)
+		assert.Equal(t, mcp.CodeHeaderMismatch, code, "%s: %s", tc.name, resp)
+		assert.Contains(t, string(resp), "given 2 times", tc.name)
+	}
+	resp, _ := modernPost(t, url, increment, nil).answer(t)
+	assert.Equal(t, "1", firstText(t, resultOf(t, resp)), "the well-behaved request ran, and none of the refused ones did")
+
+	// A session's requests are held to it too.
+	s := openRawHTTP(t, url, nil)
+	s.header[mcp.HeaderProtocolVersion] = []string{"2025-11-25", "2025-06-18"}
+	status, _, body := post(t, url, s.header, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	assert.Equal(t, http.StatusBadRequest, status)
+	code, _ := errorOf(t, json.RawMessage(body))
+	assert.Equal(t, mcp.CodeHeaderMismatch, code)
 }
