@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/internal/redistest"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
@@ -258,4 +261,121 @@ func TestHTTP_doubledRoutingHeaders(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, status)
 	code, _ := errorOf(t, json.RawMessage(body))
 	assert.Equal(t, mcp.CodeHeaderMismatch, code)
+}
+
+// smallBuffers makes the sockets a listener accepts from now on keep
+// little of what is written to them (as over a slow link): a client that
+// stops reading fills them at once.
+func smallBuffers(t *testing.T, ln net.Listener) {
+	t.Helper()
+	raw, err := ln.(*net.TCPListener).SyscallConn()
+	require.NoError(t, err)
+	var serr error
+	require.NoError(t, raw.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 16<<10) }))
+	require.NoError(t, serr)
+}
+
+// stalledStream opens a session's GET stream at addr on a socket with a
+// small receive buffer, reads its priming event, and stops reading: it
+// returns the event's id and the connection, which stays open.
+func stalledStream(t *testing.T, addr string, header http.Header) (string, net.Conn) {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return errors.Join(err, serr)
+	}}
+	conn, err := d.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/mcp", nil)
+	require.NoError(t, err)
+	req.Header = header.Clone()
+	req.Header.Set("Accept", "text/event-stream")
+	require.NoError(t, req.Write(conn))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	primed := readEvent(t, bufio.NewReader(resp.Body))
+	require.NotEmpty(t, primed.id, "the stream starts with a priming event")
+	return primed.id, conn
+}
+
+// TestCluster_relayedStreamOfAClientThatStopsReading: a session's GET
+// stream opened through B (the session is A's) by a client that stops
+// reading is cut as a direct one is (StreamWriteTimeout); A detaches the
+// stream and stops publishing it, the client resumes it with
+// Last-Event-ID, and once it leaves the session idles out. A well-behaved
+// session beside it keeps its stream and its calls. Real Redis between
+// the instances.
+func TestCluster_relayedStreamOfAClientThatStopsReading(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	cfg := Config{StreamWriteTimeout: 300 * time.Millisecond, SessionIdleTimeout: 2 * time.Second, HeartbeatInterval: time.Second}
+	a, b := startHubOn(t, rs, prefix, cfg), startHubOn(t, rs, prefix, cfg)
+	smallBuffers(t, b.srv.Listener)
+	for _, th := range []*testHub{a, b} {
+		require.Eventually(t, func() bool { return len(th.remoteInstances()) == 1 }, wait, 10*time.Millisecond)
+	}
+	server := startRawServer(a, "chatty", `{"logging":{}}`, nil)
+	b.waitServer("chatty", 1)
+
+	// The well-behaved session wants warnings only: the flood below is
+	// the stalled client's alone.
+	var logs atomic.Int64
+	good := httpClient(t, b.srv.URL+"/mcp", &mcp.ClientOptions{OnNotification: func(method string, _ json.RawMessage) {
+		if method == mcp.NotificationMessage {
+			logs.Add(1)
+		}
+	}})
+	require.NoError(t, good.SetLoggingLevel(ctxFor(t), mcp.LevelWarning))
+
+	s := openRawHTTP(t, a.srv.URL+"/mcp", nil)
+	require.True(t, strings.HasPrefix(s.header.Get(mcp.HeaderSessionID), a.ID()+":"), "the session is A's")
+	primed, _ := stalledStream(t, strings.TrimPrefix(b.srv.URL, "http://"), s.header)
+	require.Equal(t, 1, a.cluster.serving(), "A serves the stream B relays")
+
+	// Logs until A lets go of the stream: soon more than the socket
+	// between B and the client holds.
+	stop := make(chan struct{})
+	flooded := make(chan int)
+	go func() {
+		data := strings.Repeat("x", 8<<10)
+		n := 0
+		for ; n < 1000; n++ {
+			select {
+			case <-stop:
+				flooded <- n
+				return
+			default:
+			}
+			server.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%d %s"}}`, n, data))
+		}
+		flooded <- n
+	}()
+	released := assert.Eventually(t, func() bool { return a.cluster.serving() == 0 }, wait, 10*time.Millisecond,
+		"A still serves (and publishes) the stream of a client that stopped reading")
+	close(stop)
+	t.Logf("A let go of the stream after %d logs", <-flooded)
+	require.True(t, released)
+
+	// The client comes back for what it missed.
+	resumed := s.stream(ctxFor(t), http.MethodGet, b.srv.URL+"/mcp", "", mcp.HeaderLastEventID, primed)
+	r := bufio.NewReader(resumed.Body)
+	for {
+		ev := readEvent(t, r)
+		if strings.Contains(ev.data, mcp.NotificationMessage) {
+			assert.NotEqual(t, primed, ev.id)
+			break
+		}
+	}
+	resumed.Body.Close()
+	require.Eventually(t, func() bool { return a.streamable.Sessions() == 0 }, wait, 10*time.Millisecond,
+		"the session, with no stream left, idles out")
+
+	server.write(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","data":"for everyone"}}`)
+	require.Eventually(t, func() bool { return logs.Load() == 1 }, wait, 10*time.Millisecond, "the well-behaved session got its log")
+	_, err := good.ListTools(ctxFor(t), "")
+	require.NoError(t, err, "and it kept working")
 }

@@ -76,12 +76,18 @@ func (h *Hub) relayHTTP(w http.ResponseWriter, r *http.Request, instance string)
 		return
 	}
 	rc := http.NewResponseController(w)
+	// Each write is bounded as the owner bounds its own (StreamWriteTimeout):
+	// a client that stops reading loses its stream here, and the owner,
+	// told, detaches it. The deadline is the connection's: cleared for the
+	// next request on it.
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	first := time.NewTimer(h.cfg.CallTimeout)
 	defer first.Stop()
 	started := false
 	for {
 		select {
 		case p := <-rl.parts:
+			_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.StreamWriteTimeout))
 			if !started {
 				started = true
 				first.Stop()
@@ -96,7 +102,10 @@ func (h *Hub) relayHTTP(w http.ResponseWriter, r *http.Request, instance string)
 					return
 				}
 			}
-			_ = rc.Flush()
+			if err := rc.Flush(); err != nil {
+				c.cancelRelay(instance, n)
+				return
+			}
 			if p.End {
 				return
 			}
@@ -124,11 +133,20 @@ func (c *cluster) cancelRelay(instance string, n uint64) {
 }
 
 // onRelayPart hands a part of a relayed response to its waiting request.
+// A part that no request waits for (its client left, or could not keep
+// up) tells the owner again to stop: so it stops even if the first word
+// was lost, or never sent because the request was stuck writing.
 func (c *cluster) onRelayPart(env *envelope) {
+	if env.HTTP == nil {
+		return
+	}
 	c.mu.Lock()
 	rl := c.relays[env.Call]
 	c.mu.Unlock()
-	if rl == nil || env.HTTP == nil {
+	if rl == nil {
+		if !env.HTTP.End {
+			c.cancelRelay(env.From, env.Call)
+		}
 		return
 	}
 	select {

@@ -86,6 +86,11 @@ type Config struct {
 	// connection closed, so that a client that sends one byte a second
 	// holds no connection for long. Default 10 s.
 	BodyTimeout time.Duration
+	// StreamWriteTimeout bounds each write of an HTTP response (an SSE
+	// stream above all), on the instance that owns the session and on one
+	// that relays it: a client that stops reading loses its stream (it
+	// may resume it with Last-Event-ID). Default 30 s.
+	StreamWriteTimeout time.Duration
 	// SendQueue bounds the frames queued for one connection; a peer that
 	// lets it overflow is closed with 1008 "slow consumer". Default 1024.
 	SendQueue int
@@ -209,6 +214,7 @@ func (cfg *Config) setDefaults() {
 	defDur(&cfg.InitializeTimeout, DefaultInitializeTimeout)
 	defDur(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	defDur(&cfg.BodyTimeout, DefaultBodyTimeout)
+	defDur(&cfg.StreamWriteTimeout, mcp.DefaultStreamWriteTimeout)
 	defDur(&cfg.SessionIdleTimeout, mcp.DefaultStreamableIdle)
 	if cfg.ServerNotificationRate == 0 {
 		cfg.ServerNotificationRate = DefaultServerNotificationRate

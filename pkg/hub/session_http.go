@@ -104,6 +104,7 @@ func (h *Hub) newStreamable() *mcp.StreamableHandler {
 		ReplayEvents: h.cfg.ReplayEvents,
 		ReplayBytes:  h.cfg.ReplayBytes,
 		ResponseMode: h.cfg.HTTPResponses,
+		WriteTimeout: h.cfg.StreamWriteTimeout,
 		Logger:       h.log,
 	})
 }

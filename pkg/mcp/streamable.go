@@ -51,12 +51,13 @@ const (
 
 // Defaults for StreamableOptions.
 const (
-	DefaultStreamableMaxBody = 4 << 20
-	DefaultStreamableIdle    = 10 * time.Minute
-	DefaultReplayEvents      = 256
-	DefaultReplayBytes       = 1 << 20
-	DefaultSSERetry          = time.Second
-	DefaultSSEKeepAlive      = 20 * time.Second
+	DefaultStreamableMaxBody  = 4 << 20
+	DefaultStreamableIdle     = 10 * time.Minute
+	DefaultReplayEvents       = 256
+	DefaultReplayBytes        = 1 << 20
+	DefaultSSERetry           = time.Second
+	DefaultSSEKeepAlive       = 20 * time.Second
+	DefaultStreamWriteTimeout = 30 * time.Second
 )
 
 // sessionInbox is how many POST bodies a session holds for its peer to
@@ -127,6 +128,10 @@ type StreamableOptions struct {
 	// waits for its answer before it becomes an SSE stream in auto mode;
 	// default 20 s, negative sends none and never switches.
 	KeepAlive time.Duration
+	// WriteTimeout bounds each write to a response: a client that stops
+	// reading loses its stream (it may resume it with Last-Event-ID)
+	// instead of holding a goroutine for ever. Default 30 s.
+	WriteTimeout time.Duration
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -196,6 +201,9 @@ func NewStreamableHandler(opts *StreamableOptions) *StreamableHandler {
 	}
 	if o.KeepAlive == 0 {
 		o.KeepAlive = DefaultSSEKeepAlive
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultStreamWriteTimeout
 	}
 	h.log = o.Logger
 	if h.log == nil {

@@ -27,11 +27,6 @@ var (
 	errStatelessDone = &peer.CloseError{Code: peer.CloseNormal, Reason: "request served"}
 )
 
-// sseWriteTimeout bounds each write to a stream's client: one that stops
-// reading loses its stream (it may resume it) instead of holding a
-// goroutine forever.
-const sseWriteTimeout = 30 * time.Second
-
 // StreamSession is one Streamable HTTP session: its conn carries the
 // client's messages to the owner's peer and the peer's messages to the
 // client's POST and GET streams.
@@ -636,7 +631,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			s.forgetStreamLocked(st, true)
 			s.mu.Unlock()
 			w.Header()["Content-Type"] = jsonContentType
-			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
 			status := http.StatusOK
 			if s.stateless {
 				status = answerStatus(body)
@@ -676,7 +671,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			h.Set("Content-Type", "text/event-stream")
 			h.Set("Cache-Control", "no-cache, no-transform")
 			h.Set("X-Accel-Buffering", "no")
-			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
 			w.WriteHeader(http.StatusOK)
 			started = true
 			if ka := s.h.opts.KeepAlive; ka > 0 {
@@ -686,7 +681,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			}
 		}
 		if len(buf) > 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
 			if _, err := w.Write(buf); err != nil {
 				return
 			}
@@ -706,7 +701,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 		case <-r.Context().Done():
 			return
 		case <-keepAlive:
-			_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
 			if _, err := w.Write([]byte(": keepalive\n\n")); err != nil {
 				return
 			}
