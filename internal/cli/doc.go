@@ -15,7 +15,8 @@
 // SWITCHBOARD_LOG_LEVEL, --token SWITCHBOARD_TOKEN), except the repeatable
 // --root and --header; the command line wins. SIGINT and SIGTERM end every
 // subcommand cleanly: serve drains, connect stops its children, stdio closes
-// its connection. Run's errors matching ErrUsage are mistakes in the command
+// its connection (within 3 s even when its client reads nothing; a second
+// signal ends it at once). Run's errors matching ErrUsage are mistakes in the command
 // line: Main prints them with a pointer to the help and exits with status 2.
 //
 // The logic is elsewhere: this package turns flags into the options of

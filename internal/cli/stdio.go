@@ -5,7 +5,11 @@ import (
 	"errors"
 	"io"
 	"net/url"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/stdio"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
@@ -73,11 +77,38 @@ func runStdio(ctx context.Context, args []string, env *Env) error {
 	if err != nil {
 		return err
 	}
-	in, restore := pollable(env.Stdin)
-	defer restore()
-	conn := peer.NewStdio(in, writerOnly{env.Stdout}, nil)
-	return stdio.Serve(ctx, conn, &stdio.Options{URL: hubURL, Header: header, Logger: log})
+	in, restoreIn := pollable(env.Stdin)
+	defer restoreIn()
+	out, restoreOut := interruptible(env.Stdout)
+	defer restoreOut()
+	conn := peer.NewStdio(in, out, nil)
+	served := make(chan error, 1)
+	go func() { served <- stdio.Serve(ctx, conn, &stdio.Options{URL: hubURL, Header: header, Logger: log}) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	// Told to stop: a second signal ends the process at once, and the
+	// first within stdioStopGrace whatever the client does.
+	signal.Reset(os.Interrupt, syscall.SIGTERM)
+	t := time.NewTimer(stdioStopGrace)
+	defer t.Stop()
+	select {
+	case err := <-served:
+		return err
+	case <-t.C:
+		log.Warn("stopping without waiting for the client: it does not read what it was sent")
+		return nil
+	}
 }
+
+// stdioStopGrace bounds how long `hub stdio`, told to stop, waits for a
+// write to its client that nothing can interrupt (standard output is a
+// terminal, or a file on a stuck device: a pipe or a socket is interrupted
+// at once). The command then returns and the process exits, the write
+// abandoned.
+const stdioStopGrace = 3 * time.Second
 
 // writerOnly hides a Close method: the process's standard output stays
 // open until it exits, whatever ends the session.

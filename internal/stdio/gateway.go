@@ -91,9 +91,10 @@ var unlimited = jsonrpc.Limits{MaxBytes: -1, MaxBatch: -1, MaxDepth: -1}
 // Serve relays between client, the MCP client that launched this process
 // (on its standard input and output), and the hub, until the client's
 // stream ends or ctx ends (it returns nil), or the hub refuses the
-// credentials (it returns an error matching link.Refused). It waits for the
-// client's Read to return before it does: give it a conn whose Close
-// unblocks Read.
+// credentials (it returns an error matching link.Refused). It waits for
+// every Read and Write of the client's to return before it does: give it a
+// conn whose Close unblocks them, or a client that does not read can keep
+// it from ending.
 func Serve(ctx context.Context, client peer.Conn, opts *Options) error {
 	o := opts.withDefaults()
 	g := &gateway{
@@ -114,7 +115,10 @@ func Serve(ctx context.Context, client peer.Conn, opts *Options) error {
 	var err error
 	select {
 	case err = <-read:
+		// The client's stream ended: nothing more goes to it, and a write
+		// to it in progress (on the hub's side) must not hold the end.
 		cancel()
+		client.Close(peer.CloseGoingAway, "")
 		<-linked
 	case err = <-linked:
 		cancel()
