@@ -157,8 +157,7 @@ func (h *Hub) serveReady(w http.ResponseWriter, r *http.Request) {
 // HttpOnly, SameSite=Strict cookie, which the browser then sends with the
 // dashboard's WebSocket upgrade: the token never needs to be in a URL.
 func (h *Hub) serveLogin(w http.ResponseWriter, r *http.Request) {
-	if !originAllowed(r, nil) {
-		http.Error(w, "403 forbidden: cross-site login", http.StatusForbidden)
+	if crossSite(w, r, "login") {
 		return
 	}
 	body, herr := mcp.ReadBody(w, r, 4096)
@@ -182,7 +181,23 @@ func (h *Hub) serveLogin(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// crossSite refuses (403) a form posted by a page of another origin,
+// which a browser sends with the dashboard's cookie: a login would plant
+// another token in it, a logout would sign the user out. It reports
+// whether it refused.
+func crossSite(w http.ResponseWriter, r *http.Request, what string) bool {
+	if originAllowed(r, nil) {
+		return false
+	}
+	http.Error(w, "403 forbidden: cross-site "+what, http.StatusForbidden)
+	return true
+}
+
+// serveLogout forgets the dashboard's cookie.
 func (h *Hub) serveLogout(w http.ResponseWriter, r *http.Request) {
+	if crossSite(w, r, "logout") {
+		return
+	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
 }

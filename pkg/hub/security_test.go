@@ -261,6 +261,35 @@ func TestLogin_setsAnHttpOnlyCookie(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 }
 
+// TestLogout_refusesCrossSite: a page of another origin cannot sign the
+// dashboard's user out (403, the cookie kept); the dashboard's own page,
+// and a client that sends no Origin, can.
+func TestLogout_refusesCrossSite(t *testing.T) {
+	t.Parallel()
+	th := authedHub(t, Config{})
+	logout := func(origin string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, th.srv.URL+"/logout", nil)
+		require.NoError(t, err)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		req.AddCookie(&http.Cookie{Name: CookieName, Value: "ops-secret"})
+		resp, err := scrapeClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	resp := logout("http://evil.example")
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Empty(t, resp.Cookies(), "the cookie is kept")
+	for _, origin := range []string{th.srv.URL, ""} {
+		resp := logout(origin)
+		assert.Equal(t, http.StatusNoContent, resp.StatusCode, "origin %q", origin)
+		require.Len(t, resp.Cookies(), 1)
+		assert.Equal(t, -1, resp.Cookies()[0].MaxAge, "origin %q: the cookie is cleared", origin)
+	}
+}
+
 func TestMetrics_needAnAdminTokenWhenTokensAreOn(t *testing.T) {
 	t.Parallel()
 	th := authedHub(t, Config{})
