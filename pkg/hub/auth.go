@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,6 +104,13 @@ func (p *principal) identity() identity {
 }
 
 func (p *principal) has(r Role) bool { return p.roles[r] || p.roles[RoleAdmin] }
+
+// sameRights reports whether q may do exactly what p may: the same entry,
+// or one a reload of the tokens file left as it was.
+func (p *principal) sameRights(q *principal) bool {
+	return p == q || p.name == q.name && maps.Equal(p.roles, q.roles) && slices.Equal(p.servers, q.servers) &&
+		slices.Equal(p.tools, q.tools) && slices.Equal(p.resources, q.resources)
+}
 
 // mayCall reports whether the principal may call a tool (or get a prompt)
 // of this aggregated name.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -378,4 +380,52 @@ func TestCluster_relayedStreamOfAClientThatStopsReading(t *testing.T) {
 	require.Eventually(t, func() bool { return logs.Load() == 1 }, wait, 10*time.Millisecond, "the well-behaved session got its log")
 	_, err := good.ListTools(ctxFor(t), "")
 	require.NoError(t, err, "and it kept working")
+}
+
+// TestHTTP_sessionRunsWithTheRightsInForce: once SIGHUP narrows a token,
+// its open HTTP session runs no request with the old rights: its next
+// request finds it ended (404), and the session it initializes then has
+// the new ones. A session whose token's entry did not change carries on.
+func TestHTTP_sessionRunsWithTheRightsInForce(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "tokens.yaml")
+	write := func(aliceTools string) {
+		require.NoError(t, os.WriteFile(file, []byte(`tokens:
+  - {name: alice, token: alice-secret, roles: [client], tools: `+aliceTools+`}
+  - {name: bob, token: bob-secret, roles: [client]}
+  - {name: demo-server, token: demo-secret, roles: [server], servers: [demo]}
+`), 0o600))
+	}
+	write(`["demo__*"]`)
+	tokens, err := LoadTokens(file)
+	require.NoError(t, err)
+	th := startHub(t, Config{Tokens: tokens})
+	th.runServerWith(demo.New(nil).Server, "demo", "demo-secret")
+	url := th.srv.URL + "/mcp"
+	alice := openRawHTTP(t, url, bearer("alice-secret"))
+	bob := openRawHTTP(t, url, bearer("bob-secret"))
+	echo := `{"name":"demo__echo","arguments":{"text":"x"}}`
+	status, resp := alice.call(2, mcp.MethodToolsCall, echo)
+	require.Equal(t, http.StatusOK, status)
+	require.Nil(t, resp.Error)
+
+	write(`["demo__add"]`)
+	require.NoError(t, tokens.Reload())
+	status, _, body := post(t, url, alice.header, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":`+echo+`}`)
+	assert.Equal(t, http.StatusNotFound, status, "the old session runs nothing with the old rights: %s", body)
+	assert.Contains(t, body, "rights changed")
+	require.Eventually(t, func() bool { return th.streamable.Sessions() == 1 }, wait, 10*time.Millisecond, "the old session ended")
+
+	again := openRawHTTP(t, url, bearer("alice-secret"))
+	status, resp = again.call(4, mcp.MethodToolsCall, echo)
+	require.Equal(t, http.StatusOK, status)
+	require.NotNil(t, resp.Error, "the new session has the new rights")
+	assert.Equal(t, mcp.CodeForbidden, resp.Error.Code)
+	status, resp = again.call(5, mcp.MethodToolsCall, `{"name":"demo__add","arguments":{"a":1,"b":2}}`)
+	require.Equal(t, http.StatusOK, status)
+	assert.Nil(t, resp.Error)
+
+	status, resp = bob.call(6, mcp.MethodToolsCall, echo)
+	require.Equal(t, http.StatusOK, status, "a session whose token did not change carries on")
+	assert.Nil(t, resp.Error)
 }

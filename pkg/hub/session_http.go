@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
 // The Streamable HTTP face of /mcp and /servers/<name>/mcp. A session there
@@ -175,12 +176,22 @@ func (h *Hub) openHTTP(r *http.Request, ss *mcp.StreamSession, stateless bool) e
 }
 
 // checkHTTPSession lets a later request of a session through only from the
-// session's own principal, on the session's own endpoint.
+// session's own principal, on the session's own endpoint, and only while
+// the principal's rights are the session's. A reload of the tokens file
+// (SIGHUP) that changed them ends the session at its next request (404, as
+// for any session that ended): the client initializes again, under the
+// rights in force, so that no HTTP request runs with rights its token has
+// lost. (A WebSocket keeps the rights it connected with until it closes.)
 func (h *Hub) checkHTTPSession(r *http.Request, ss *mcp.StreamSession) error {
 	info, _ := r.Context().Value(requestKey{}).(*requestInfo)
 	s, _ := ss.Data().(*session)
 	if info == nil || s == nil || info.who.identity() != s.owner || info.scope != s.scope {
 		return &mcp.HTTPError{Status: http.StatusNotFound, Message: "unknown or expired session"}
+	}
+	if !info.who.sameRights(s.who) {
+		h.log.Info("ending an HTTP session: its token's rights changed", "client", s.id, "token", s.who.name)
+		ss.Conn().Close(peer.ClosePolicyViolation, "the token's rights changed")
+		return &mcp.HTTPError{Status: http.StatusNotFound, Message: "session ended: its token's rights changed; initialize a new session"}
 	}
 	return nil
 }
