@@ -76,7 +76,7 @@ func serveCommand(o *serveOptions) *command {
 	fs.IntVar(&o.maxBatch, "max-batch", 100, "longest JSON-RPC batch accepted")
 	fs.IntVar(&o.maxDepth, "max-depth", 64, "deepest JSON nesting accepted")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", hub.DefaultMaxInFlight, "requests one client connection may have in flight (-32004 beyond)")
-	fs.IntVar(&o.maxConnections, "max-connections-per-token", hub.DefaultMaxConnectionsPerToken, "connections one token may hold open (HTTP 429 beyond)")
+	fs.IntVar(&o.maxConnections, "max-connections-per-token", hub.DefaultMaxConnectionsPerToken, "connections one token may hold open, and HTTP sessions without tokens all together (HTTP 429 beyond)")
 	fs.Float64Var(&o.rateLimit, "rate-limit", hub.DefaultRateLimit, "requests per second per token (per connection without tokens); negative disables")
 	fs.IntVar(&o.rateBurst, "rate-burst", hub.DefaultRateBurst, "burst of requests above --rate-limit")
 	fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "comma-separated Host `names` (patterns; * for any) the hub answers to without --tokens, besides loopback names and --addr's host (DNS rebinding protection)")

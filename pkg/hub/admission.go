@@ -89,20 +89,45 @@ func (h *Hub) takeSlot(p *principal) (release func(), err error) {
 	if p.maxConn > 0 {
 		limit = p.maxConn
 	}
+	return h.countSlot(p.name, limit, func() error {
+		return fmt.Errorf("429 too many connections: token %q has %d open", p.name, limit)
+	})
+}
+
+// takeSessionSlot counts an HTTP session that outlives its request. One
+// without a token counts too, against one limit for all of them
+// (MaxConnectionsPerToken, as if they shared a token): a WebSocket, or a
+// stateless request, lasts as long as its socket, which the system bounds,
+// but a session lives on without any socket until it idles out, and
+// nothing else would bound how many are open.
+func (h *Hub) takeSessionSlot(p *principal) (release func(), err error) {
+	if p != anonymous {
+		return h.takeSlot(p)
+	}
+	limit := h.cfg.MaxConnectionsPerToken
+	return h.countSlot(anonymous.name, limit, func() error {
+		return fmt.Errorf("429 too many HTTP sessions: %d are open without a token; end those no longer used "+
+			"(DELETE), or give clients tokens", limit)
+	})
+}
+
+// countSlot takes one of limit slots under key, or refuses with refusal's
+// error.
+func (h *Hub) countSlot(key string, limit int, refusal func() error) (release func(), err error) {
 	h.mu.Lock()
-	if h.perToken[p.name] >= limit {
+	if h.perToken[key] >= limit {
 		h.mu.Unlock()
 		h.metrics.authFailures.WithLabelValues("too_many_connections").Inc()
-		return nil, fmt.Errorf("429 too many connections: token %q has %d open", p.name, limit)
+		return nil, refusal()
 	}
-	h.perToken[p.name]++
+	h.perToken[key]++
 	h.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			h.mu.Lock()
-			if h.perToken[p.name]--; h.perToken[p.name] <= 0 {
-				delete(h.perToken, p.name)
+			if h.perToken[key]--; h.perToken[key] <= 0 {
+				delete(h.perToken, key)
 			}
 			h.mu.Unlock()
 		})

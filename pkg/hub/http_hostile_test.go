@@ -429,3 +429,45 @@ func TestHTTP_sessionRunsWithTheRightsInForce(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "a session whose token did not change carries on")
 	assert.Nil(t, resp.Error)
 }
+
+// TestHTTP_sessionsWithoutTokensAreCapped: without tokens, HTTP sessions,
+// which outlive their sockets until they idle out, are capped all together
+// at MaxConnectionsPerToken: beyond, initialize is 429 and says why.
+// WebSockets and stateless requests, which last as long as their sockets,
+// are not counted, and a session that ends frees its place.
+func TestHTTP_sessionsWithoutTokensAreCapped(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{MaxConnectionsPerToken: 3})
+	th.runServer(demo.New(nil).Server, "")
+	url := th.srv.URL + "/mcp"
+	var open []*rawHTTP
+	for range 3 {
+		open = append(open, openRawHTTP(t, url, nil))
+	}
+	status, hdr, body := post(t, url, nil, initializeBody)
+	assert.Equal(t, http.StatusTooManyRequests, status)
+	assert.Equal(t, "5", hdr.Get("Retry-After"))
+	assert.Contains(t, body, "too many HTTP sessions: 3 are open without a token")
+
+	for range 4 {
+		c := th.client(nil)
+		_, err := c.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "x"}, nil)
+		require.NoError(t, err, "WebSockets are not counted")
+	}
+	resp, _ := modernPost(t, url, modernBody(1, mcp.MethodToolsCall, `"name":"demo__echo","arguments":{"text":"x"}`, "{}"), nil).answer(t)
+	assert.Equal(t, "x", firstText(t, resultOf(t, resp)), "nor stateless requests")
+	status, answer := open[0].call(2, mcp.MethodToolsList, `{}`)
+	require.Equal(t, http.StatusOK, status, "the open sessions go on")
+	require.Nil(t, answer.Error)
+
+	req, err := http.NewRequest(http.MethodDelete, url, nil)
+	require.NoError(t, err)
+	req.Header = open[0].header
+	del, err := scrapeClient.Do(req)
+	require.NoError(t, err)
+	del.Body.Close()
+	require.Eventually(t, func() bool {
+		status, _, _ := post(t, url, nil, initializeBody)
+		return status == http.StatusOK
+	}, wait, 10*time.Millisecond, "a session that ended frees its place")
+}

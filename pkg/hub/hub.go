@@ -65,9 +65,12 @@ type Config struct {
 	// MaxInFlight bounds the requests one client connection has in flight;
 	// more are refused with -32004. Default 256.
 	MaxInFlight int
-	// MaxConnectionsPerToken bounds the connections open with one token
-	// (HTTP 429 beyond); a token's own maxConnections overrides it.
-	// Default 1000; it does not apply without tokens.
+	// MaxConnectionsPerToken bounds the connections (and HTTP sessions)
+	// open with one token (HTTP 429 beyond); a token's own maxConnections
+	// overrides it. Default 1000. Without tokens it bounds the HTTP
+	// sessions, all together (they outlive their sockets); WebSockets and
+	// stateless requests, which last as long as their sockets, are not
+	// counted.
 	MaxConnectionsPerToken int
 	// RateLimit is the sustained requests per second one token may send,
 	// over all its connections (each connection on its own without

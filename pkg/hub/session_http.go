@@ -158,7 +158,11 @@ func (h *Hub) openHTTP(r *http.Request, ss *mcp.StreamSession, stateless bool) e
 		return &mcp.HTTPError{Status: http.StatusServiceUnavailable, Message: "draining: this hub instance is shutting down; connect to another",
 			Header: http.Header{"Retry-After": {"1"}}}
 	}
-	release, err := h.takeSlot(info.who)
+	take := h.takeSessionSlot
+	if stateless {
+		take = h.takeSlot // it ends with its request
+	}
+	release, err := take(info.who)
 	if err != nil {
 		return &mcp.HTTPError{Status: http.StatusTooManyRequests, Message: err.Error(), Header: http.Header{"Retry-After": {"5"}}}
 	}
