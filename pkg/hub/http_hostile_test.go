@@ -471,3 +471,43 @@ func TestHTTP_sessionsWithoutTokensAreCapped(t *testing.T) {
 		return status == http.StatusOK
 	}, wait, 10*time.Millisecond, "a session that ended frees its place")
 }
+
+// TestHTTP_updatesCoalesceAsOverWebSocket: updates of one resource reach
+// an HTTP session as they reach a WebSocket at the same rate, side by
+// side: the hub coalesces them per session by the same code for both
+// faces (an update replaces the queued one of its URI while the session's
+// writer is behind), so neither gets markedly fewer, and both get the
+// last.
+func TestHTTP_updatesCoalesceAsOverWebSocket(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	server := startRawServer(th, "watched", subscribableCaps, listing("watched://x"))
+	type seen struct{ count, last atomic.Int64 }
+	watch := func(s *seen) func(string, json.RawMessage) {
+		return func(method string, params json.RawMessage) {
+			var p struct{ N int64 }
+			if method == mcp.NotificationResourceUpdated && json.Unmarshal(params, &p) == nil {
+				s.count.Add(1)
+				s.last.Store(p.N)
+			}
+		}
+	}
+	var overWS, overHTTP seen
+	ws := th.client(&mcp.ClientOptions{OnNotification: watch(&overWS)})
+	hc := httpClient(t, th.srv.URL+"/mcp", &mcp.ClientOptions{OnNotification: watch(&overHTTP)})
+	require.NoError(t, ws.Subscribe(ctxFor(t), "watched://x"))
+	require.NoError(t, hc.Subscribe(ctxFor(t), "watched://x"))
+
+	const updates = 400
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for n := 1; n <= updates; n++ {
+		server.write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"watched://x","n":%d}}`, n))
+		<-tick.C
+	}
+	require.Eventually(t, func() bool { return overWS.last.Load() == updates && overHTTP.last.Load() == updates }, wait, 10*time.Millisecond,
+		"both faces get the last update")
+	w, h := overWS.count.Load(), overHTTP.count.Load()
+	t.Logf("of %d updates, %d reached the WebSocket and %d the HTTP session", updates, w, h)
+	assert.InDelta(t, w, h, max(float64(max(w, h))/5, 20), "the same share reaches both faces")
+}
