@@ -105,6 +105,12 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// refuseBody answers a request whose body could not be read (mcp.ReadBody),
+// in plain text as the hub's other HTTP refusals.
+func refuseBody(w http.ResponseWriter, e *mcp.HTTPError) {
+	http.Error(w, strconv.Itoa(e.Status)+" "+e.Message, e.Status)
+}
+
 // NewHTTPServer returns an http.Server for the hub's handler with timeouts
 // against slow clients: headers must arrive within HandshakeTimeout, and
 // bodies within BodyTimeout (the handler's own deadline, which does not
@@ -162,7 +168,7 @@ func (h *Hub) serveLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	body, herr := mcp.ReadBody(w, r, 4096)
 	if herr != nil {
-		http.Error(w, strconv.Itoa(herr.Status)+" "+herr.Message, herr.Status)
+		refuseBody(w, herr)
 		return
 	}
 	form, _ := url.ParseQuery(string(body))

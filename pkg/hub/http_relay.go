@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
@@ -56,7 +55,7 @@ func (h *Hub) relayHTTP(w http.ResponseWriter, r *http.Request, instance string)
 	c := h.cluster
 	body, herr := mcp.ReadBody(w, r, int64(h.cfg.MaxMessageBytes))
 	if herr != nil {
-		http.Error(w, strconv.Itoa(herr.Status)+" "+herr.Message, herr.Status)
+		refuseBody(w, herr)
 		return
 	}
 	h.metrics.relayed.WithLabelValues("sent").Inc()
