@@ -41,7 +41,8 @@
 // # Where things are
 //
 //	hub.go            Config, Hub, drain and close
-//	http.go           the HTTP mux, readiness, the dashboard's login
+//	http.go           the HTTP mux, bodies under a deadline, readiness, the
+//	                  dashboard's login and logout
 //	admission.go      who may connect: draining, origin, token, limits
 //	auth.go           the tokens file and roles
 //	session.go        a client session: the method table, lists, routing entry
