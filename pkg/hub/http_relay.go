@@ -17,9 +17,10 @@ import (
 // with its own handler as if it had come to it directly (admission
 // included), and streams the response back (status and headers, then each
 // flushed part, then its end), which this instance writes to its client as
-// it comes. When the client leaves, the owner is told, and its handler's
-// request context ends. So several instances behind a load balancer behave
-// as one, without affinity.
+// it comes. When the client leaves, or stops reading (a write takes longer
+// than StreamWriteTimeout, as it may on the owner), the owner is told, and
+// its handler's request context ends: it detaches the stream. So several
+// instances behind a load balancer behave as one, without affinity.
 //
 // Parts of one response travel in order (one publisher, one topic); if the
 // broker loses one, or this instance cannot keep up with a stream, the
