@@ -69,7 +69,7 @@ func (h *Hub) boundBodies(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // relayed: the body is a buffer
 			return
 		}
-		w.Header().Set("Connection", "close") // until the body is in
+		w.Header()["Connection"] = connectionClose // until the body is in
 		b := &boundedBody{ReadCloser: r.Body, rc: rc, header: w.Header()}
 		if isUpgrade(r) {
 			http.Error(w, "400 bad request: a WebSocket handshake carries no body", http.StatusBadRequest)
@@ -85,6 +85,10 @@ func (h *Hub) boundBodies(next http.Handler) http.Handler {
 		}
 	})
 }
+
+// connectionClose is the Connection header of a request whose body is not
+// in yet, set without allocating (net/http copies what it sends).
+var connectionClose = []string{"close"}
 
 // boundedBody is a request body read under a deadline: once it is read to
 // its end, the deadline is lifted and the connection may be kept alive.
