@@ -26,8 +26,10 @@
 // connection and the server's pipes are one conversation, so requests,
 // answers, notifications, progress, cancellation and the server's own
 // requests to clients (sampling, elicitation, roots) all pass as they are.
-// The hub sends initialize first, as it does to every server; the connector
-// only watches for it and for the server's answer.
+// The hub sends initialize first, as it does to every server (and
+// server/discover to a server of the 2026-07-28 revision, which refuses
+// initialize); the connector only watches for them and for the server's
+// answer: a server that answered either has started.
 //
 // The server's standard error goes to the log line by line, with
 // server=<name>. A line on its standard output that is not JSON-RPC (a
@@ -46,9 +48,9 @@
 // A session is one child and one hub connection, and ends with either, so
 // that both sides always start afresh: a new child gets the hub's new
 // initialize. When the child exits, closes its output, writes a line over
-// the read limit or does not answer initialize within InitTimeout, the
-// connector stops it and closes the hub connection with 1011 and a short
-// reason the hub shows ("server exited with status 1; restarting in 4s").
+// the read limit or answers neither initialize nor server/discover within
+// InitTimeout, the connector stops it and closes the hub connection with
+// 1011 and a short reason the hub shows ("server exited with status 1; restarting in 4s").
 // When the hub goes away, the connector stops the child and dials again.
 // Every next session waits a backoff that doubles from MinBackoff to
 // MaxBackoff, with jitter, and starts over once a server has run for

@@ -84,9 +84,11 @@ type upstream interface {
 var _ upstream = (*child)(nil)
 
 // relay passes frames both ways between the hub and one run of a server,
-// unchanged. It watches only the start: the hub's initialize and the
-// server's answer (for the init timeout and the server's name), and it
-// drops, logs and reports lines that are not JSON-RPC.
+// unchanged. It watches only the start: the hub's initialize (or, for a
+// server of the 2026-07-28 revision, which refuses initialize, its
+// server/discover) and the server's answer (for the init timeout and the
+// server's name), and it drops, logs and reports lines that are not
+// JSON-RPC.
 type relay struct {
 	hub, server peer.Conn
 	log         *slog.Logger
@@ -95,10 +97,10 @@ type relay struct {
 
 	wg       sync.WaitGroup
 	ends     chan end
-	initDone chan struct{} // closed once the server answered initialize
+	initDone chan struct{} // closed once the server answered initialize or server/discover
 
 	mu         sync.Mutex
-	initID     jsonrpc.ID // the hub's initialize, once seen
+	startIDs   map[jsonrpc.ID]string // the hub's initialize and server/discover, by id: their method
 	initAt     time.Time
 	serverName string
 
@@ -111,6 +113,7 @@ type relay struct {
 func (r *relay) run(ctx context.Context, up upstream, grace time.Duration) end {
 	r.ends = make(chan end, 2)
 	r.initDone = make(chan struct{})
+	r.startIDs = map[jsonrpc.ID]string{}
 	r.wg.Add(2)
 	go r.hubToServer()
 	go r.serverToHub()
@@ -189,15 +192,14 @@ func (r *relay) initialized() bool {
 // hubToServer passes the hub's frames to the server.
 func (r *relay) hubToServer() {
 	defer r.wg.Done()
-	watching := true
 	for {
 		frame, err := r.hub.Read(context.Background())
 		if err != nil {
 			r.ends <- end{kind: endHubLost, err: err}
 			return
 		}
-		if watching {
-			watching = !r.watchInitialize(frame)
+		if !r.initialized() {
+			r.watchStart(frame)
 		}
 		if err := r.server.Write(context.Background(), frame); err != nil {
 			r.ends <- end{kind: endOutput, err: err}
@@ -206,18 +208,19 @@ func (r *relay) hubToServer() {
 	}
 }
 
-// watchInitialize notes the id of the hub's initialize. It reports whether
-// it was found.
-func (r *relay) watchInitialize(frame []byte) bool {
+// watchStart notes the ids of the hub's initialize and server/discover:
+// the answer to either starts the server. (A server of the 2026-07-28
+// revision refuses initialize and answers server/discover: counting only
+// initialize restarted it every InitTimeout.)
+func (r *relay) watchStart(frame []byte) {
 	for _, m := range jsonrpc.Decode(frame).Messages {
-		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() && req.Method == mcp.MethodInitialize {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() &&
+			(req.Method == mcp.MethodInitialize || req.Method == mcp.MethodServerDiscover) {
 			r.mu.Lock()
-			r.initID = req.ID
+			r.startIDs[req.ID] = req.Method
 			r.mu.Unlock()
-			return true
 		}
 	}
-	return false
 }
 
 // unlimited: the relay checks syntax only; the hub enforces its limits.
@@ -251,8 +254,9 @@ func (r *relay) serverToHub() {
 	}
 }
 
-// watchInitialized notes the server's answer to initialize: the time, for
-// the backoff, and serverInfo.name, for the connector's later connections.
+// watchInitialized notes the server's answer to initialize or
+// server/discover: the time, for the backoff, and serverInfo.name, for the
+// connector's later connections.
 func (r *relay) watchInitialized(ms []jsonrpc.Message) {
 	for _, m := range ms {
 		resp, ok := m.(*jsonrpc.Response)
@@ -260,27 +264,41 @@ func (r *relay) watchInitialized(ms []jsonrpc.Message) {
 			continue
 		}
 		r.mu.Lock()
-		mine := r.initID.IsValid() && resp.ID == r.initID
+		method, mine := r.startIDs[resp.ID]
 		r.mu.Unlock()
 		if !mine {
 			continue
 		}
 		if resp.Error != nil {
-			r.log.Warn("the server refused initialize", "code", resp.Error.Code, "message", resp.Error.Message)
-			continue // the hub will close the connection
+			// A server of the 2026-07-28 revision refuses initialize: the
+			// hub asks server/discover next. Otherwise the hub closes.
+			r.log.Info("the server refused "+method, "code", resp.Error.Code, "message", resp.Error.Message)
+			continue
 		}
-		var name string
-		if info, ok := jsonrpc.Member(resp.Result, "serverInfo"); ok {
-			name, _ = jsonrpc.StringMember(info, "name")
-		}
+		name := serverName(method, resp.Result)
 		r.mu.Lock()
 		r.initAt = time.Now()
 		r.serverName = name
 		r.mu.Unlock()
 		close(r.initDone)
-		r.log.Info("the server answered the hub's initialize", "server_info", name)
+		r.log.Info("the server answered the hub's "+method, "server_info", name)
 		return
 	}
+}
+
+// serverName reads serverInfo.name from the answer to initialize, or from
+// _meta of the answer to server/discover.
+func serverName(method string, result json.RawMessage) string {
+	info, ok := jsonrpc.Member(result, "serverInfo")
+	if method == mcp.MethodServerDiscover {
+		meta, _ := jsonrpc.Member(result, "_meta")
+		info, ok = jsonrpc.Member(meta, mcp.MetaServerInfo)
+	}
+	if !ok {
+		return ""
+	}
+	name, _ := jsonrpc.StringMember(info, "name")
+	return name
 }
 
 // dropGarbage logs a line that is not JSON-RPC and tells the hub with a log

@@ -1,7 +1,10 @@
 package connect_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -15,6 +18,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/connect"
 	"github.com/switchboard-mcp/switchboard/internal/demo"
 	"github.com/switchboard-mcp/switchboard/pkg/hub"
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
@@ -104,4 +108,71 @@ func TestRun_streamableHTTPUpstream(t *testing.T) {
 	}, wait, 20*time.Millisecond, "the server is back on the hub through a new session")
 	assert.Equal(t, int32(2), hs.opened.Load())
 	assert.NotContains(t, r.log.String(), hs.srv.URL+"/mcp?", "no query in logs")
+}
+
+// modernOnly serves a server of the 2026-07-28 revision alone over HTTP: it
+// refuses initialize with -32022, as the revision says, and answers
+// server/discover and every request on POSTs of their own, without a
+// session.
+func modernOnly(t *testing.T) *httptest.Server {
+	s := mcp.NewServer(mcp.Implementation{Name: "modern-only", Version: "1.0.0"},
+		&mcp.ServerOptions{ProtocolVersions: []string{mcp.ModernVersion}})
+	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echo text."},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ Text string }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(args.Text)}}, nil
+		})
+	h := mcp.NewStreamableHandler(&mcp.StreamableOptions{
+		Stateless: func(r *http.Request, sess *mcp.StreamSession) error {
+			s.Serve(sess.Context(), sess.Conn())
+			return nil
+		},
+	})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get(mcp.HeaderSessionID) == "" && r.Header.Get(mcp.HeaderMethod) == "" {
+			body, _ := io.ReadAll(r.Body)
+			if m, err := jsonrpc.DecodeMessage(body); err == nil {
+				if req, ok := m.(*jsonrpc.Request); ok && req.Method == mcp.MethodInitialize {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest)
+					e := jsonrpc.NewError(mcp.CodeUnsupportedProtocolVersion, "unsupported protocol version").
+						WithData(map[string]any{"supported": []string{mcp.ModernVersion}})
+					w.Write((&jsonrpc.Response{ID: req.ID, Error: e}).Encode())
+					return
+				}
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(h.Close)
+	return srv
+}
+
+// TestRun_modernUpstreamIsStarted: a server that speaks only 2026-07-28
+// refuses initialize and answers server/discover; the connector counts the
+// discovery as the start and keeps the session, call after call, well past
+// its init timeout (it restarted the server every init timeout before).
+func TestRun_modernUpstreamIsStarted(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	srv := modernOnly(t)
+	const initTimeout = 200 * time.Millisecond
+	r := runConnector(t, []connect.Server{{Name: "modern", Upstream: srv.URL + "/mcp"}},
+		connect.Options{URL: th.url("/mcp/server"), InitTimeout: initTimeout})
+	c := th.client(t, nil)
+	waitTool(t, c, "modern__echo", true)
+
+	ctx := ctxFor(t)
+	calls := 0
+	for start := time.Now(); time.Since(start) < 6*initTimeout; calls++ {
+		res, err := c.CallTool(ctx, "modern__echo", map[string]string{"text": "still here"}, nil)
+		require.NoError(t, err, "call %d", calls)
+		require.Equal(t, "still here", text(t, res), "call %d", calls)
+	}
+	assert.Positive(t, calls)
+	assert.Equal(t, 1, r.log.count("upstream session opened"), "one session all along; the log:\n%s", r.log)
+	assert.Zero(t, r.log.count("did not answer initialize"), "the log:\n%s", r.log)
+	assert.Equal(t, 1, r.log.count("the server answered the hub's server/discover", "server_info=modern-only"))
 }
