@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
@@ -243,4 +246,65 @@ func TestStdio_processOneServer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "own names", res.Content[0].Text)
 	p.stderr.waitFor(t, 1, "connected to the hub at "+th.base()+"/servers/fake/mcp")
+}
+
+// TestConnect_tokenFile: the connector reads its token from --token-file,
+// so that it never shows in the process list; a token given with --token
+// works and is warned about, and the warning never holds the token.
+func TestConnect_tokenFile(t *testing.T) {
+	dir := t.TempDir()
+	tokensFile := dir + "/tokens.yaml"
+	require.NoError(t, os.WriteFile(tokensFile, []byte(`tokens:
+  - {name: srv, token: server-secret, roles: [server], servers: ["*"]}
+  - {name: user, token: client-secret, roles: [client]}
+`), 0o600))
+	tokens, err := hub.LoadTokens(tokensFile)
+	require.NoError(t, err)
+	h, err := hub.New(hub.Config{Tokens: tokens, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h.NewHTTPServer().Handler)
+	t.Cleanup(func() {
+		srv.Close()
+		require.NoError(t, h.Close())
+	})
+	th := &testHub{Hub: h, srv: srv}
+	c := th.client(t, &mcp.ClientOptions{Token: "client-secret"})
+
+	tokenFile := dir + "/hub-token"
+	require.NoError(t, os.WriteFile(tokenFile, []byte("server-secret\n"), 0o600))
+	p := startHubCommand(t, nil, "connect", "--hub", th.base(), "--token-file", tokenFile, "--name", "filed", "--", os.Args[0], stdioServerArg).start(t)
+	waitTool(t, c, "filed__echo", true)
+	assert.NotContains(t, p.stderr.String(), "command line", "no warning without --token")
+	assert.Equal(t, 0, p.stop(t, syscall.SIGTERM))
+
+	p = startHubCommand(t, nil, "connect", "--hub", th.base(), "--token", "server-secret", "--name", "flagged", "--", os.Args[0], stdioServerArg).start(t)
+	waitTool(t, c, "flagged__echo", true)
+	p.stderr.waitFor(t, 1, "the token is on the command line (--token), where every user of this machine sees it in the process list; use --token-file FILE or SWITCHBOARD_TOKEN instead")
+	assert.Equal(t, 0, p.stop(t, syscall.SIGTERM))
+	assert.NotContains(t, p.stderr.String(), "server-secret")
+
+	p = startHubCommand(t, []string{"SWITCHBOARD_TOKEN=server-secret"}, "connect", "--hub", th.base(), "--name", "environ", "--", os.Args[0], stdioServerArg).start(t)
+	waitTool(t, c, "environ__echo", true)
+	assert.NotContains(t, p.stderr.String(), "command line", "no warning for the variable")
+	assert.Equal(t, 0, p.stop(t, syscall.SIGTERM))
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--token", "x", "--token-file", tokenFile}, "not both"},
+		{[]string{"--token-file", dir + "/missing"}, "--token-file: open "},
+		{[]string{"--token-file", writeFile(t, dir+"/empty", "\n\n")}, "holds no token"},
+	} {
+		args := append(append([]string{"connect", "--hub", th.base()}, tc.args...), "--", "server")
+		err := Run(context.Background(), args, envOf(nil, &bytes.Buffer{}))
+		require.Error(t, err, tc.args)
+		assert.Contains(t, err.Error(), tc.want, tc.args)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
 }

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 type connectOptions struct {
 	hub         string
 	token       string
+	tokenFile   string
 	name        string
 	roots       listFlag
 	config      string
@@ -41,7 +44,7 @@ func connectCommand(o *connectOptions) *command {
 		"hub connect --hub ws://127.0.0.1:8080 -- npx -y @modelcontextprotocol/server-memory",
 		"hub connect --hub ws://127.0.0.1:8080 --name files --root file:///srv/files -- \\",
 		"    npx -y @modelcontextprotocol/server-filesystem /srv/files",
-		"hub connect --hub wss://hub.example --token $TOKEN --config claude_desktop_config.json",
+		"hub connect --hub wss://hub.example --token-file /run/secrets/hub-token --config claude_desktop_config.json",
 		"hub connect --hub ws://127.0.0.1:8080 --name remote --upstream http://10.0.0.5:3001/mcp --header 'Authorization: Bearer x'",
 	}
 	c.notes = "--config reads the shape desktop clients use, in YAML or JSON:\n" +
@@ -53,14 +56,15 @@ func connectCommand(o *connectOptions) *command {
 	c.noEnv["root"], c.noEnv["header"] = true, true
 	fs := c.fs
 	fs.StringVar(&o.hub, "hub", "", "the hub: `URL` ws://HOST:PORT (or wss://, http://, https://; the path defaults to /mcp/server)")
-	fs.StringVar(&o.token, "token", "", "`token` for the hub (sent as Authorization: Bearer)")
+	fs.StringVar(&o.token, "token", "", "`token` for the hub (sent as Authorization: Bearer); on the command line every user sees it in the process list: prefer --token-file or the variable")
+	fs.StringVar(&o.tokenFile, "token-file", "", "`file` holding the token for the hub (its first line), unseen in the process list")
 	fs.StringVar(&o.name, "name", "", "the server's `name` on the hub (default: its serverInfo.name)")
 	fs.Var(&o.roots, "root", "a root `URI` (file:///...) the hub answers roots/list with when the server asks outside any client's call; repeatable")
 	fs.StringVar(&o.config, "config", "", "`file` of servers to run, in the shape desktop clients use (mcpServers: {name: {command, args, env}})")
 	fs.StringVar(&o.upstream, "upstream", "", "`URL` of a Streamable HTTP MCP server to put on the hub instead of a command")
 	fs.Var(&o.headers, "header", "`header` ('Name: value') sent to the --upstream server; repeatable")
 	fs.StringVar(&o.transport, "transport", "", "the --upstream server's `transport`: streamable-http, or sse for the older HTTP+SSE (default: sse when the URL's path ends in /sse)")
-	fs.DurationVar(&o.initTimeout, "init-timeout", connect.DefaultInitTimeout, "how long a server may take to answer the hub's initialize before it is restarted")
+	fs.DurationVar(&o.initTimeout, "init-timeout", connect.DefaultInitTimeout, "how long a server may take to answer the hub's initialize (or server/discover) before it is restarted")
 	o.log.add(fs)
 	return c
 }
@@ -82,7 +86,11 @@ func runConnect(ctx context.Context, args []string, env *Env) error {
 	if o.hub == "" {
 		return usagef("connect", "--hub is required (or SWITCHBOARD_HUB): the hub's URL, e.g. ws://127.0.0.1:8080")
 	}
-	hubURL, header, err := endpoint(o.hub, "/mcp/server", o.token)
+	token, err := o.readToken()
+	if err != nil {
+		return err
+	}
+	hubURL, header, err := endpoint(o.hub, "/mcp/server", token)
 	if err != nil {
 		return usagef("connect", "--hub: %w", err)
 	}
@@ -90,7 +98,49 @@ func runConnect(ctx context.Context, args []string, env *Env) error {
 	if err != nil {
 		return err
 	}
+	if visible := tokenOnCommandLine(c.fs); visible != "" {
+		log.Warn("the token is on the command line (" + visible + "), where every user of this machine sees it in the process list; " +
+			"use --token-file FILE or SWITCHBOARD_TOKEN instead")
+	}
 	return connect.Run(ctx, servers, &connect.Options{URL: hubURL, Header: header, Logger: log, InitTimeout: o.initTimeout})
+}
+
+// readToken returns the token for the hub: --token's (or SWITCHBOARD_TOKEN),
+// else the first line of --token-file's file.
+func (o *connectOptions) readToken() (string, error) {
+	if o.tokenFile == "" {
+		return o.token, nil
+	}
+	if o.token != "" {
+		return "", usagef("connect", "give the token by --token (or SWITCHBOARD_TOKEN) or by --token-file, not both")
+	}
+	b, err := os.ReadFile(o.tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	token, _, _ := strings.Cut(string(b), "\n")
+	if token = strings.TrimSpace(token); token == "" {
+		return "", fmt.Errorf("--token-file: %s holds no token", o.tokenFile)
+	}
+	return token, nil
+}
+
+// tokenOnCommandLine names where the command line shows a token: --token,
+// or ?token= in --hub (not SWITCHBOARD_TOKEN or SWITCHBOARD_HUB, which
+// only the user and root can read). "" when it shows none.
+func tokenOnCommandLine(fs *flag.FlagSet) string {
+	where := ""
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case f.Name == "token" && f.Value.String() != "":
+			where = "--token"
+		case f.Name == "hub" && where == "":
+			if u, err := url.Parse(f.Value.String()); err == nil && u.Query().Get("token") != "" {
+				where = "?token= in --hub"
+			}
+		}
+	})
+	return where
 }
 
 // servers turns the flags and arguments into the servers to run.
