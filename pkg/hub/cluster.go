@@ -383,7 +383,7 @@ func (c *cluster) publishSnapshot(ctx context.Context) {
 	snap := &snapshot{Addr: h.cfg.Addr, StartedAt: h.start.UTC(), Departed: h.gone.list(), Reserved: h.reg.localReservations()}
 	for _, ri := range h.reg.localReplicas() {
 		rs := replicaSnap{ID: ri.ID, Name: ri.Name, ServerInfo: ri.ServerInfo, ProtocolVersion: ri.ProtocolVersion,
-			ConnectedAt: ri.ConnectedAt, Since: ri.Since, Owner: ri.Owner, Capabilities: ri.Capabilities, Instructions: ri.Instructions}
+			ConnectedAt: ri.ConnectedAt, Since: ri.Since, Owner: ri.Owner, Capabilities: ri.Capabilities, Instructions: ri.Instructions, Leased: ri.Leased}
 		for k := range numKinds {
 			for _, it := range ri.lists[k] {
 				rs.Lists[k] = append(rs.Lists[k], it.raw)
@@ -640,7 +640,7 @@ func (c *cluster) replicasOf(instance string, s *snapshot) []*replicaInfo {
 	for _, rs := range s.Replicas {
 		ri := &replicaInfo{ID: rs.ID, Name: rs.Name, Instance: instance, ServerInfo: rs.ServerInfo,
 			ProtocolVersion: rs.ProtocolVersion, ConnectedAt: rs.ConnectedAt, Since: rs.Since, Owner: rs.Owner,
-			Capabilities: rs.Capabilities, Instructions: rs.Instructions}
+			Capabilities: rs.Capabilities, Instructions: rs.Instructions, Leased: rs.Leased}
 		for k := range numKinds {
 			for _, raw := range rs.Lists[k] {
 				if it, ok := newListItem(k, rs.Name, sep, raw); ok {
@@ -972,7 +972,9 @@ func answerTo(req *envelope, kind string, res json.RawMessage, err error) *envel
 
 // serveCall forwards a call another instance sent to one of this
 // instance's replicas, without a goroutine waiting: the answer is published
-// from wherever it arrives.
+// from wherever it arrives. A call of a server whose replicas are leased
+// goes to a replica of this instance its client may have, or waits here for
+// one (lease.go).
 func (c *cluster) serveCall(env *envelope) {
 	h := c.hub
 	rp := h.localReplica(env.Replica)
@@ -980,13 +982,19 @@ func (c *cluster) serveCall(env *envelope) {
 		h.goOwned(func() { c.answer(env, kindResult, nil, errServerGone(env.Server)) })
 		return
 	}
-	sc := &servedCall{env: env, ri: rp.currentInfo(),
+	sc := &servedCall{env: env,
 		remoteCaller: remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client, declared: env.Caps, level: env.LogLevel}}
-	sc.ri.inflight.Add(1)
 	c.mu.Lock()
 	c.served[servedKey(env.From, env.Call)] = sc
 	c.mu.Unlock()
-	abort := rp.send(&sc.remoteCaller, env.Method, env.Params, sc.finish)
+	ri := rp.currentInfo()
+	var abort func(error)
+	if ri.Leased {
+		abort = h.leases.route(ri.Name, h.reg.view().servers[ri.Name], env.Client, true, sc.sendTo,
+			func(err error) { sc.finish(nil, err) })
+	} else {
+		abort = sc.sendTo(ri, nil)
+	}
 	// The caller times the call out and cancels it; this bound only holds
 	// if that cancellation is lost.
 	sc.started(0, abort, h.cfg.CallTimeout+time.Second)
@@ -997,8 +1005,17 @@ func (c *cluster) serveCall(env *envelope) {
 type servedCall struct {
 	remoteCaller
 	flight
-	env *envelope
-	ri  *replicaInfo
+	env     *envelope
+	ri      *replicaInfo // the replica it was sent to; nil while it waits for a lease
+	release func()       // ends its share of the replica's lease, if leased
+}
+
+// sendTo sends the call to ri, a replica of this instance; release, when
+// set, runs when it ends.
+func (sc *servedCall) sendTo(ri *replicaInfo, release func()) (abort func(error)) {
+	sc.ri, sc.release = ri, release
+	ri.inflight.Add(1)
+	return ri.local.send(&sc.remoteCaller, sc.env.Method, sc.env.Params, sc.finish)
 }
 
 // finish sends the call's answer back, once.
@@ -1007,7 +1024,14 @@ func (sc *servedCall) finish(raw json.RawMessage, err error) {
 		return
 	}
 	c := sc.c
-	sc.ri.inflight.Add(-1)
+	server := sc.env.Server
+	if sc.ri != nil {
+		if sc.release != nil {
+			sc.release()
+		}
+		sc.ri.inflight.Add(-1)
+		server = sc.ri.Name
+	}
 	if errors.Is(err, context.Canceled) {
 		c.unserve(servedKey(sc.env.From, sc.env.Call))
 		return // the caller gave up, or the exchange was interrupted: no one wants the answer
@@ -1015,7 +1039,7 @@ func (sc *servedCall) finish(raw json.RawMessage, err error) {
 	// The call stays served until its answer is published: a drain that
 	// saw it gone would close the hub before the answer left, and the
 	// caller would hear "instance gone" instead.
-	c.postAnswer(sc.env, kindResult, raw, c.hub.upstreamError(sc.ri.Name, err), sc.answered)
+	c.postAnswer(sc.env, kindResult, raw, c.hub.upstreamError(server, err), sc.answered)
 }
 
 // answered ends the call's service once its answer is published (or could

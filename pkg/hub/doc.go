@@ -52,6 +52,9 @@
 //	                  served by its owner through the broker
 //	routing.go        the call path: resolve, pick, forward; id and progress-
 //	                  token rewriting; server requests routed to their client
+//	lease.go          replicas of servers whose requests to clients cannot
+//	                  name their call, leased to one client at a time, and
+//	                  the calls that wait for one
 //	modern.go         clients of the 2026-07-28 revision: requests without a
 //	                  session, their checks, answers and cache hints
 //	listen.go         subscriptions/listen streams, and the session's holds
@@ -103,9 +106,9 @@
 // or the broker. When two are held, they are taken in this order:
 // registry.mu (held while a registry change is announced), then Hub.mu,
 // then replica.mu; registry.mu, then subscriptions.mu or Hub.changedMu.
-// cluster.mu, subscriptions.mu, session.mu, flight.mu, stats.mu,
-// stats.rmu, callLog.mu and elicitations.mu are leaves: nothing else is
-// taken while one is held.
+// cluster.mu, subscriptions.mu, session.mu, flight.mu, leases.mu,
+// stats.mu, stats.rmu, callLog.mu and elicitations.mu are leaves: nothing
+// else is taken while one is held.
 //
 // docs/architecture.md follows one call and one notification through all
 // of this; docs/protocol.md says how each ambiguity of MCP and JSON-RPC was

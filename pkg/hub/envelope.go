@@ -540,6 +540,7 @@ type replicaSnap struct {
 	Owner           string                      `json:"owner"`
 	Capabilities    json.RawMessage             `json:"capabilities,omitempty"`
 	Instructions    string                      `json:"instructions,omitempty"`
+	Leased          bool                        `json:"leased,omitempty"`
 	Lists           [numKinds][]json.RawMessage `json:"lists"`
 }
 

@@ -74,6 +74,14 @@ func errRateLimited(retry time.Duration) error {
 		WithData(map[string]any{"retryAfterMs": ms})
 }
 
+// errLeaseQueueFull answers a call of a server whose replicas are leased to
+// one client at a time when all are busy and waiting calls fill the queue.
+func errLeaseQueueFull(server string, waiting int, retry time.Duration) error {
+	return (&jsonrpc.Error{Code: mcp.CodeRateLimited, Message: fmt.Sprintf(
+		"every replica of server %q serves another client's calls and %d calls wait already: retry later", server, waiting)}).
+		WithData(map[string]any{"server": server, "retryAfterMs": retry.Milliseconds()})
+}
+
 // forbidden answers a request the token may not make.
 func forbidden(p *principal, what string) error {
 	return &jsonrpc.Error{Code: mcp.CodeForbidden, Message: fmt.Sprintf("forbidden: token %q may not %s", p.name, what)}

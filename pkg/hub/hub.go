@@ -128,6 +128,11 @@ type Config struct {
 	// ListChangedInterval is the least time between two list_changed of one
 	// kind to one client (the last change is always told). Default 100 ms.
 	ListChangedInterval time.Duration
+	// MaxLeaseQueue bounds the calls that wait on this instance for a
+	// replica of one server whose replicas are leased (one client at a
+	// time: servers whose requests to clients cannot name their call);
+	// beyond, a call gets -32004 with data.retryAfterMs. Default 1024.
+	MaxLeaseQueue int
 	// ReservationPeriod is how long a server that left keeps its place: its
 	// URIs and templates (and its name) stay reserved to its token, so that
 	// it gets them back when it returns (a redeploy) and no other server is
@@ -186,6 +191,7 @@ const (
 	DefaultListChangedInterval      = 100 * time.Millisecond
 	DefaultStatsInterval            = time.Second
 	DefaultReservationPeriod        = 2 * time.Minute
+	DefaultMaxLeaseQueue            = 1024
 )
 
 func (cfg *Config) setDefaults() {
@@ -203,6 +209,7 @@ func (cfg *Config) setDefaults() {
 		cfg.Separator = DefaultSeparator
 	}
 	defDur(&cfg.CallTimeout, DefaultCallTimeout)
+	def(&cfg.MaxLeaseQueue, DefaultMaxLeaseQueue)
 	def(&cfg.PageSize, DefaultPageSize)
 	defDur(&cfg.HeartbeatInterval, DefaultHeartbeatInterval)
 	def(&cfg.MaxMessageBytes, DefaultMaxMessageBytes)
@@ -263,6 +270,7 @@ type Hub struct {
 	reg        *registry
 	subs       *subscriptions
 	inputs     *inputs // modern clients' calls waiting for their input (input.go)
+	leases     *leases // replicas that serve one client at a time (lease.go)
 	cluster    *cluster
 	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
 	gone       departures             // servers that left lately
@@ -318,6 +326,7 @@ func New(cfg Config) (*Hub, error) {
 	h.reg = newRegistry(cfg.ReservationPeriod, h.viewChanged)
 	h.subs = newSubscriptions(h)
 	h.inputs = newInputs(h)
+	h.leases = newLeases(h)
 	h.stats = newStats(h)
 	h.cluster = newCluster(h)
 	h.streamable = h.newStreamable()

@@ -106,6 +106,9 @@ type replicaInfo struct {
 	// initialize, for its own endpoint (/servers/<name>/mcp).
 	Capabilities json.RawMessage `json:"capabilities,omitempty"`
 	Instructions string          `json:"instructions,omitempty"`
+	// Leased: the replica serves one client's calls at a time, since its
+	// requests to clients do not name their call (lease.go).
+	Leased bool `json:"leased,omitempty"`
 
 	lists    [numKinds][]listItem
 	local    *replica      // nil when the replica is on another instance

@@ -46,6 +46,16 @@ type replica struct {
 	modern bool
 	listen upstreamListen // a modern server's listen stream
 
+	// untagged: the server's URL said ?lease=client, as the connector says
+	// of a published stdio server, whose requests to clients cannot name
+	// their call; unless it is modern, its replicas are then leased
+	// (lease.go).
+	untagged bool
+	// holder is the client whose calls a leased replica serves ("" while it
+	// is free) and leased their number; under the hub's leases.mu.
+	holder string
+	leased int
+
 	mu         sync.Mutex
 	info       *replicaInfo // published; nil until registered
 	calls      map[jsonrpc.ID]*upstreamCall
@@ -106,6 +116,7 @@ func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
 	rp.peer.Start(h.ctx)
 	nameHint := r.URL.Query().Get("name")
 	rp.roots = r.URL.Query()["root"]
+	rp.untagged = r.URL.Query().Get("lease") == "client"
 	if !h.goOwned(func() { rp.run(nameHint) }) {
 		rp.peer.CloseWith(peer.CloseGoingAway, "hub shutting down")
 	}
@@ -152,6 +163,9 @@ func (rp *replica) run(nameHint string) {
 		h.departed(name, err)
 	}
 	h.removeLocal(rp.id)
+	if rp.untagged {
+		h.leases.left(name)
+	}
 	rp.log.Info("server disconnected", "reason", err)
 }
 
@@ -228,6 +242,7 @@ func (rp *replica) handshake(nameHint string) error {
 		ConnectedAt:     time.Now().UTC(),
 		Owner:           rp.who.name,
 		Instructions:    init.Instructions,
+		Leased:          rp.untagged && !rp.modern, // a modern server sends no requests
 		local:           rp,
 		inflight:        new(atomic.Int64),
 	}
@@ -259,6 +274,9 @@ func (rp *replica) handshake(nameHint string) error {
 	}
 	if err := h.setLocal(info); err != nil {
 		return err
+	}
+	if info.Leased {
+		h.leases.joined(name, rp)
 	}
 	rp.log.Info("server registered", "serverInfo", init.ServerInfo.Name, "version", init.ProtocolVersion,
 		"tools", len(info.lists[kindTools]), "resources", len(info.lists[kindResources]),
@@ -456,6 +474,16 @@ func (rp *replica) currentInfo() *replicaInfo {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	return rp.info
+}
+
+// closed reports whether the replica's connection has ended.
+func (rp *replica) closed() bool {
+	select {
+	case <-rp.peer.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 func (rp *replica) name() string {

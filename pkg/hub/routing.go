@@ -505,7 +505,9 @@ func (h *Hub) forward(t *target, c caller, method string, done func(json.RawMess
 // server of the stateless revision answers a session-based client's call
 // with input requests: the hub asks the client (answerInput, input.go) and
 // sends the call again with the answers, under the same flight: one
-// timeout and one way to cancel, however many rounds.
+// timeout and one way to cancel, however many rounds. A call of a server
+// whose replicas are leased goes to a replica its client may have, or
+// waits for one (lease.go).
 func (h *Hub) attempt(f *flight, t *target, c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) {
 	ri := h.pick(t.replicas)
 	if ri == nil {
@@ -515,12 +517,34 @@ func (h *Hub) attempt(f *flight, t *target, c caller, method string, params json
 		return
 	}
 	gen := f.generation()
+	if !ri.Leased {
+		f.started(gen, h.sendTo(f, t, ri, c, method, params, done, nil), h.cfg.CallTimeout)
+		return
+	}
+	send := func(ri *replicaInfo, release func()) func(error) {
+		return h.sendTo(f, t, ri, c, method, params, done, release)
+	}
+	fail := func(err error) {
+		if f.end() {
+			h.ended(f, t, c, method, nil, h.upstreamError(t.server, err), done)
+		}
+	}
+	f.started(gen, h.leases.route(t.server, t.replicas, c.client(), false, send, fail), h.cfg.CallTimeout)
+}
+
+// sendTo sends an attempt of a call to the replica ri and returns how to
+// abort it; release, when set, runs first when it ends (the end of its
+// share of a lease).
+func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method string, params json.RawMessage, done func(json.RawMessage, error), release func()) (abort func(error)) {
 	ri.inflight.Add(1)
 	start := time.Now()
 	var once atomic.Bool
 	finish := func(raw json.RawMessage, err error) {
 		if !once.CompareAndSwap(false, true) {
 			return
+		}
+		if release != nil {
+			release()
 		}
 		ri.inflight.Add(-1)
 		h.metrics.observeRouted(method, ri.local != nil, start)
@@ -550,13 +574,10 @@ func (h *Hub) attempt(f *flight, t *target, c caller, method string, params json
 		}
 		h.ended(f, t, c, method, raw, h.upstreamError(t.server, err), done)
 	}
-	var abort func(error)
 	if ri.local != nil {
-		abort = ri.local.send(c, method, params, finish)
-	} else {
-		abort = h.cluster.call(ri, t.server, c, method, params, finish)
+		return ri.local.send(c, method, params, finish)
 	}
-	f.started(gen, abort, h.cfg.CallTimeout)
+	return h.cluster.call(ri, t.server, c, method, params, finish)
 }
 
 // call is forward for a caller that waits: it returns when the answer
