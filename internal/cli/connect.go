@@ -25,6 +25,9 @@ type connectOptions struct {
 	upstream    string
 	headers     listFlag
 	transport   string
+	pool        string
+	poolIdle    time.Duration
+	shared      bool
 	initTimeout time.Duration
 	log         logFlags
 }
@@ -36,7 +39,7 @@ func connectCommand(o *connectOptions) *command {
 		"hub's /mcp/server and passes every message both ways unchanged. A child that exits is restarted with\n" +
 		"backoff (the hub shows why it left); a hub that goes away is dialed again."
 	c.usage = []string{
-		"hub connect --hub URL [--name NAME] [--root URI]... -- COMMAND [ARGS...]",
+		"hub connect --hub URL [--name NAME] [--root URI]... [--pool MIN..MAX] -- COMMAND [ARGS...]",
 		"hub connect --hub URL --config FILE",
 		"hub connect --hub URL --name NAME --upstream URL [--header 'NAME: VALUE']... [--transport sse]",
 	}
@@ -46,11 +49,15 @@ func connectCommand(o *connectOptions) *command {
 		"    npx -y @modelcontextprotocol/server-filesystem /srv/files",
 		"hub connect --hub wss://hub.example --token-file /run/secrets/hub-token --config claude_desktop_config.json",
 		"hub connect --hub ws://127.0.0.1:8080 --name remote --upstream http://10.0.0.5:3001/mcp --header 'Authorization: Bearer x'",
+		"hub connect --hub ws://127.0.0.1:8080 --pool 1..8 -- npx -y @modelcontextprotocol/server-everything",
 	}
 	c.notes = "--config reads the shape desktop clients use, in YAML or JSON:\n" +
 		"  mcpServers:\n" +
 		"    memory: {command: npx, args: [-y, \"@modelcontextprotocol/server-memory\"], env: {MEMORY_FILE_PATH: /tmp/m.json}}\n" +
 		"and runs every server from one process, each under its key's name.\n" +
+		"A stdio server cannot say which client's call its sampling, elicitation or roots requests belong to,\n" +
+		"so the hub lets each child serve one client's calls at a time; --pool keeps more children for more\n" +
+		"clients at once, and --shared says the server needs none of that.\n" +
 		"The child's stderr goes to the log line by line, marked server=NAME. SIGTERM or SIGINT stops every\n" +
 		"child (its whole process group: SIGTERM, then SIGKILL after 5s) and closes the connections."
 	c.noEnv["root"], c.noEnv["header"] = true, true
@@ -64,6 +71,9 @@ func connectCommand(o *connectOptions) *command {
 	fs.StringVar(&o.upstream, "upstream", "", "`URL` of a Streamable HTTP MCP server to put on the hub instead of a command")
 	fs.Var(&o.headers, "header", "`header` ('Name: value') sent to the --upstream server; repeatable")
 	fs.StringVar(&o.transport, "transport", "", "the --upstream server's `transport`: streamable-http, or sse for the older HTTP+SSE (default: sse when the URL's path ends in /sse)")
+	fs.StringVar(&o.pool, "pool", "", "keep between MIN and MAX children of the command (`MIN..MAX`, or N), each a replica on the hub: MIN always, more while every one has calls in flight (default 1..1)")
+	fs.DurationVar(&o.poolIdle, "pool-idle", connect.DefaultPoolIdle, "how long a child beyond the pool's MIN may have no call before it is stopped")
+	fs.BoolVar(&o.shared, "shared", false, "every child serves every client's calls at once: for a server that asks clients nothing during a call (no sampling, elicitation or roots), or names the call when it does")
 	fs.DurationVar(&o.initTimeout, "init-timeout", connect.DefaultInitTimeout, "how long a server may take to answer the hub's initialize (or server/discover) before it is restarted")
 	o.log.add(fs)
 	return c
@@ -102,7 +112,7 @@ func runConnect(ctx context.Context, args []string, env *Env) error {
 		log.Warn("the token is on the command line (" + visible + "), where every user of this machine sees it in the process list; " +
 			"use --token-file FILE or SWITCHBOARD_TOKEN instead")
 	}
-	return connect.Run(ctx, servers, &connect.Options{URL: hubURL, Header: header, Logger: log, InitTimeout: o.initTimeout})
+	return connect.Run(ctx, servers, &connect.Options{URL: hubURL, Header: header, Logger: log, InitTimeout: o.initTimeout, PoolIdle: o.poolIdle})
 }
 
 // readToken returns the token for the hub: --token's (or SWITCHBOARD_TOKEN),
@@ -158,8 +168,8 @@ func (o *connectOptions) servers(command []string) ([]connect.Server, error) {
 		return nil, usagef("connect", "give one of -- COMMAND [ARGS...], --config FILE and --upstream URL")
 	}
 	if o.config != "" {
-		if o.name != "" || len(o.roots) > 0 || len(o.headers) > 0 || o.transport != "" {
-			return nil, usagef("connect", "--name, --root, --header and --transport apply to one server: with --config, put them in the file")
+		if o.name != "" || len(o.roots) > 0 || len(o.headers) > 0 || o.transport != "" || o.pool != "" || o.shared {
+			return nil, usagef("connect", "--name, --root, --header, --transport, --pool and --shared apply to one server: with --config, put them in the file")
 		}
 		servers, err := connect.LoadConfig(o.config)
 		if err != nil {
@@ -167,7 +177,14 @@ func (o *connectOptions) servers(command []string) ([]connect.Server, error) {
 		}
 		return servers, nil
 	}
-	s := connect.Server{Name: o.name, Roots: o.roots}
+	s := connect.Server{Name: o.name, Roots: o.roots, Shared: o.shared}
+	if o.pool != "" {
+		p, err := connect.ParsePool(o.pool)
+		if err != nil {
+			return nil, usagef("connect", "--pool: %w", err)
+		}
+		s.Pool = p
+	}
 	if len(command) > 0 {
 		if len(o.headers) > 0 || o.transport != "" {
 			return nil, usagef("connect", "--header and --transport apply to --upstream only")

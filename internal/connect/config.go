@@ -30,6 +30,8 @@ type configServer struct {
 	Roots    []string          `yaml:"roots"`
 	Type     string            `yaml:"type"`
 	Disabled bool              `yaml:"disabled"`
+	Pool     string            `yaml:"pool"`
+	Shared   bool              `yaml:"shared"`
 }
 
 // LoadConfig reads a file of servers in the shape desktop clients use, YAML
@@ -47,11 +49,16 @@ type configServer struct {
 //	  remote:
 //	    url: http://10.0.0.5:3001/mcp
 //	    headers: {Authorization: "Bearer ..."}
+//	  everything:
+//	    command: npx
+//	    args: ["-y", "@modelcontextprotocol/server-everything"]
+//	    pool: 1..8
 //
 // Each key is the server's name on the hub. "servers" (VS Code's key) is
 // read like "mcpServers"; "cwd" sets the working directory; an entry with
 // "disabled: true" is skipped; "type" (VS Code's) may say "sse" for an
-// upstream on the older HTTP+SSE transport; other members are ignored.
+// upstream on the older HTTP+SSE transport; "pool" (MIN..MAX, or N) and
+// "shared" are Server.Pool and Server.Shared; other members are ignored.
 // Servers come back sorted by name.
 func LoadConfig(path string) ([]Server, error) {
 	b, err := os.ReadFile(path)
@@ -85,7 +92,14 @@ func ParseConfig(b []byte) ([]Server, error) {
 		if strings.TrimSpace(name) == "" {
 			return nil, errors.New("servers file: a server has an empty name")
 		}
-		s := Server{Name: name, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, Roots: e.Roots, Upstream: e.URL}
+		s := Server{Name: name, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, Roots: e.Roots, Upstream: e.URL, Shared: e.Shared}
+		if e.Pool != "" {
+			p, err := ParsePool(e.Pool)
+			if err != nil {
+				return nil, fmt.Errorf("servers file: server %q: pool %w", name, err)
+			}
+			s.Pool = p
+		}
 		switch strings.ToLower(e.Type) {
 		case "", "stdio":
 		case "sse":

@@ -44,6 +44,28 @@ type Server struct {
 	Upstream  string
 	Header    http.Header
 	Transport string
+
+	// Pool keeps between Pool.Min and Pool.Max runs of the server at once
+	// (children of the command, or sessions with the HTTP server), each a
+	// replica of the server on the hub: Min for good, more while every run
+	// has calls in flight, each stopped after Options.PoolIdle without one.
+	// The zero value is one run.
+	Pool Pool
+	// Shared says that the server's requests to clients (sampling,
+	// elicitation, roots) name the call they serve, or that it sends none
+	// during calls: each run then serves every client's calls at once.
+	// Otherwise the connector asks the hub to lease each run of a command
+	// (or of an HTTP+SSE server) to one client at a time, since such a
+	// server cannot say which call a request of its belongs to. A
+	// Streamable HTTP server is never leased: the connector names the call
+	// of each request from the POST stream that carries it.
+	Shared bool
+}
+
+// leased reports whether the hub should lease s's runs to one client at a
+// time: a stdio or HTTP+SSE server whose requests do not name their call.
+func (s *Server) leased() bool {
+	return !s.Shared && (s.Upstream == "" || s.transport() == TransportSSE)
 }
 
 // label names the server in logs before the hub has named it: its name,
@@ -78,6 +100,7 @@ const (
 	DefaultMaxBackoff  = 30 * time.Second
 	DefaultResetAfter  = 30 * time.Second
 	DefaultStopGrace   = 5 * time.Second
+	DefaultPoolIdle    = time.Minute
 )
 
 // Options configure Run. Zero fields take their defaults.
@@ -103,6 +126,9 @@ type Options struct {
 	// StopGrace is how long a child has to exit after SIGTERM before its
 	// process group is killed. Default 5 s.
 	StopGrace time.Duration
+	// PoolIdle is how long a run beyond a pool's Min may have no call in
+	// flight before it is stopped. Default 1 minute.
+	PoolIdle time.Duration
 	// ReadLimit is the longest message accepted from a server, in bytes.
 	// Default 4 MiB.
 	ReadLimit int
@@ -134,6 +160,9 @@ func (o *Options) withDefaults() Options {
 	if v.StopGrace <= 0 {
 		v.StopGrace = DefaultStopGrace
 	}
+	if v.PoolIdle <= 0 {
+		v.PoolIdle = DefaultPoolIdle
+	}
 	if v.ReadLimit <= 0 {
 		v.ReadLimit = peer.DefaultReadLimit
 	}
@@ -161,9 +190,9 @@ func Run(ctx context.Context, servers []Server, opts *Options) error {
 		errs []error
 	)
 	for i := range servers {
-		c := &connector{srv: servers[i], opts: &o, back: link.Backoff{Min: o.MinBackoff, Max: o.MaxBackoff}}
+		p := newPool(servers[i], &o)
 		wg.Go(func() {
-			if err := c.run(ctx); err != nil {
+			if err := p.run(ctx); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -199,6 +228,9 @@ func check(hub string, servers []Server) error {
 				return fmt.Errorf("server %q: transport %q is neither %q nor %q", s.Name, t, TransportStreamable, TransportSSE)
 			}
 		}
+		if err := s.Pool.check(); err != nil {
+			return fmt.Errorf("server %q: pool %w", s.label(), err)
+		}
 		if s.Name != "" {
 			if seen[s.Name] {
 				return fmt.Errorf("server name %q is given twice", s.Name)
@@ -209,42 +241,60 @@ func check(hub string, servers []Server) error {
 	return nil
 }
 
-// connector keeps one server on the hub.
+// connector keeps one run of a server on the hub: session after session
+// for a run of the pool's first Min, else one session.
 type connector struct {
-	srv  Server
-	opts *Options
-	back link.Backoff
-	name string // the hub's name for the server, once known
+	srv       Server
+	opts      *Options
+	pool      *pool
+	permanent bool          // restarted whatever happens
+	n         int           // its number in the pool, for logs
+	retire    chan struct{} // closed when the pool no longer needs it
+	back      link.Backoff
+
+	// Under pool.mu:
+	ready     bool      // the server answered the hub's handshake
+	busy      bool      // it has calls of the hub's in flight
+	idleSince time.Time // when it last had none
+	retired   bool      // retire is closed
 }
 
-// dialURL is the hub URL with the server's name and roots.
+// dialURL is the hub URL with the server's name, its roots, and whether to
+// lease its replicas to one client at a time.
 func (c *connector) dialURL() string {
 	u, _ := url.Parse(c.opts.URL) // checked by Run
 	q := u.Query()
-	if c.name != "" {
-		q.Set("name", c.name)
+	if name := c.pool.serverName(); name != "" {
+		q.Set("name", name)
 	}
 	for _, r := range c.srv.Roots {
 		q.Add("root", r)
+	}
+	if c.srv.leased() {
+		q.Set("lease", "client")
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
 }
 
 func (c *connector) logger() *slog.Logger {
-	label := c.name
+	label := c.pool.serverName()
 	if label == "" {
 		label = c.srv.label()
 	}
-	return c.opts.Logger.With("server", label)
+	log := c.opts.Logger.With("server", label)
+	if c.pool.max > 1 {
+		log = log.With("run", c.n)
+	}
+	return log
 }
 
-// run runs sessions until ctx ends, waiting between them as told.
+// run runs sessions until ctx ends, waiting between them as told; a run
+// beyond the pool's Min ends with its first session.
 func (c *connector) run(ctx context.Context) error {
-	c.name = c.srv.Name
 	for {
 		wait, err := c.session(ctx)
-		if err != nil || ctx.Err() != nil {
+		if err != nil || ctx.Err() != nil || !c.permanent {
 			return err
 		}
 		if !link.Sleep(ctx, wait) {
@@ -283,17 +333,27 @@ func (c *connector) session(ctx context.Context) (time.Duration, error) {
 		hub.Close(peer.CloseInternalError, fmt.Sprintf("%s; retrying in %v", what, link.Round(wait)))
 		return wait, nil
 	}
-	r := &relay{hub: hub, server: conn, log: log, initTimeout: c.opts.InitTimeout, http: c.srv.Upstream != ""}
+	r := &relay{hub: hub, server: conn, log: log, initTimeout: c.opts.InitTimeout, http: c.srv.Upstream != "",
+		retire: c.retire, started: func() { c.pool.started(c) }}
+	if c.pool.elastic() {
+		r.load = func(busy bool) { c.pool.loaded(c, busy) }
+	}
 	end := r.run(ctx, up, c.opts.StopGrace)
+	c.pool.ended(c)
 	if !r.initAt.IsZero() && time.Since(r.initAt) >= c.opts.ResetAfter {
 		c.back.Reset() // it ran well for a while: start over
 	}
-	if c.name == "" && r.serverName != "" {
-		c.name = r.serverName
+	if r.serverName != "" {
+		c.pool.learnName(r.serverName)
 	}
-	if end.kind == endStopped {
+	switch end.kind {
+	case endStopped:
 		r.wait()
 		log.Info("server stopped", attrs...)
+		return 0, nil
+	case endRetired:
+		r.wait()
+		log.Info("stopped a run that had no call for "+link.Round(c.opts.PoolIdle).String()+"; the pool shrinks", attrs...)
 		return 0, nil
 	}
 	wait := c.back.Next()

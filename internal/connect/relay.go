@@ -33,6 +33,7 @@ const (
 	endExited                     // the child exited by itself
 	endOutput                     // the child's standard output ended or broke, or its input did
 	endInitTimeout                // the child did not answer initialize in time
+	endRetired                    // the pool no longer needs this run
 )
 
 // end is why a session ended.
@@ -93,7 +94,13 @@ type relay struct {
 	hub, server peer.Conn
 	log         *slog.Logger
 	initTimeout time.Duration
-	http        bool // the server is an HTTP upstream, not a child
+	http        bool            // the server is an HTTP upstream, not a child
+	retire      <-chan struct{} // closed when the pool stops this run
+	started     func()          // called once the server answered the hub's handshake
+	// load, when set, is told whether the server has requests of the
+	// hub's in flight, each time that changes (a pool that grows and
+	// shrinks needs to know).
+	load func(busy bool)
 
 	wg       sync.WaitGroup
 	ends     chan end
@@ -103,6 +110,7 @@ type relay struct {
 	startIDs   map[jsonrpc.ID]string // the hub's initialize and server/discover, by id: their method
 	initAt     time.Time
 	serverName string
+	calls      map[jsonrpc.ID]struct{} // the hub's requests the server has not answered, when load is set
 
 	garbage int // serverToHub only
 }
@@ -136,6 +144,12 @@ wait:
 		case <-initDone:
 			initDone = nil
 			timer.Stop()
+			if r.started != nil {
+				r.started()
+			}
+		case <-r.retire:
+			e = end{kind: endRetired}
+			break wait
 		case <-timer.C:
 			if !r.initialized() {
 				e = end{kind: endInitTimeout, timeout: r.initTimeout}
@@ -147,6 +161,8 @@ wait:
 	switch e.kind {
 	case endStopped:
 		r.hub.Close(peer.CloseGoingAway, "connector stopping")
+	case endRetired:
+		r.hub.Close(peer.CloseNormal, "no call for a while: the connector's pool shrinks")
 	case endExited: // let its last words through
 		t := time.NewTimer(drainWait)
 		select {
@@ -201,6 +217,9 @@ func (r *relay) hubToServer() {
 		if !r.initialized() {
 			r.watchStart(frame)
 		}
+		if r.load != nil {
+			r.count(jsonrpc.Decode(frame).Messages, true)
+		}
 		if err := r.server.Write(context.Background(), frame); err != nil {
 			r.ends <- end{kind: endOutput, err: err}
 			return
@@ -220,6 +239,44 @@ func (r *relay) watchStart(frame []byte) {
 			r.startIDs[req.ID] = req.Method
 			r.mu.Unlock()
 		}
+	}
+}
+
+// count keeps the hub's requests in flight at the server up to date, from
+// messages of the hub's (fromHub) or of the server's, and tells load when
+// the server becomes busy or idle. A request the hub cancels counts as
+// answered: the server need not answer it.
+func (r *relay) count(ms []jsonrpc.Message, fromHub bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before := len(r.calls)
+	for _, m := range ms {
+		switch m := m.(type) {
+		case *jsonrpc.Request:
+			if !fromHub {
+				continue
+			}
+			if m.IsCall() {
+				if r.calls == nil {
+					r.calls = map[jsonrpc.ID]struct{}{}
+				}
+				r.calls[m.ID] = struct{}{}
+			} else if m.Method == mcp.NotificationCancelled {
+				var p mcp.CancelledParams
+				if json.Unmarshal(m.Params, &p) == nil {
+					delete(r.calls, p.RequestID)
+				}
+			}
+		case *jsonrpc.Response:
+			if !fromHub {
+				delete(r.calls, m.ID)
+			}
+		}
+	}
+	if after := len(r.calls); (before == 0) != (after == 0) {
+		// Told under mu, so that the pool hears the changes of both
+		// directions in the order they happened.
+		r.load(after > 0)
 	}
 }
 
@@ -246,6 +303,9 @@ func (r *relay) serverToHub() {
 		}
 		if !r.initialized() {
 			r.watchInitialized(f.Messages)
+		}
+		if r.load != nil {
+			r.count(f.Messages, false)
 		}
 		if err := r.hub.Write(context.Background(), frame); err != nil {
 			r.ends <- end{kind: endHubLost, err: err}
