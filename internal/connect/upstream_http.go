@@ -44,7 +44,11 @@ var _ upstream = (*httpUpstream)(nil)
 // nothing yet (the hub's initialize opens the session); HTTP+SSE opens its
 // event stream and waits for the server to name its message endpoint.
 func dialUpstream(ctx context.Context, srv *Server, readLimit int, log *slog.Logger) (*httpUpstream, error) {
-	opts := &mcp.StreamableClientOptions{Header: srv.Header, MaxMessageBytes: readLimit, Logger: log}
+	// NameRelated: the hub learns which call each of the server's requests
+	// serves from the POST stream that carried it, so that one session
+	// serves every client at once (an HTTP+SSE server's requests all come
+	// on one stream: its session is leased to one client at a time).
+	opts := &mcp.StreamableClientOptions{Header: srv.Header, MaxMessageBytes: readLimit, Logger: log, NameRelated: true}
 	if srv.transport() == TransportSSE {
 		ctx, cancel := context.WithTimeout(ctx, link.DialTimeout)
 		defer cancel()

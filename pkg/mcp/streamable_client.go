@@ -42,6 +42,12 @@ type StreamableClientOptions struct {
 	DeleteTimeout time.Duration
 	// Logger receives the conn's own logs; nil discards them.
 	Logger *slog.Logger
+	// NameRelated sets _meta["switchboard/relatedRequest"] (MetaRelatedRequest)
+	// on the server's requests and log messages that come on the stream of
+	// a POST carrying one request, to that request's id, unless they name
+	// one already: the stream says which call they belong to, and a relay
+	// that passes the messages on (`hub connect`) would lose it.
+	NameRelated bool
 }
 
 // StreamableClientConn is the client end of an MCP Streamable HTTP session,
@@ -569,10 +575,14 @@ func (c *StreamableClientConn) readStream(ctx context.Context, resp *http.Respon
 			if len(bytes.TrimSpace(ev.Data)) == 0 || ev.Name != "" && ev.Name != "message" {
 				continue
 			}
-			for _, m := range jsonrpc.Decode(ev.Data).Messages {
+			f := jsonrpc.Decode(ev.Data)
+			for _, m := range f.Messages {
 				if r, ok := m.(*jsonrpc.Response); ok {
 					delete(owed, r.ID)
 				}
+			}
+			if c.opts.NameRelated && len(calls) == 1 && !stateless {
+				ev.Data = nameRelated(f, ev.Data, calls[0])
 			}
 			c.deliver(ev.Data)
 			if calls != nil && len(owed) == 0 {
@@ -621,6 +631,27 @@ func (c *StreamableClientConn) readStream(ctx context.Context, resp *http.Respon
 		}
 		resp = next
 	}
+}
+
+// nameRelated returns frame (decoded as f) with the related request set to
+// id, when it is one request or log message that names none.
+func nameRelated(f jsonrpc.Frame, frame []byte, id jsonrpc.ID) []byte {
+	if f.Batch || len(f.Messages) != 1 {
+		return frame
+	}
+	req, ok := f.Messages[0].(*jsonrpc.Request)
+	if !ok || !req.IsCall() && req.Method != NotificationMessage {
+		return frame
+	}
+	params, err := ParseObject(req.Params)
+	if err != nil {
+		return frame
+	}
+	if _, named := params.MetaValue(MetaRelatedRequest); named {
+		return frame
+	}
+	params.SetMeta(MetaRelatedRequest, id)
+	return (&jsonrpc.Request{ID: req.ID, Method: req.Method, Params: params.Raw()}).Encode()
 }
 
 // resume GETs a stream again from lastID. It returns nil and true for a

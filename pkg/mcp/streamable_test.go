@@ -1113,3 +1113,79 @@ func TestSSEClientConn_streamEnds(t *testing.T) {
 	assert.ErrorIs(t, err, mcp.ErrSSEStreamEnded)
 	require.NoError(t, conn.Close(peer.CloseNormal, ""))
 }
+
+// TestStreamableClientConn_namesRelated: with NameRelated, the server's
+// requests and log messages on a call's POST stream come out of the conn
+// naming that call in _meta["switchboard/relatedRequest"], unless they
+// name one already; what comes on the GET stream, and answers, are left as
+// they are.
+func TestStreamableClientConn_namesRelated(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"g1\",\"method\":\"roots/list\"}\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		m, err := jsonrpc.DecodeMessage(body)
+		req, ok := m.(*jsonrpc.Request)
+		switch {
+		case err != nil || !ok || !req.IsCall():
+			w.WriteHeader(http.StatusAccepted)
+		case req.Method == mcp.MethodInitialize:
+			w.Header().Set(mcp.HeaderSessionID, "s")
+			w.Header().Set("Content-Type", "application/json")
+			w.Write((&jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"x","version":"1"}}`)}).Encode())
+		default:
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, ev := range []string{
+				`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"maxTokens":1,"messages":[]}}`,
+				`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}`,
+				`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`,
+				`{"jsonrpc":"2.0","id":"s2","method":"elicitation/create","params":{"_meta":{"switchboard/relatedRequest":77}}}`,
+				string((&jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{"content":[]}`)}).Encode()),
+			} {
+				fmt.Fprintf(w, "data: %s\n\n", ev)
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, err := mcp.DialStreamable(testCtx(t), srv.URL, &mcp.StreamableClientOptions{NameRelated: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close(peer.CloseNormal, "") })
+	read := func() map[string]any {
+		t.Helper()
+		frame, err := c.Read(testCtx(t))
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(frame, &m))
+		return m
+	}
+	related := func(m map[string]any) any {
+		params, _ := m["params"].(map[string]any)
+		meta, _ := params["_meta"].(map[string]any)
+		return meta[mcp.MetaRelatedRequest]
+	}
+	ctx := testCtx(t)
+	require.NoError(t, c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)))
+	read()
+	require.NoError(t, c.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+	fromGET := read()
+	assert.Equal(t, "g1", fromGET["id"])
+	assert.Nil(t, related(fromGET), "a request on the GET stream belongs to no call")
+
+	require.NoError(t, c.Write(ctx, []byte(`{"jsonrpc":"2.0","id":"call-7","method":"tools/call","params":{"name":"t"}}`)))
+	sampling := read()
+	assert.Equal(t, "sampling/createMessage", sampling["method"])
+	assert.Equal(t, "call-7", related(sampling), "named after the POST that carried it")
+	assert.Equal(t, float64(1), sampling["params"].(map[string]any)["maxTokens"], "the rest is kept")
+	assert.Equal(t, "call-7", related(read()), "a log on the call's stream")
+	assert.Nil(t, related(read()), "progress finds its call by its token")
+	assert.Equal(t, float64(77), related(read()), "a request that names its call keeps it")
+	answer := read()
+	assert.Equal(t, "call-7", answer["id"])
+	assert.NotContains(t, answer, "params")
+}
