@@ -1111,10 +1111,8 @@ func (c *cluster) serveRequest(ctx context.Context, env *envelope) (json.RawMess
 		}
 		return json.RawMessage(`{}`), nil
 	case kindSReq:
-		c.mu.Lock()
-		oc := c.calls[env.Of]
-		c.mu.Unlock()
-		if oc == nil || oc.caller == nil {
+		oc := c.callerOf(env.Of, env.Client)
+		if oc == nil {
 			return nil, errCannotRoute(env.Method, "the call it serves has ended")
 		}
 		params, err := mcp.ParseObject(env.Params)
@@ -1158,7 +1156,7 @@ func (o *remoteCaller) notify(method string, params json.RawMessage) {
 func (o *remoteCaller) request(method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	// The sreq names the caller's call, so that the caller's instance finds
 	// the client; the answer comes back under this instance's own number.
-	return o.c.startRequest(o.instance, &envelope{Kind: kindSReq, Method: method, Params: params, Of: o.call}, nil, done)
+	return o.c.startRequest(o.instance, &envelope{Kind: kindSReq, Method: method, Params: params, Of: o.call, Client: o.clientKey}, nil, done)
 }
 
 func (o *remoteCaller) caps() clientCaps {
@@ -1171,6 +1169,30 @@ func (o *remoteCaller) caps() clientCaps {
 func (o *remoteCaller) client() string { return o.clientKey }
 
 func (o *remoteCaller) logLevel() mcp.LoggingLevel { return o.level }
+
+// callerOf finds the call in flight from this instance that a server's
+// request is for: the one numbered n, else, when it has ended, another of
+// the same client (client, when set). A request that names no call goes to
+// whichever of its client's calls the server's instance saw first, and the
+// answer to that one may overtake the request on the way here (a server
+// whose replicas are leased serves many calls of one client at once). nil
+// when the client has no call in flight here.
+func (c *cluster) callerOf(n uint64, client string) *outCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if oc := c.calls[n]; oc != nil && oc.caller != nil {
+		return oc
+	}
+	if client == "" {
+		return nil
+	}
+	for _, oc := range c.calls {
+		if oc.caller != nil && oc.caller.client() == client {
+			return oc
+		}
+	}
+	return nil
+}
 
 // askRemote asks another instance to keep uri subscribed at its replica ri
 // for this instance, or no longer.
