@@ -15,25 +15,36 @@ import (
 )
 
 // child is one run of a stdio server: the process, its standard input and
-// output as a peer.Conn, and its standard error going to the log.
+// output as a peer.Conn, and its standard error going to the log. On unix
+// the process is the command's keeper (keeper.go), in whose group the
+// command runs.
 type child struct {
-	cmd    *exec.Cmd
-	conn   *peer.Stdio
-	exited chan struct{} // closed once the process has been reaped
-	state  *os.ProcessState
-	stderr *os.File
-	logged chan struct{} // closed once stderr has been read to its end
+	cmd       *exec.Cmd
+	keeper    *keeper // nil where there is none
+	serverPid int     // the command's own pid (the keeper's is cmd's)
+	conn      *peer.Stdio
+	exited    chan struct{} // closed once the process has been reaped
+	state     *os.ProcessState
+	stderr    *os.File
+	logged    chan struct{} // closed once stderr has been read to its end
 }
 
-// startChild starts srv's command in a process group of its own, with
-// pipes for its standard streams (no goroutine of os/exec copies them, so
-// the process's exit and the end of its output are separate events: a
-// grandchild may keep a pipe open).
+// startChild starts srv's command, through its keeper, in a process group
+// of its own, with pipes for its standard streams (no goroutine of os/exec
+// copies them, so the process's exit and the end of its output are
+// separate events: a grandchild may keep a pipe open).
 func startChild(srv *Server, readLimit int, log *slog.Logger) (*child, error) {
 	cmd := exec.Command(srv.Command, srv.Args...)
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
 	cmd.Dir = srv.Dir
 	cmd.Env = childEnv(os.Environ(), srv.Env)
 	cmd.SysProcAttr = sysProcAttr()
+	k, err := keepCommand(cmd)
+	if err != nil {
+		return nil, err
+	}
 
 	var parentEnds, childEnds []*os.File
 	closeAll := func(fs []*os.File) {
@@ -46,6 +57,10 @@ func startChild(srv *Server, readLimit int, log *slog.Logger) (*child, error) {
 		if err != nil {
 			closeAll(parentEnds)
 			closeAll(childEnds)
+			if k != nil {
+				closeAll(cmd.ExtraFiles)
+				k.close()
+			}
 			return nil, err
 		}
 		if len(childEnds) == 0 { // stdin: the child reads
@@ -55,14 +70,19 @@ func startChild(srv *Server, readLimit int, log *slog.Logger) (*child, error) {
 		}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = childEnds[0], childEnds[1], childEnds[2]
-	err := cmd.Start()
+	err = cmd.Start()
 	closeAll(childEnds) // the child has its copies
 	if err != nil {
 		closeAll(parentEnds)
+		if k != nil {
+			closeAll(cmd.ExtraFiles)
+			k.close()
+		}
 		return nil, err
 	}
 	c := &child{
 		cmd:    cmd,
+		keeper: k,
 		conn:   peer.NewStdio(parentEnds[1], parentEnds[0], &peer.StdioOptions{ReadLimit: readLimit}),
 		exited: make(chan struct{}),
 		stderr: parentEnds[2],
@@ -74,6 +94,13 @@ func startChild(srv *Server, readLimit int, log *slog.Logger) (*child, error) {
 		close(c.exited)
 	}()
 	go c.logStderr(log)
+	c.serverPid = cmd.Process.Pid
+	if k != nil {
+		if c.serverPid, err = k.started(cmd); err != nil {
+			c.stop(0)
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -128,8 +155,8 @@ func (c *child) ended() <-chan struct{} { return c.exited }
 // how says how the child ended.
 func (c *child) how() string { return exitText(c.state) }
 
-// pid is the child's process id.
-func (c *child) pid() int { return c.cmd.Process.Pid }
+// pid is the server's process id.
+func (c *child) pid() int { return c.serverPid }
 
 // stop ends the child and everything it started: SIGTERM to its process
 // group, then SIGKILL to what is left after grace. It returns once the child
@@ -154,6 +181,9 @@ func (c *child) stop(grace time.Duration) {
 	}
 	_ = signalGroup(p, syscall.SIGKILL)
 	<-c.exited
+	if c.keeper != nil {
+		c.keeper.close()
+	}
 	c.conn.Close(peer.CloseNormal, "")
 	// A process that left the group may still hold standard error open:
 	// stop reading it rather than wait for it.

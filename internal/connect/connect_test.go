@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"sync"
@@ -436,6 +437,50 @@ func TestRun_failingChildIsDeparted(t *testing.T) {
 			assert.Regexp(t, tc.reason, got.Reason)
 			assert.NotEmpty(t, got.Instance)
 			assert.WithinDuration(t, time.Now(), got.At, wait)
+		})
+	}
+}
+
+// TestRun_killedConnectorLeavesNothing: a connector killed with SIGKILL
+// (which it cannot see coming) takes its child with it, and what the child
+// started: a grandchild in the child's group, and one that detached into a
+// session of its own and lost its parent, as daemons do.
+func TestRun_killedConnectorLeavesNothing(t *testing.T) {
+	for _, role := range []string{"parent", "daemonize"} {
+		t.Run(role, func(t *testing.T) {
+			th := startHub(t, hub.Config{})
+			var log logBuffer
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), roleEnv+"=connector", "SWITCHBOARD_CONNECT_TEST_CHILD="+role,
+				"SWITCHBOARD_CONNECT_TEST_HUB="+th.url("/mcp/server"))
+			cmd.Stderr = &log
+			require.NoError(t, cmd.Start())
+			done := make(chan struct{})
+			go func() {
+				_ = cmd.Wait()
+				close(done)
+			}()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				<-done
+			})
+			c := th.client(t, nil)
+			waitTool(t, c, "fake__echo", true)
+			m := regexp.MustCompile(`grandchild pid=(\d+)`).FindStringSubmatch(log.String())
+			require.NotNil(t, m, log.String())
+			grandchild, _ := strconv.Atoi(m[1])
+			t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) }) // should the test fail
+			m = pidRe.FindStringSubmatch(log.String())
+			require.NotNil(t, m, log.String())
+			child, _ := strconv.Atoi(m[1])
+			require.False(t, processGone(child))
+			require.False(t, processGone(grandchild))
+
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			<-done
+			require.Eventually(t, func() bool { return processGone(child) && processGone(grandchild) }, wait, 10*time.Millisecond,
+				"the child (gone: %v) and the grandchild (gone: %v) went with the connector", processGone(child), processGone(grandchild))
+			waitTool(t, c, "fake__echo", false)
 		})
 	}
 }

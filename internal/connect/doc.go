@@ -16,9 +16,9 @@
 //
 // # One session
 //
-// For each server, the connector dials the hub's /mcp/server (with ?name=
-// and one ?root= per root), then starts the command in a process group of
-// its own, with pipes for its standard streams. From then on it relays:
+// For each server, the connector dials the hub's /mcp/server (with ?name=,
+// one ?root= per root, and ?lease=client, below), then starts the command
+// in a process group of its own, with pipes for its standard streams. From then on it relays:
 // every line the server writes on its standard output goes to the hub as one
 // WebSocket frame, and every frame from the hub goes to the server's standard
 // input as one line, unchanged (a line break inside a frame, which can only
@@ -57,11 +57,30 @@
 // ResetAfter. A hub that refuses the credentials (HTTP 401 or 403) ends that
 // server's loop with ErrRefused; nothing else does.
 //
+// # Requests to clients, leases and pools
+//
+// A stdio server cannot say which call its sampling, elicitation and roots
+// requests serve (the official SDKs put no related request on the stdio
+// wire), so the hub sends each to the only client with calls in flight to
+// that server's connection. The connector asks the hub (?lease=client) to
+// lease each connection of such a server to one client at a time; with
+// Server.Pool it keeps between Min and Max children, each a connection of
+// its own: Min always, one more while every child has calls of the hub's
+// in flight (the relay counts them), and any beyond Min stopped after
+// PoolIdle without a call. Server.Shared turns the leases off, for a server
+// that never asks clients anything during a call. An HTTP+SSE server is
+// leased like a stdio one; a Streamable HTTP server is not: its client conn
+// names the call of each request from the POST stream that carries it.
+//
 // # Stopping
 //
 // When ctx ends, each connection is closed with 1001 and each child's
 // process group gets SIGTERM, then SIGKILL after StopGrace: whatever the
 // server started (npx starts a shell that starts node) goes with it. On
-// Linux each child also has Pdeathsig set, so that it dies with a connector
-// that crashes or is killed.
+// unix the connector starts each command through a keeper, a copy of its
+// own executable that leads the group (keeper.go): should the connector
+// die without stopping the child (a crash, SIGKILL), the keeper sees the
+// pipe from it end and kills everything under it, the command, what the
+// command started, and what detached itself from the group (on Linux the
+// keeper is their subreaper).
 package connect

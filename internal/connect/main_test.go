@@ -51,7 +51,12 @@ func TestMain(m *testing.M) {
 //	mute     reads stdin and never answers
 //	exit     a line on stderr, then exit status 3
 //	parent   starts a grandchild (role sleep) in its group, then the server
+//	daemonize  starts a process that starts a grandchild (role sleep) in a
+//	         session of its own and exits, as daemons detach, then the server
+//	detach   that process
 //	sleep    sleeps until killed, ignoring SIGTERM
+//	connector  connect.Run for the server of role $SWITCHBOARD_CONNECT_TEST_CHILD
+//	         at the hub $SWITCHBOARD_CONNECT_TEST_HUB, its log on stderr
 //	roots    the server, asking roots/list once initialized (outside any call)
 //	alone    the server, asking for sampling and elicitation once
 //	         initialized (outside any call), saying on stderr how each failed
@@ -69,13 +74,28 @@ func runRole(role string) int {
 	case "garbage":
 		fmt.Println("Starting server... (this line is not JSON)")
 	case "parent":
+		if startRole("sleep", nil) != nil {
+			return 1
+		}
+	case "daemonize":
 		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), roleEnv+"=sleep")
-		if err := cmd.Start(); err != nil {
+		cmd.Env = append(os.Environ(), roleEnv+"=detach")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		fmt.Fprintf(os.Stderr, "grandchild pid=%d\n", cmd.Process.Pid)
+	case "detach":
+		if startRole("sleep", &syscall.SysProcAttr{Setsid: true}) != nil {
+			return 1
+		}
+		return 0
+	case "connector":
+		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+		err := connect.Run(context.Background(), []connect.Server{selfServer("fake", os.Getenv("SWITCHBOARD_CONNECT_TEST_CHILD"))},
+			&connect.Options{URL: os.Getenv("SWITCHBOARD_CONNECT_TEST_HUB"), Logger: log})
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	fmt.Fprintf(os.Stderr, "fake server ready pid=%d\n", os.Getpid())
 	d := demo.New(&demo.Options{Name: "fake"})
@@ -165,6 +185,20 @@ func runRole(role string) int {
 	}
 	_ = ss.Peer().Wait()
 	return 0
+}
+
+// startRole starts this test binary in role, with attr, and says its pid
+// on stderr ("grandchild pid=N").
+func startRole(role string, attr *syscall.SysProcAttr) error {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), roleEnv+"="+role)
+	cmd.SysProcAttr = attr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "grandchild pid=%d\n", cmd.Process.Pid)
+	return nil
 }
 
 const wait = 15 * time.Second
