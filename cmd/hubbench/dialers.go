@@ -20,10 +20,13 @@ const echoTool = "bench__echo"
 // callParams returns the params of the tools/call every measurement sends:
 // {"name":"bench__echo","arguments":{"text":"xxx..."}}, with arguments of
 // exactly size bytes of JSON.
-func callParams(size int) json.RawMessage {
+func callParams(size int) json.RawMessage { return toolParams(echoTool, size) }
+
+// toolParams is callParams for another tool.
+func toolParams(tool string, size int) json.RawMessage {
 	const overhead = len(`{"text":""}`)
 	text := strings.Repeat("x", max(size-overhead, 0))
-	return json.RawMessage(`{"name":"` + echoTool + `","arguments":{"text":"` + text + `"}}`)
+	return json.RawMessage(`{"name":"` + tool + `","arguments":{"text":"` + text + `"}}`)
 }
 
 // callFrame is the whole request frame for params, as the raw baseline

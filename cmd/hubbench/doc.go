@@ -13,7 +13,11 @@
 //
 // Flags: -hub names a hub binary to measure instead of building one; -out
 // moves the report (- for none); -profile off|DIR controls the CPU profiles;
-// -servers N puts N replicas of the MCP server behind each hub path.
+// -servers N puts N replicas of the MCP server behind each hub path;
+// -pools-only measures the connector pools alone (a minute), -pool N sizes
+// the pool measured (8), and -base REV names the revision whose hub the
+// cost of leases is measured against (main: the commit where this tree left
+// it; empty for none).
 //
 // # Processes
 //
@@ -27,6 +31,7 @@
 //     coder/websocket echo, the baseline), -role peer-server (pkg/peer
 //     answering every call with its params), -role mcp-server (an MCP server
 //     that dials out to a hub, with a tool "echo" returning its arguments),
+//     -role stdio-server (the same server on stdio, for `hub connect`),
 //     -role fanout-server (the raw fan-out baseline: a coder/websocket
 //     server that answers MCP clients just enough for them to subscribe,
 //     and writes one prepared frame to all of them) and -role hub (`hub
@@ -71,6 +76,15 @@
 // has it. Just before each setting, the same clients measure the raw
 // fan-out server, told to send over a control connection. Idle: the fresh hub's RSS before and after those clients connect.
 // Churn: workers connecting, initializing and closing sessions in a loop.
+//
+// Connector pools (pools.go): `hub connect` runs hubbench's MCP server on
+// stdio (-role stdio-server) behind a hub of its own, with one child (which
+// the hub leases to one client at a time), a pool of N, and one child with
+// --shared (no leases), at 16x4 in alternating rounds. Then the cost of
+// leases to a server that names its calls: this tree's hub against the
+// hub of the base revision, built from `git archive`, each with the bench
+// server dialing out, at 64x16 in alternating rounds (target: at least
+// 0.97x the base's calls/s).
 //
 // Traffic statistics (statscost.go): the hub's 64x16 load with nobody
 // watching its traffic, and with a client doing what the dashboard's

@@ -75,6 +75,12 @@ type options struct {
 	// profileOnly takes the profiles and nothing else, for work on the hub;
 	// fanoutOnly measures the fan-out and idle connections only.
 	profileOnly, fanoutOnly bool
+	// poolsOnly measures the connector pools only; pool is the children of
+	// the pool measured, base the revision whose hub the cost of leases is
+	// measured against ("" for none).
+	poolsOnly bool
+	pool      int
+	base      string
 }
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
@@ -92,11 +98,17 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.fanoutOnly, "fanout-only", false, "measure the fan-out and idle connections only, print the table and write no report")
 	fs.BoolVar(&o.profileOnly, "profile-only", false, "take the CPU profiles only (into -profile DIR, else a temporary directory), print their summaries and write no report")
 	fs.IntVar(&o.servers, "servers", 1, "MCP server processes behind each hub path, replicas of one server that the hub spreads calls over")
+	fs.BoolVar(&o.poolsOnly, "pools-only", false, "measure the connector pools (hub connect: one child, a pool, --shared) and the cost of leases only, print the table and write no report")
+	fs.IntVar(&o.pool, "pool", 8, "children of the connector pool measured")
+	fs.StringVar(&o.base, "base", "main", "git revision whose hub the cost of leases is measured against (built from git archive); empty for none")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if o.fanoutOnly {
+	if o.fanoutOnly || o.poolsOnly {
 		o.out, o.profile = "-", "off"
+	}
+	if o.pool < 1 {
+		return nil, errors.New("-pool must be at least 1")
 	}
 	if o.servers < 1 {
 		return nil, errors.New("-servers must be at least 1")
@@ -189,6 +201,17 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if o.poolsOnly {
+		if rep.pools, err = runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress); err != nil {
+			return fmt.Errorf("connector pools: %w", err)
+		}
+		sup.StopAll()
+		fmt.Fprint(stdout, rep.table().Text())
+		for _, v := range rep.verdicts() {
+			fmt.Fprintln(stdout, "  "+v.String())
+		}
+		return nil
+	}
 	env, err := startEnv(ctx, sup, hubBin, tmp, o.servers, progress)
 	if err != nil {
 		return err
@@ -224,6 +247,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		}
 		if rep.churn, err = runChurn(ctx, cfg, env.solo, progress); err != nil {
 			return err
+		}
+		if rep.pools, err = runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress); err != nil {
+			return fmt.Errorf("connector pools: %w", err)
 		}
 	}
 	fresh, err := startHub(ctx, sup, "hub (fan-out)", hubBin, "")
@@ -329,6 +355,15 @@ func commandLine(o *options) string {
 	}
 	if o.servers != 1 {
 		parts = append(parts, "-servers", strconv.Itoa(o.servers))
+	}
+	if o.poolsOnly {
+		parts = append(parts, "-pools-only")
+	}
+	if o.pool != 8 {
+		parts = append(parts, "-pool", strconv.Itoa(o.pool))
+	}
+	if o.base != "main" {
+		parts = append(parts, "-base", o.base)
 	}
 	return strings.Join(parts, " ")
 }

@@ -50,6 +50,7 @@ type report struct {
 	idle       *idleResult
 	churn      *churnResult
 	statsCost  *statsCostResult // statscost.go
+	pools      *poolsResult     // pools.go
 	profiles   []*profileResult
 	profileDir string
 	notes      []string // what could not be measured, and why
@@ -195,6 +196,9 @@ func (r *report) verdicts() []verdict {
 	if v, ok := r.idleVerdict(); ok {
 		out = append(out, v)
 	}
+	if v, ok := r.poolVerdict(); ok {
+		out = append(out, v)
+	}
 	return out
 }
 
@@ -260,6 +264,7 @@ func (r *report) table() *benchlab.Table {
 		}
 	}
 	r.statsCostRows(t)
+	r.poolRows(t)
 	if len(r.fanout) > 0 {
 		t.Section("fan-out: one notifications/resources/updated, server send -> each subscriber (p999/max: max)")
 		for _, f := range r.fanout {
@@ -418,6 +423,7 @@ func (r *report) markdown() string {
 	w("  it stops moving; heap in use and goroutines from the hub's runtime counters where exposed.\n")
 	w("- Churn: %d workers each connect, initialize and close a session, over and over, for %v.\n", r.cfg.churnWorkers, r.cfg.churn)
 	w("%s", r.statsCostMethod())
+	w("%s", r.poolsMethod())
 	w("- Processes: `bin/hub` (built from this tree, run with `SWITCHBOARD_RATE_LIMIT=-1`: the per-connection rate\n")
 	w("  limit is a policy, not a cost), redis-server (`--save '' --appendonly no`), and hubbench itself\n")
 	w("  in hidden roles: `-role echo-server`, `-role peer-server`, `-role mcp-server`, `-role fanout-server`, and for profiles only\n")

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"time"
 
 	"github.com/coder/websocket"
@@ -26,7 +27,9 @@ const (
 	roleEcho = "echo-server" // raw coder/websocket echo: the baseline
 	rolePeer = "peer-server" // pkg/peer server answering every call with its params
 	roleMCP  = "mcp-server"  // MCP server dialing out to a hub, tool "echo"
-	roleHub  = "hub"         // `hub serve` in-process (internal/cli) plus net/http/pprof: the profiled twin
+	// the same MCP server on its standard input and output, for `hub connect`
+	roleStdio = "stdio-server"
+	roleHub   = "hub" // `hub serve` in-process (internal/cli) plus net/http/pprof: the profiled twin
 	// raw coder/websocket fan-out to MCP clients: the fan-out baseline
 	roleFanout = "fanout-server"
 )
@@ -65,6 +68,9 @@ func runRole(ctx context.Context, role string, f roleFlags) error {
 		return serve(ctx, ln, withPprof(http.HandlerFunc(newRawFanout().serve)))
 	case roleMCP:
 		return mcpEchoServer().Dial(ctx, f.url, nil)
+	case roleStdio:
+		ss := mcpEchoServer().Serve(ctx, peer.NewStdio(os.Stdin, os.Stdout, nil))
+		return ss.Peer().Wait()
 	case roleHub:
 		return runTwin(ctx, f)
 	}
