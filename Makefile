@@ -70,7 +70,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/mcp || exit 1; done
 	@for f in FuzzStdio; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/peer || exit 1; done
-	@for f in FuzzParseConfig; do \
+	@for f in FuzzParseConfig FuzzParsePool; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./internal/connect || exit 1; done
 	@for f in FuzzParseTokens FuzzClientCaps FuzzListItem FuzzClusterMessage FuzzStatsSummary FuzzEnvelope FuzzElicitationIDs; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/hub || exit 1; done

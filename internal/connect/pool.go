@@ -40,14 +40,19 @@ func ParsePool(s string) (Pool, error) {
 		return Pool{}, fmt.Errorf("%q is neither MIN..MAX (2..8) nor N, in whole numbers", s)
 	}
 	p := Pool{Min: min, Max: max}
-	return p, p.check()
+	return p, p.checkBounds()
 }
 
-// check refuses bounds that could not work.
+// check refuses bounds that could not work; the zero value is one run.
 func (p Pool) check() error {
-	switch {
-	case p == Pool{}:
+	if p == (Pool{}) {
 		return nil
+	}
+	return p.checkBounds()
+}
+
+func (p Pool) checkBounds() error {
+	switch {
 	case p.Min < 1:
 		return fmt.Errorf("%d..%d: at least one run (MIN >= 1): a server with none is not on the hub, and no call could ask for more", p.Min, p.Max)
 	case p.Max < p.Min:

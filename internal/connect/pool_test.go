@@ -110,3 +110,24 @@ func atoi(t *testing.T, s string) int {
 	require.NoError(t, err)
 	return n
 }
+
+// FuzzParsePool: any text either parses into bounds Run accepts (at least
+// one run, MAX >= MIN, at most MaxPool) that print back as MIN..MAX, or is
+// refused with an error.
+func FuzzParsePool(f *testing.F) {
+	for _, s := range []string{"1..4", "3", " 2 .. 2 ", "0..1", "2..1", "..", "1..", "9999999999999999999..1", "-1..-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := connect.ParsePool(s)
+		if err != nil {
+			return
+		}
+		require.GreaterOrEqual(t, p.Min, 1)
+		require.GreaterOrEqual(t, p.Max, p.Min)
+		require.LessOrEqual(t, p.Max, connect.MaxPool)
+		again, err := connect.ParsePool(p.String())
+		require.NoError(t, err)
+		require.Equal(t, p, again)
+	})
+}
