@@ -99,15 +99,25 @@ func (th *testHub) runServer(s *mcp.Server, name string) (stop func()) {
 		registeredAs = "demo"
 	}
 	before := len(th.reg.view().servers[registeredAs])
-	url := th.wsURL("/mcp/server")
+	query := ""
 	if name != "" {
-		url += "?name=" + name
+		query = "?name=" + name
 	}
+	stop = th.dial(s, query)
+	require.NoError(th.t, th.waitView(ctxFor(th.t), func(v *view) bool {
+		return len(v.servers[registeredAs]) > before
+	}), "server %q never registered", registeredAs)
+	return stop
+}
+
+// dial dials s out to the hub's /mcp/server with query until stop (or the
+// test's end).
+func (th *testHub) dial(s *mcp.Server, query string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.Dial(ctx, url, &mcp.DialOptions{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+		s.Dial(ctx, th.wsURL("/mcp/server")+query, &mcp.DialOptions{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	}()
 	var once sync.Once
 	stop = func() {
@@ -117,9 +127,6 @@ func (th *testHub) runServer(s *mcp.Server, name string) (stop func()) {
 		})
 	}
 	th.t.Cleanup(stop)
-	require.NoError(th.t, th.waitView(ctxFor(th.t), func(v *view) bool {
-		return len(v.servers[registeredAs]) > before
-	}), "server %q never registered", registeredAs)
 	return stop
 }
 

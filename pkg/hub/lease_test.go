@@ -50,20 +50,7 @@ func untaggedServer(hold <-chan struct{}, in *atomic.Int32) *mcp.Server {
 // replicas of name.
 func (th *testHub) runLeased(s *mcp.Server, name string, n int) (stop func()) {
 	th.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Dial(ctx, th.wsURL("/mcp/server?name="+name+"&lease=client"), &mcp.DialOptions{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-		})
-	}
-	th.t.Cleanup(stop)
+	stop = th.dial(s, "?name="+name+"&lease=client")
 	th.waitServer(name, n)
 	return stop
 }
