@@ -29,6 +29,9 @@ type Client struct {
 	init   InitializeResult
 	modern bool // protocol version 2026-07-28: no session
 	caps   ClientCapabilities
+	// modernCaps are caps with the extensions, which only requests of
+	// 2026-07-28 declare.
+	modernCaps ClientCapabilities
 
 	// ctx ends on Close: the listen streams end with it; wg waits for them.
 	ctx    context.Context
@@ -72,6 +75,11 @@ type ClientOptions struct {
 	// "url", and OnNotification the notifications/elicitation/complete
 	// that tell of their end.
 	ElicitURL bool
+	// Tasks declares the tasks extension (ExtensionTasks) in every request
+	// of protocol version 2026-07-28: the server may then answer a tool
+	// call with a task, which CallTool follows to its result (StartTool
+	// and AwaitTask take it apart).
+	Tasks bool
 	// OnNotification receives every notification (progress too). It runs
 	// on the connection's read loop: it must return quickly. In 2026-07-28,
 	// where a server sends list_changed only on a subscriptions/listen
@@ -189,6 +197,10 @@ func ConnectConn(ctx context.Context, conn peer.Conn, opts *ClientOptions) (*Cli
 	}
 	if c.opts.Roots != nil {
 		c.caps.Roots = &ListChangedCap{ListChanged: true}
+	}
+	c.modernCaps = c.caps
+	if c.opts.Tasks {
+		c.modernCaps.Extensions = map[string]json.RawMessage{ExtensionTasks: json.RawMessage(`{}`)}
 	}
 	var err error
 	switch v := c.opts.ProtocolVersion; {
@@ -372,11 +384,26 @@ type CallOptions struct {
 // In protocol version 2026-07-28, when the server answers that it needs
 // input first, CallTool fulfils its input requests with the Sampling,
 // Elicitation and Roots handlers and calls again with the answers, until
-// the server answers; GetPrompt and ReadResource do the same.
+// the server answers; GetPrompt and ReadResource do the same. When the
+// server answers with a task (ClientOptions.Tasks), CallTool follows it to
+// its result (AwaitTask), and cancels it (tasks/cancel) if it gives up
+// first.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts *CallOptions) (*CallToolResult, error) {
+	res, task, err := c.StartTool(ctx, name, args, opts)
+	if err != nil || task == nil {
+		return res, err
+	}
+	return c.followTask(ctx, task.TaskID)
+}
+
+// StartTool calls a tool as CallTool does but does not follow a task: it
+// returns the tool's result, or, when the server answered with a task
+// (only to a client with ClientOptions.Tasks), the task, for AwaitTask or
+// GetTask, UpdateTask and CancelTask.
+func (c *Client) StartTool(ctx context.Context, name string, args any, opts *CallOptions) (*CallToolResult, *Task, error) {
 	raw, err := jsonrpc.Marshal(args)
 	if err != nil {
-		return nil, fmt.Errorf("mcp: encoding arguments of %s: %w", name, err)
+		return nil, nil, fmt.Errorf("mcp: encoding arguments of %s: %w", name, err)
 	}
 	params := &CallToolParams{Name: name, Arguments: raw}
 	if opts != nil {
@@ -397,11 +424,11 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts *Call
 			params.Meta = nil
 		}
 	}
-	var res CallToolResult
-	if err := c.call(ctx, MethodToolsCall, params, &res); err != nil {
-		return nil, err
+	var answer json.RawMessage
+	if err := c.call(ctx, MethodToolsCall, params, &answer); err != nil {
+		return nil, nil, err
 	}
-	return &res, nil
+	return c.toolAnswer(answer)
 }
 
 // ListTools returns one page of tools.

@@ -59,7 +59,7 @@ func (c *Client) modernParams(params any) (json.RawMessage, error) {
 		}
 	}
 	set(MetaProtocolVersion, ModernVersion)
-	set(MetaClientCapabilities, c.caps)
+	set(MetaClientCapabilities, c.modernCaps)
 	set(MetaClientInfo, c.opts.Info)
 	c.mu.Lock()
 	level := c.level

@@ -55,6 +55,23 @@
 // ListRoots) need a session to send on; the hub routes their requests to the
 // client that made the call.
 //
+// # Tasks
+//
+// With ServerOptions.Tasks a Server offers the tasks extension
+// (io.modelcontextprotocol/tasks, SEP-2663) to requests of 2026-07-28 that
+// declare it. A tool handler decides per request: ToolRequest.RunAsTask
+// runs its work as a task when the request can have one (CanRunTask) and
+// in the call otherwise, so that one handler serves every client. The
+// task's record is in a TaskStore (MemoryTaskStore by default) before the
+// call answers with a CreateTaskResult; tasks/get reads it, tasks/update
+// answers the input requests the work returns (the task waits in
+// input_required until every one is answered), tasks/cancel cancels it;
+// the work runs on a goroutine of the Server's until it ends, its TTL ends
+// or Shutdown. TaskOptions.Owner ties each task to who made it. A Client
+// with ClientOptions.Tasks declares the extension and CallTool follows a
+// task to its result; StartTool, AwaitTask, GetTask, UpdateTask and
+// CancelTask take the steps one at a time.
+//
 // # Listening
 //
 // In 2026-07-28 a client hears of list changes and resource updates on a

@@ -285,12 +285,10 @@ func FuzzModernRequest(f *testing.F) {
 	f.Add(uint8(2), true, []byte(`{"name":"ask","inputResponses":[1]}`))
 
 	f.Fuzz(func(t *testing.T, m uint8, withMeta bool, params []byte) {
-		trimmed := bytes.TrimSpace(params)
-		if !json.Valid(params) || len(trimmed) == 0 || trimmed[0] != '{' ||
-			bytes.Count(params, []byte("{"))+bytes.Count(params, []byte("[")) > 32 {
-			return // not params a client can send in a well-formed request
+		raw, ok := objectParams(params)
+		if !ok {
+			return
 		}
-		raw := json.RawMessage(trimmed)
 		if withMeta {
 			obj, err := mcp.ParseObject(raw)
 			if err != nil {
@@ -302,21 +300,38 @@ func FuzzModernRequest(f *testing.F) {
 		} else if !mcp.IsModernRequest(raw) {
 			return // a request of a session: FuzzServerRequest's
 		}
-		method := methods[int(m)%len(methods)]
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		var res json.RawMessage
-		err := p.Call(ctx, method, raw, &res)
-		require.NoError(t, ctx.Err(), "%s %s was never answered", method, raw)
-		var rpcErr *jsonrpc.Error
-		if errors.As(err, &rpcErr) {
-			assert.NotEqual(t, jsonrpc.CodeInternalError, rpcErr.Code, "%s %s: %v", method, raw, err)
-			return
-		}
-		require.NoError(t, err, "%s %s", method, raw)
-		_, ok := jsonrpc.StringMember(res, "resultType")
-		assert.True(t, ok, "%s answered without resultType: %s", method, res)
+		modernAnswer(t, p, methods[int(m)%len(methods)], raw)
 	})
+}
+
+// objectParams returns params trimmed, when they are what a client can
+// send in a well-formed request: a JSON object, not too deep.
+func objectParams(params []byte) (json.RawMessage, bool) {
+	trimmed := bytes.TrimSpace(params)
+	if !json.Valid(params) || len(trimmed) == 0 || trimmed[0] != '{' ||
+		bytes.Count(params, []byte("{"))+bytes.Count(params, []byte("[")) > 32 {
+		return nil, false
+	}
+	return trimmed, true
+}
+
+// modernAnswer sends a request of 2026-07-28 and checks its answer: a
+// result carrying resultType, or a client error, never an internal one
+// (which is what a handler panic turns into).
+func modernAnswer(t *testing.T, p *peer.Peer, method string, params json.RawMessage) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var res json.RawMessage
+	err := p.Call(ctx, method, params, &res)
+	require.NoError(t, ctx.Err(), "%s %s was never answered", method, params)
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		assert.NotEqual(t, jsonrpc.CodeInternalError, rpcErr.Code, "%s %s: %v", method, params, err)
+		return
+	}
+	require.NoError(t, err, "%s %s", method, params)
+	_, ok := jsonrpc.StringMember(res, "resultType")
+	assert.True(t, ok, "%s answered without resultType: %s", method, res)
 }
 
 // FuzzInputResponse: whatever a client sends as an answer, InputResponse
@@ -344,5 +359,55 @@ func FuzzInputResponse(f *testing.F) {
 		}
 		_, ok := mcp.InputResponse[mcp.ElicitResult](responses, "other")
 		assert.False(t, ok)
+	})
+}
+
+// FuzzTaskRequest sends the task methods (tasks/get, tasks/update,
+// tasks/cancel) arbitrary params from a client that declared the
+// extension, "$ID" in them standing for a real task's id: each is answered
+// with a result carrying resultType, or with a client error, never an
+// internal one.
+func FuzzTaskRequest(f *testing.F) {
+	s := mcp.NewServer(testInfo, &mcp.ServerOptions{Tasks: &mcp.TaskOptions{}})
+	slowTool(s, "ask", func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		if r, ok := mcp.InputResponse[mcp.ElicitResult](req.InputResponses, "name"); ok {
+			return textResult(r.Action), nil
+		}
+		return &mcp.CallToolResult{InputRequests: map[string]mcp.InputRequest{"name": mcp.ElicitInput(&mcp.ElicitParams{Message: "name?"})}}, nil
+	})
+	serverEnd, clientEnd := peer.Pipe(64)
+	ss := s.Serve(context.Background(), serverEnd)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	c, err := mcp.ConnectConn(ctx, clientEnd, &mcp.ClientOptions{Tasks: true, ProtocolVersion: mcp.ModernVersion,
+		Elicitation: func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		}})
+	require.NoError(f, err)
+	_, task, err := c.StartTool(ctx, "ask", nil, nil)
+	cancel()
+	require.NoError(f, err)
+	f.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		assert.NoError(f, s.Shutdown(ctx))
+		c.Close()
+		ss.Wait()
+	})
+
+	methods := []string{mcp.MethodTasksGet, mcp.MethodTasksUpdate, mcp.MethodTasksCancel}
+	for i, params := range []string{
+		`{"taskId":"$ID"}`, `{"taskId":"$ID","inputResponses":{"name":{"action":"accept"}}}`, `{"taskId":"$ID"}`,
+		`{"taskId":"nope"}`, `{"taskId":7}`, `{"taskId":null}`, `{}`, `{"taskId":"$ID","inputResponses":[1]}`,
+		`{"taskId":"$ID","inputResponses":{"name":12345,"x":null}}`, `{"taskId":["$ID"]}`, `{"taskId":"$ID","_meta":5}`,
+	} {
+		f.Add(uint8(i), []byte(params))
+	}
+	f.Fuzz(func(t *testing.T, m uint8, params []byte) {
+		raw, ok := objectParams(params)
+		if !ok {
+			return
+		}
+		raw = modern(t, string(bytes.ReplaceAll(raw, []byte("$ID"), []byte(task.TaskID))), `{"extensions":{"`+mcp.ExtensionTasks+`":{}}}`)
+		modernAnswer(t, c.Peer(), methods[int(m)%len(methods)], raw)
 	})
 }

@@ -116,8 +116,12 @@ func (ss *ServerSession) listen(req *jsonrpc.Request, reply *peer.Reply) {
 		return
 	}
 	p, err := decodeParams[ListenParams](req)
-	if err == nil && p.Notifications == nil {
+	switch {
+	case err != nil:
+	case p.Notifications == nil:
 		err = jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "%s: notifications is required", req.Method)
+	case len(p.Notifications.TaskIDs) > 0 && !in.clientCapabilities().HasExtension(ExtensionTasks):
+		err = ErrMissingExtension(ExtensionTasks) // as the tasks extension says, though none would be sent
 	}
 	if err != nil {
 		reply.Send(nil, err)

@@ -92,7 +92,8 @@ type MethodSpec struct {
 	Notification bool
 	Direction    Direction
 	// ServerCap is the server capability a client's request needs: "tools",
-	// "resources", "prompts", "completions" or "logging"; "" for none.
+	// "resources", "prompts", "completions" or "logging", or the identifier
+	// of an extension (ExtensionTasks); "" for none.
 	ServerCap string
 	// ClientCap is the client capability a server's request needs:
 	// "sampling", "elicitation" or "roots"; "" for none.
@@ -101,6 +102,9 @@ type MethodSpec struct {
 	Eras Era
 	// Relay is what the hub does with the notification.
 	Relay Relay
+	// Extension is the extension that defines the method, within its
+	// revisions (Eras); "" for one of the protocol's own.
+	Extension string
 }
 
 var methodTable = func() map[string]*MethodSpec {
@@ -124,6 +128,11 @@ var methodTable = func() map[string]*MethodSpec {
 		{Name: MethodElicitationCreate, Direction: ServerToClient, ClientCap: "elicitation", Eras: SessionEra},
 		{Name: MethodRootsList, Direction: ServerToClient, ClientCap: "roots", Eras: SessionEra},
 
+		// The tasks extension (tasks.go).
+		{Name: MethodTasksGet, Direction: ClientToServer, ServerCap: ExtensionTasks, Eras: StatelessEra, Extension: ExtensionTasks},
+		{Name: MethodTasksUpdate, Direction: ClientToServer, ServerCap: ExtensionTasks, Eras: StatelessEra, Extension: ExtensionTasks},
+		{Name: MethodTasksCancel, Direction: ClientToServer, ServerCap: ExtensionTasks, Eras: StatelessEra, Extension: ExtensionTasks},
+
 		{Name: NotificationInitialized, Notification: true, Direction: ClientToServer, Eras: SessionEra, Relay: RelayConsumed},
 		{Name: NotificationProgress, Notification: true, Direction: BothWays, Eras: AllEras, Relay: RelayToRequest},
 		{Name: NotificationCancelled, Notification: true, Direction: BothWays, Eras: AllEras, Relay: RelayToRequest},
@@ -136,6 +145,8 @@ var methodTable = func() map[string]*MethodSpec {
 		{Name: NotificationElicitationComplete, Notification: true, Direction: ServerToClient, ClientCap: "elicitation", Eras: SessionEra, Relay: RelayToElicitor},
 		{Name: NotificationTasksStatus, Notification: true, Direction: BothWays, Eras: SessionEra, Relay: RelayNotRouted},
 		{Name: NotificationSubscriptionsAcknowledged, Notification: true, Direction: ServerToClient, Eras: StatelessEra, Relay: RelayConsumed},
+		{Name: NotificationTasks, Notification: true, Direction: ServerToClient, ServerCap: ExtensionTasks, Eras: StatelessEra,
+			Extension: ExtensionTasks, Relay: RelayNotRouted},
 	}
 	m := make(map[string]*MethodSpec, len(specs))
 	for i := range specs {
@@ -158,4 +169,21 @@ func Methods() []*MethodSpec {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// NameMember returns the member of a request's params that the Mcp-Name
+// header of Streamable HTTP mirrors (SEP-2243, and SEP-2663 for the tasks
+// extension): "name" for tools/call and prompts/get, "uri" for
+// resources/read, "taskId" for tasks/get, tasks/update and tasks/cancel;
+// "" for a method that has none.
+func NameMember(method string) string {
+	switch method {
+	case MethodToolsCall, MethodPromptsGet:
+		return "name"
+	case MethodResourcesRead:
+		return "uri"
+	case MethodTasksGet, MethodTasksUpdate, MethodTasksCancel:
+		return "taskId"
+	}
+	return ""
 }

@@ -190,6 +190,10 @@ type SubscriptionFilter struct {
 	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	// TaskIDs are the tasks whose notifications/tasks the stream wants
+	// (the tasks extension), of a request that declared it. A Server
+	// acknowledges none: clients poll tasks/get.
+	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
 // ListenParams open a subscriptions/listen stream.

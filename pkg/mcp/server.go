@@ -34,6 +34,8 @@ type Server struct {
 	complete  CompletionHandler
 	sessions  map[*ServerSession]struct{}
 	listeners map[*listener]struct{}
+
+	tasks *taskEngine // nil unless ServerOptions.Tasks offers the extension
 }
 
 // ServerOptions configure a Server. The zero value is usable.
@@ -65,6 +67,10 @@ type ServerOptions struct {
 	// and resources/unsubscribe, or by a subscriptions/listen stream that
 	// opens or ends. Updates of the URI reach the client from then on.
 	OnSubscribe func(s *ServerSession, uri string, subscribed bool)
+	// Tasks, when set, offers the tasks extension (ExtensionTasks) to
+	// requests of protocol version 2026-07-28: a tool handler may then run
+	// its work as a task (ToolRequest.RunAsTask). See TaskOptions.
+	Tasks *TaskOptions
 	// Logger receives the server's own logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -117,6 +123,9 @@ func NewServer(info Implementation, opts *ServerOptions) *Server {
 	s.log = s.opts.Logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.opts.Tasks != nil {
+		s.tasks = newTaskEngine(s, *s.opts.Tasks)
 	}
 	return s
 }
@@ -614,9 +623,11 @@ func init() {
 			ss.initParams = p
 			ss.mu.Unlock()
 			s := ss.server
+			caps := s.capabilities()
+			caps.Extensions = nil // the session-based revisions have none
 			return &InitializeResult{
 				ProtocolVersion: s.negotiate(p.ProtocolVersion),
-				Capabilities:    s.capabilities(),
+				Capabilities:    caps,
 				ServerInfo:      s.info,
 				Instructions:    s.opts.Instructions,
 			}, nil
@@ -702,6 +713,9 @@ func init() {
 			}
 			return h(ctx, in.ss, p)
 		},
+		MethodTasksGet:    getTask,
+		MethodTasksUpdate: updateTask,
+		MethodTasksCancel: cancelTask,
 		MethodLoggingSetLevel: func(_ context.Context, in *inbound) (any, error) {
 			p, err := decodeParams[SetLevelParams](in.req)
 			if err != nil {
@@ -803,6 +817,9 @@ func (s *Server) capabilities() ServerCapabilities {
 	}
 	if s.complete != nil {
 		c.Completions = &struct{}{}
+	}
+	if s.tasks != nil {
+		c.Extensions = map[string]json.RawMessage{ExtensionTasks: json.RawMessage(`{}`)}
 	}
 	return c
 }
@@ -924,28 +941,43 @@ func callTool(ctx context.Context, in *inbound) (any, error) {
 	if h == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown tool %q", p.Name)
 	}
-	return serveInput(ctx, in, p.InputResponses, p.RequestState, func(responses map[string]json.RawMessage, state string) (*CallToolResult, error) {
+	var created *CreateTaskResult // when the handler made a task of the call (RunAsTask)
+	res, err := serveInput(ctx, in, p.InputResponses, p.RequestState, func(responses map[string]json.RawMessage, state string) (*CallToolResult, error) {
 		tr := &ToolRequest{Session: in.ss, ID: in.req.ID, Params: p, InputResponses: responses, RequestState: state,
 			servedRequest: servedRequest{in}, progressToken: token}
-		res, err := h(ctx, tr)
-		if err != nil {
-			var rpcErr *jsonrpc.Error
-			if errors.As(err, &rpcErr) {
-				return nil, rpcErr
-			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return &CallToolResult{Content: []Content{TextContent(err.Error())}, IsError: true}, nil
-		}
-		if res == nil {
-			res = &CallToolResult{}
-		}
-		if res.Content == nil && len(res.InputRequests) == 0 {
-			res.Content = []Content{}
-		}
-		return res, nil
+		res, err := runTool(ctx, h, tr)
+		created = tr.created
+		return res, err
 	})
+	if err == nil && created != nil {
+		return created, nil
+	}
+	return res, err
+}
+
+// runTool runs a tool handler as the Server answers it: an error that is a
+// *jsonrpc.Error, or the end of ctx, is the call's error; any other error
+// becomes a result with IsError and the error's text, for the model to
+// see; a result without content gets an empty list.
+func runTool(ctx context.Context, h ToolHandler, tr *ToolRequest) (*CallToolResult, error) {
+	res, err := h(ctx, tr)
+	if err != nil {
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			return nil, rpcErr
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return &CallToolResult{Content: []Content{TextContent(err.Error())}, IsError: true}, nil
+	}
+	if res == nil {
+		res = &CallToolResult{}
+	}
+	if res.Content == nil && len(res.InputRequests) == 0 {
+		res.Content = []Content{}
+	}
+	return res, nil
 }
 
 func readResource(ctx context.Context, in *inbound) (any, error) {
@@ -1063,11 +1095,16 @@ type ToolRequest struct {
 	servedRequest
 
 	progressToken json.RawMessage
+	task          *taskRun          // the task this request's work runs in, if any
+	created       *CreateTaskResult // the task RunAsTask made of this request
 }
 
 // Progress reports progress to the caller, if it asked for it (else it does
-// nothing).
+// nothing). Inside a task (RunAsTask) it becomes the task's statusMessage.
 func (r *ToolRequest) Progress(ctx context.Context, progress, total float64, message string) error {
+	if r.task != nil {
+		return r.task.progress(ctx, progress, total, message)
+	}
 	if len(r.progressToken) == 0 {
 		return nil
 	}
@@ -1081,8 +1118,12 @@ func (r *ToolRequest) Progress(ctx context.Context, progress, total float64, mes
 // protocol version 2026-07-28, only if its _meta asked for a log level and
 // that level admits it. It names the call in
 // _meta["switchboard/relatedRequest"]: the hub delivers it to the calling
-// client only.
+// client only. Inside a task (RunAsTask) it sends nothing: the extension
+// has no log messages for tasks.
 func (r *ToolRequest) Log(ctx context.Context, level LoggingLevel, logger string, data any) {
+	if r.task != nil {
+		return
+	}
 	if m := r.in.meta; m != nil {
 		if m.Admits(level) {
 			_ = r.Session.peer.Notify(ctx, NotificationMessage, &LoggingMessageParams{Level: level, Logger: logger, Data: data, Meta: r.related()})
@@ -1095,13 +1136,13 @@ func (r *ToolRequest) Log(ctx context.Context, level LoggingLevel, logger string
 func (r *ToolRequest) related() Meta { return Meta{MetaRelatedRequest: r.ID} }
 
 // canAsk reports whether the blocking helpers may send the client a
-// request: only on a session. A request of 2026-07-28 on a connection whose
-// client also opened a session with initialize (the hub, forwarding a
-// modern client's call to a server it initialized) still has that session
-// to send on; one without (a stateless HTTP request, a client that never
-// initialized) has none.
+// request: only on a session, and not from a task. A request of 2026-07-28
+// on a connection whose client also opened a session with initialize (the
+// hub, forwarding a modern client's call to a server it initialized) still
+// has that session to send on; one without (a stateless HTTP request, a
+// client that never initialized) has none.
 func (r *ToolRequest) canAsk() error {
-	if r.in.meta != nil && !r.Session.opened() {
+	if r.task != nil || r.in.meta != nil && !r.Session.opened() {
 		return ErrNoServerRequests
 	}
 	return nil

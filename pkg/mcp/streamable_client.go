@@ -373,14 +373,7 @@ func setStatelessHeaders(h http.Header, version string, req *jsonrpc.Request) {
 	h.Del(HeaderSessionID)
 	h.Set(HeaderProtocolVersion, version)
 	h.Set(HeaderMethod, req.Method)
-	key := ""
-	switch req.Method {
-	case MethodToolsCall, MethodPromptsGet:
-		key = "name"
-	case MethodResourcesRead:
-		key = "uri"
-	}
-	if key != "" {
+	if key := NameMember(req.Method); key != "" {
 		if name, ok := jsonrpc.StringMember(req.Params, key); ok && validHeaderValue(name) {
 			h.Set(HeaderName, name)
 		}

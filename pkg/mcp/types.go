@@ -22,6 +22,16 @@ type ClientCapabilities struct {
 	Elicitation  *ElicitationCap `json:"elicitation,omitempty"`
 	Roots        *ListChangedCap `json:"roots,omitempty"`
 	Experimental map[string]any  `json:"experimental,omitempty"`
+	// Extensions are the extensions the client supports (protocol version
+	// 2026-07-28), by identifier, each with its settings (an empty object
+	// for none), such as ExtensionTasks.
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
+}
+
+// HasExtension reports whether the client declared the extension id.
+func (c ClientCapabilities) HasExtension(id string) bool {
+	_, ok := c.Extensions[id]
+	return ok
 }
 
 // SamplingCap declares sampling support, and whether the client honours
@@ -57,11 +67,15 @@ type ServerCapabilities struct {
 	Completions  *struct{}       `json:"completions,omitempty"`
 	Logging      *struct{}       `json:"logging,omitempty"`
 	Experimental map[string]any  `json:"experimental,omitempty"`
+	// Extensions are the extensions the server supports (protocol version
+	// 2026-07-28: server/discover), by identifier, each with its settings.
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // Has reports whether the capabilities hold one named as the method table
 // names them (MethodSpec.ServerCap: "tools", "resources", "prompts",
-// "completions", "logging"); "" names none, which every server has.
+// "completions", "logging", or an extension's identifier such as
+// ExtensionTasks); "" names none, which every server has.
 func (c ServerCapabilities) Has(capability string) bool {
 	switch capability {
 	case "tools":
@@ -74,6 +88,9 @@ func (c ServerCapabilities) Has(capability string) bool {
 		return c.Completions != nil
 	case "logging":
 		return c.Logging != nil
+	case ExtensionTasks:
+		_, ok := c.Extensions[capability]
+		return ok
 	}
 	return true
 }
