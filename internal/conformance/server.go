@@ -21,23 +21,31 @@ const (
 
 // jsonSchema2020 is the input schema of json_schema_2020_12_tool, which the
 // json-schema-2020-12 scenario expects back unchanged: $schema, $defs and
-// additionalProperties included.
+// additionalProperties (SEP-1613), and the composition, conditional and
+// $anchor keywords that 2026-07-28 allows (SEP-2106).
 const jsonSchema2020 = `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
-	`"$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
-	`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}`
+	`"$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
+	`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},` +
+	`"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},` +
+	`"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],` +
+	`"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},` +
+	`"then":{"required":["phone"]},"else":{"required":["email"]},"additionalProperties":false}`
 
 // NewServer returns the fixture: an MCP server with the tools, resources
 // and prompts, under the names and with the behaviours, that the official
 // conformance suite's server scenarios expect, in both eras (sessions, and
-// 2026-07-28). Sessions are independent, and the tools that ask for input
-// keep their state in the request, under an HMAC, so one Server serves
-// every session and stateless request the suite sends. opts may be nil
-// (ProtocolVersions chooses the eras it speaks).
+// 2026-07-28), and the tasks extension. Sessions are independent, and the
+// tools that ask for input keep their state in the request, under an HMAC,
+// so one Server serves every session and stateless request the suite
+// sends. opts may be nil (ProtocolVersions chooses the eras it speaks;
+// Tasks defaults to a store in memory). Its tasks outlive their requests:
+// Shutdown stops them.
 func NewServer(opts *mcp.ServerOptions) *mcp.Server {
-	s := mcp.NewServer(mcp.Implementation{Name: "switchboard-conformance-fixture", Version: "1.0.0"}, opts)
+	s := mcp.NewServer(mcp.Implementation{Name: "switchboard-conformance-fixture", Version: "1.0.0"}, withTasks(opts))
 	addTools(s)
 	addStatelessTools(s)
 	addInputTools(s, newSealer())
+	addTaskTools(s)
 	addResources(s)
 	addPrompts(s)
 	s.SetCompletionHandler(func(ctx context.Context, ss *mcp.ServerSession, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
@@ -192,6 +200,19 @@ func addTools(s *mcp.Server) {
 		InputSchema: json.RawMessage(jsonSchema2020)},
 		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
 			return text("JSON Schema 2020-12 tool called with: " + string(req.Params.Arguments)), nil
+		})
+	// The http-custom-header-server-validation scenario (SEP-2243) looks for
+	// a tool with a parameter mirrored in a header (x-mcp-header): a client
+	// sends it as Mcp-Param-Region, which the server is to check against the
+	// arguments.
+	s.AddTool(&mcp.Tool{Name: "test_header_param", Description: "Echoes its region, which clients mirror in the Mcp-Param-Region header (SEP-2243)",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`)},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			var args struct {
+				Region string `json:"region"`
+			}
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			return text("Region: " + args.Region), nil
 		})
 }
 
