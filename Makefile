@@ -34,10 +34,11 @@ test-go:
 test-gosdk:
 	cd e2e/gosdk && $(GO) test -race -count=1 -timeout 10m ./...
 
-## conformance: the official MCP conformance suite (every server scenario)
-## against the fixture served over Streamable HTTP, with its report
+## conformance: the official MCP conformance suite, every server scenario of
+## 2025-11-25 and of 2026-07-28 at its own wire, in every lane (the fixture
+## served directly, through the hub), and one table of them all
 conformance:
-	$(GO) test -count=1 -v -run '^TestConformance$$' ./internal/conformance
+	$(GO) test -count=1 -v -run '^TestConformance$$' ./internal/conformance -args -report-lanes
 
 ## test-e2e: interoperability with the official MCP TypeScript SDK
 test-e2e: build

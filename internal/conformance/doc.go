@@ -20,20 +20,30 @@
 // sealed with an HMAC (a key made at NewServer): the server remembers
 // nothing between rounds, and a forged or altered state is -32602.
 //
-// TestConformance runs the suite against the fixture served directly and
-// through a hub, each in both response modes (JSON where it suffices, SSE
-// always: hub.Config.HTTPResponses): 0.1.16's every server scenario (--suite
-// all, 32) both ways, and, served directly, 0.2.0-alpha.12's scenarios
-// required by 2026-07-28 (--requirements 2026-07-28, 37; the suite also
-// runs 13 it does not score, which the test reports and does not judge). It
-// fails on any failed or warned check of a required scenario. Through the
-// hub, server-sse-polling checks the hub's priming event and retry field
-// but cannot check resumption: the fixture, behind a WebSocket, cannot
-// close a client's stream at the hub (pkg/hub's
-// TestHTTP_resumesADroppedStream resumes one instead). It needs the suites
-// and the Node 22 they run on, which scripts/deps.sh installs (npm ci in
-// e2e/conformance). TestConformance2026ThroughHub runs both through a hub
-// with the fixture speaking 2026-07-28 only: the hub discovers it, passes
-// its input requests to the 2026-07-28 suite and answers them itself for
-// 0.1.16's session.
+// The tools of the tasks extension's scenarios (tasks.go) decide per
+// request, as the extension has a server do: those that may run long run
+// as tasks for a client that declared the extension
+// (mcp.ToolRequest.RunAsTask) and in the call for any other; those that
+// only run as tasks answer any other with -32021. NewServer turns the
+// extension on (mcp.ServerOptions.Tasks); Shutdown stops the tasks still
+// running.
+//
+// TestConformance runs the suite (@modelcontextprotocol/conformance
+// 0.2.0-alpha.12, pinned in e2e/conformance, on the Node 22 that
+// scripts/deps.sh installs there) in lanes: each revision, 2025-11-25 and
+// 2026-07-28, at its own wire (--requirements <revision>: a session opened
+// with initialize, or stateless requests), against the fixture served
+// directly over pkg/mcp's Streamable HTTP handler (JSON answers where they
+// suffice, or SSE always), through a hub's /servers/conformance/mcp with
+// the fixture dialed out to it over a WebSocket (speaking every revision,
+// or 2026-07-28 only), and, not built yet, behind hub connect. A lane
+// fails on any failed or warned check of a scenario it holds: every one
+// the revision scores, and the unscored ones it passes (served directly:
+// the tasks extension's and json-schema-2020-12). It prints one table of
+// every scenario in every lane; make conformance shows it, with the lanes
+// that only report (through the hub, the fixture of every revision at
+// 2026-07-28). Through the hub, server-sse-polling checks the hub's
+// priming event and retry field but cannot check resumption: the fixture,
+// behind a WebSocket, cannot close a client's stream at the hub (pkg/hub's
+// TestHTTP_resumesADroppedStream resumes one instead).
 package conformance
