@@ -1,0 +1,376 @@
+package search
+
+import (
+	"cmp"
+	"container/heap"
+	"encoding/json"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Tool is one tool to index: what a caller calls it by, its server, and
+// the texts that say what it does.
+type Tool struct {
+	// Name is what a caller calls it by, unique in the index: the
+	// aggregate's server__tool name, or a virtual server's effective name.
+	Name   string
+	Server string
+	Title  string
+	// Description and InputSchema are as clients see them; the schema's
+	// parameter names and descriptions are indexed (two levels deep).
+	Description string
+	InputSchema json.RawMessage
+}
+
+// Result is one tool a search found, and how well it matched.
+type Result struct {
+	Tool  *Tool
+	Score float64
+}
+
+// Filter says which tools a search may return: a principal never finds a
+// tool it may not call. Either func may be nil, which allows all.
+type Filter struct {
+	// Server is asked once per server; false skips its tools unread.
+	Server func(server string) bool
+	// Tool is asked only of the tools that would make the results, best
+	// first, until enough are allowed.
+	Tool func(*Tool) bool
+}
+
+// Index is a tool-search index over servers' tools, ranked by BM25F.
+// Searches read an immutable snapshot without locking; SetServer and
+// RemoveServer build the next snapshot (one server's part anew, the rest
+// shared) and swap it in, so a search sees a server's tools all or none.
+// The zero value is not ready: use New.
+type Index struct {
+	mu  sync.Mutex // serialises writers
+	cur atomic.Pointer[snapshot]
+}
+
+// New returns an empty index.
+func New() *Index {
+	x := &Index{}
+	x.cur.Store(&snapshot{})
+	return x
+}
+
+// snapshot is the index at one moment: one segment per server.
+type snapshot struct {
+	segs    []*segment // sorted by server
+	docs    int
+	lenSum  [numFields]int
+	maxDocs int // the largest segment's tools: the size of a search's scratch
+}
+
+// segment is one server's tools, indexed: a small inverted index of its
+// own, built when the server's tools change and shared by every snapshot
+// after.
+type segment struct {
+	server string
+	tools  []*Tool
+	lens   [][numFields]uint16 // each tool's field lengths in terms
+	post   map[string][]posting
+	lenSum [numFields]int
+}
+
+// posting is one tool that has a term, and how often in each field.
+type posting struct {
+	doc uint32
+	tf  [numFields]uint8
+}
+
+// The fields of a tool, each with its weight (how much a match there
+// counts) and its length normalisation b (how much a long field is
+// discounted: little for names, which are short and all alike).
+type field int
+
+const (
+	fieldName field = iota
+	fieldTitle
+	fieldDescription
+	fieldParams
+	fieldParamDescriptions
+	fieldServer
+	numFields
+)
+
+var (
+	fieldWeight = [numFields]float64{3.0, 2.0, 1.0, 0.7, 0.4, 1.5}
+	fieldB      = [numFields]float64{0.3, 0.3, 0.75, 0.5, 0.75, 0.0}
+)
+
+const (
+	k1            = 1.2
+	synonymWeight = 0.4 // a synonym's share of a query term's weight
+)
+
+// SetServer indexes a server's tools, replacing those it had. An empty
+// list removes the server.
+func (x *Index) SetServer(server string, tools []Tool) {
+	var seg *segment
+	if len(tools) > 0 {
+		seg = newSegment(server, tools)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.cur.Store(x.cur.Load().with(server, seg))
+}
+
+// RemoveServer drops a server's tools.
+func (x *Index) RemoveServer(server string) { x.SetServer(server, nil) }
+
+// Len returns how many tools are indexed.
+func (x *Index) Len() int { return x.cur.Load().docs }
+
+// with returns a snapshot with the server's segment replaced by seg (nil:
+// removed).
+func (s *snapshot) with(server string, seg *segment) *snapshot {
+	segs := slices.DeleteFunc(slices.Clone(s.segs), func(g *segment) bool { return g.server == server })
+	if seg != nil {
+		i, _ := slices.BinarySearchFunc(segs, server, func(g *segment, name string) int { return cmp.Compare(g.server, name) })
+		segs = slices.Insert(segs, i, seg)
+	}
+	n := &snapshot{segs: segs}
+	for _, g := range segs {
+		n.docs += len(g.tools)
+		n.maxDocs = max(n.maxDocs, len(g.tools))
+		for f := range numFields {
+			n.lenSum[f] += g.lenSum[f]
+		}
+	}
+	return n
+}
+
+// newSegment indexes one server's tools.
+func newSegment(server string, tools []Tool) *segment {
+	g := &segment{server: server, post: map[string][]posting{}, lens: make([][numFields]uint16, len(tools))}
+	serverTerms := terms(nil, server)
+	var buf []string
+	counts := map[string]*[numFields]uint8{}
+	for i := range tools {
+		t := tools[i]
+		g.tools = append(g.tools, &t)
+		clear(counts)
+		count := func(f field, ts []string) {
+			g.lens[i][f] = uint16(min(len(ts), math.MaxUint16))
+			g.lenSum[f] += len(ts)
+			for _, term := range ts {
+				c := counts[term]
+				if c == nil {
+					c = &[numFields]uint8{}
+					counts[term] = c
+				}
+				if c[f] < math.MaxUint8 {
+					c[f]++
+				}
+			}
+		}
+		count(fieldName, terms(buf[:0], t.Name))
+		count(fieldTitle, terms(buf[:0], t.Title))
+		count(fieldDescription, terms(buf[:0], t.Description))
+		names, descs := schemaTexts(t.InputSchema)
+		count(fieldParams, terms(buf[:0], names))
+		count(fieldParamDescriptions, terms(buf[:0], descs))
+		count(fieldServer, serverTerms)
+		for term, c := range counts {
+			g.post[term] = append(g.post[term], posting{doc: uint32(i), tf: *c})
+		}
+	}
+	return g
+}
+
+// schemaTexts returns the parameter names and descriptions of an input
+// schema, each joined into one text, two levels deep (the parameters and
+// the members of object or array parameters).
+func schemaTexts(raw json.RawMessage) (names, descriptions string) {
+	type prop struct {
+		Description string                     `json:"description"`
+		Properties  map[string]json.RawMessage `json:"properties"`
+		Items       *struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"items"`
+	}
+	var n, d []byte
+	var walk func(props map[string]json.RawMessage, depth int)
+	walk = func(props map[string]json.RawMessage, depth int) {
+		for _, name := range sortedKeys(props) {
+			n = append(append(n, name...), ' ')
+			var p prop
+			if json.Unmarshal(props[name], &p) != nil {
+				continue
+			}
+			d = append(append(d, p.Description...), ' ')
+			if depth > 0 {
+				walk(p.Properties, depth-1)
+				if p.Items != nil {
+					walk(p.Items.Properties, depth-1)
+				}
+			}
+		}
+	}
+	var top prop
+	if json.Unmarshal(raw, &top) == nil {
+		walk(top.Properties, 1)
+	}
+	return string(n), string(d)
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// queryTerm is a term of a query and its weight: 1 for the query's own
+// words, less for their synonyms.
+type queryTerm struct {
+	term   string
+	weight float64
+}
+
+// analyzeQuery returns the query's terms and their synonyms.
+func analyzeQuery(q string) []queryTerm {
+	own := terms(nil, q)
+	var out []queryTerm
+	add := func(t string, w float64) {
+		for i := range out {
+			if out[i].term == t {
+				out[i].weight = max(out[i].weight, w)
+				return
+			}
+		}
+		out = append(out, queryTerm{t, w})
+	}
+	for _, t := range own {
+		add(t, 1)
+	}
+	for _, t := range own {
+		for _, s := range synonyms[t] {
+			add(s, synonymWeight)
+		}
+	}
+	return out
+}
+
+// scratch is a search's working memory, pooled: a score per tool of the
+// segment being scored, and the tools touched.
+type scratch struct {
+	acc     []float64
+	touched []uint32
+}
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{} }}
+
+// Search returns up to limit tools that match the query best, best first,
+// among those the filter allows. Ties are broken by name, so the order is
+// the same on every instance.
+func (x *Index) Search(query string, limit int, f Filter) []Result {
+	s := x.cur.Load()
+	qts := analyzeQuery(query)
+	if limit <= 0 || len(qts) == 0 || s.docs == 0 {
+		return nil
+	}
+	// Statistics over every tool, allowed or not, so that a tool scores
+	// the same for everyone.
+	idf := make([]float64, len(qts))
+	for i, qt := range qts {
+		df := 0
+		for _, g := range s.segs {
+			df += len(g.post[qt.term])
+		}
+		if df > 0 {
+			idf[i] = math.Log(1 + (float64(s.docs)-float64(df)+0.5)/(float64(df)+0.5))
+		}
+	}
+	var norm [numFields]float64 // b/avglen per field
+	for fl := range numFields {
+		if s.lenSum[fl] > 0 {
+			norm[fl] = fieldB[fl] * float64(s.docs) / float64(s.lenSum[fl])
+		}
+	}
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	if len(sc.acc) < s.maxDocs {
+		sc.acc = make([]float64, s.maxDocs)
+	}
+	top := &results{}
+	for _, g := range s.segs {
+		if f.Server != nil && !f.Server(g.server) {
+			continue
+		}
+		sc.touched = sc.touched[:0]
+		for i, qt := range qts {
+			if idf[i] == 0 {
+				continue
+			}
+			for _, p := range g.post[qt.term] {
+				var tfn float64
+				lens := &g.lens[p.doc]
+				for fl := range numFields {
+					if p.tf[fl] > 0 {
+						tfn += fieldWeight[fl] * float64(p.tf[fl]) / (1 - fieldB[fl] + norm[fl]*float64(lens[fl]))
+					}
+				}
+				if sc.acc[p.doc] == 0 {
+					sc.touched = append(sc.touched, p.doc)
+				}
+				sc.acc[p.doc] += qt.weight * idf[i] * tfn * (k1 + 1) / (k1 + tfn)
+			}
+		}
+		for _, d := range sc.touched {
+			top.offer(Result{Tool: g.tools[d], Score: sc.acc[d]}, limit, f.Tool)
+			sc.acc[d] = 0
+		}
+	}
+	out := make([]Result, top.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(top).(Result)
+	}
+	return out
+}
+
+// results keeps the best results seen so far: a min-heap whose root is the
+// worst of them.
+type results []Result
+
+// worse orders results: lower score, then later name.
+func worse(a, b Result) bool {
+	if a.Score != b.Score {
+		return a.Score < b.Score
+	}
+	return a.Tool.Name > b.Tool.Name
+}
+
+func (r results) Len() int           { return len(r) }
+func (r results) Less(i, j int) bool { return worse(r[i], r[j]) }
+func (r results) Swap(i, j int)      { r[i], r[j] = r[j], r[i] }
+func (r *results) Push(v any)        { *r = append(*r, v.(Result)) }
+func (r *results) Pop() any {
+	old := *r
+	v := old[len(old)-1]
+	*r = old[:len(old)-1]
+	return v
+}
+
+// offer adds a candidate if it beats the worst kept and the filter allows
+// it: the filter is asked only of candidates that would be kept.
+func (r *results) offer(c Result, limit int, allow func(*Tool) bool) {
+	if len(*r) >= limit && !worse((*r)[0], c) {
+		return
+	}
+	if allow != nil && !allow(c.Tool) {
+		return
+	}
+	if len(*r) < limit {
+		heap.Push(r, c)
+		return
+	}
+	(*r)[0] = c
+	heap.Fix(r, 0)
+}
