@@ -81,7 +81,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/oauth || exit 1; done
 	@for f in FuzzExtractMeta FuzzInjectMeta FuzzUnpack; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./internal/tracing || exit 1; done
-	@for f in FuzzParse; do \
+	@for f in FuzzParse FuzzArguments; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/catalog || exit 1; done
 
 ## lint: gofmt and go vet (e2e/gosdk too)

@@ -307,3 +307,38 @@ func TestBuild_notConnected(t *testing.T) {
 	require.Len(t, v.Warnings, 1, "one warning per server, not per pick")
 	assert.True(t, slices.ContainsFunc(v.Warnings, func(p catalog.Problem) bool { return strings.Contains(p.Message, `"demo" is not connected`) }))
 }
+
+// FuzzArguments: whatever a client sends, the server gets valid JSON
+// holding the fixed arguments with their values, or the client gets an
+// error; a fixed argument the client sent is never passed on.
+func FuzzArguments(f *testing.F) {
+	for _, s := range []string{``, `null`, `{}`, `{"label":"x"}`, `{"steps":1}`, `[1]`, `{"a":{"steps":1}}`, ` {"a" : 1 } `, `{"a":1,"a":2}`} {
+		f.Add([]byte(s))
+	}
+	doc := "virtualServers:\n  - name: v\n    tools: [{server: demo, tool: slow, fixed: {steps: 2, mode: \"fast\"}}]\n"
+	c, err := catalog.Parse([]byte(doc))
+	require.NoError(f, err)
+	it, ok := catalog.Build(c.VirtualServers[0], map[string]*catalog.Lists{"demo": demoLists()}).Tool("slow")
+	require.True(f, ok)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !json.Valid(in) && len(strings.TrimSpace(string(in))) > 0 {
+			return // the hub's decoder lets only valid JSON through
+		}
+		out, err := it.Arguments(in)
+		var client map[string]json.RawMessage
+		isObject := json.Unmarshal(in, &client) == nil && client != nil
+		if err != nil {
+			_, sentSteps := client["steps"]
+			_, sentMode := client["mode"]
+			require.True(t, !isObject && strings.TrimSpace(string(in)) != "null" || sentSteps || sentMode, "%q: %v", in, err)
+			return
+		}
+		var got map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(out, &got), "%q -> %q", in, out)
+		assert.Equal(t, "2", string(got["steps"]))
+		assert.Equal(t, `"fast"`, string(got["mode"]))
+		for k := range client {
+			assert.Contains(t, got, k)
+		}
+	})
+}
