@@ -39,6 +39,7 @@ type View struct {
 	Warnings []Problem
 
 	tools, prompts, resources map[string]*Item
+	pickTemplates             []*mcp.URITemplate // each resource pick's uriTemplate, compiled; nil where it has none
 }
 
 // Item is one tool, prompt, resource or template of a virtual server.
@@ -82,14 +83,14 @@ func (v *View) ServerOfURI(uri string) (string, bool) {
 	if it, ok := v.resources[uri]; ok {
 		return it.Server, true
 	}
-	for _, p := range v.Server.Resources {
+	for i, p := range v.Server.Resources {
 		switch {
 		case p.URIPrefix != "":
 			if strings.HasPrefix(uri, p.URIPrefix) {
 				return p.Server, true
 			}
 		case p.URITemplate != "":
-			if mcp.ParseURITemplate(p.URITemplate).Match(uri) {
+			if v.pickTemplates[i].Match(uri) {
 				return p.Server, true
 			}
 		default:
@@ -339,14 +340,16 @@ func mergeObjects(base, over json.RawMessage) (json.RawMessage, error) {
 // file's order: a URI or template two picks offer stays with the first.
 func (v *View) uris(members map[string]*Lists) (resources, templates []*Item) {
 	heldTmpl := map[string]*Item{}
-	for _, p := range v.Server.Resources {
-		l := members[p.Server]
-		if l == nil {
-			continue
-		}
+	v.pickTemplates = make([]*mcp.URITemplate, len(v.Server.Resources))
+	for i, p := range v.Server.Resources {
 		var tmpl *mcp.URITemplate
 		if p.URITemplate != "" {
 			tmpl = mcp.ParseURITemplate(p.URITemplate)
+			v.pickTemplates[i] = tmpl
+		}
+		l := members[p.Server]
+		if l == nil {
+			continue
 		}
 		matched := 0
 		for _, raw := range sortedBy(l.Resources, "uri") {
