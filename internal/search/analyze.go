@@ -148,10 +148,10 @@ func isDigit(w string) bool { return len(w) == 1 && w[0] >= '0' && w[0] <= '9' }
 // looks for the other words of its groups, at a lower weight than its own.
 // The groups are general vocabulary, not fitted to any corpus.
 var synonymGroups = []string{
-	"find search lookup query locate seek",
+	"find search lookup look query locate seek",
 	"get fetch retrieve read obtain view show",
 	"download fetch save",
-	"create make new add generate insert",
+	"create make new add generate insert open",
 	"delete remove erase destroy drop purge",
 	"update edit modify change patch alter set",
 	"list enumerate browse",
@@ -187,6 +187,8 @@ var synonymGroups = []string{
 	"route direction directions",
 	"remember memory memorize recall store",
 	"think reason reasoning thought",
+	"watch monitor track observe",
+	"cost price pricing",
 	"config configuration setting settings",
 	"env environment",
 	"stat stats statistic statistics metric metrics",

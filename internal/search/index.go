@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -91,6 +92,7 @@ const (
 	fieldName field = iota
 	fieldTitle
 	fieldDescription
+	fieldLead // the description's first sentence, which says what the tool does; the rest says how
 	fieldParams
 	fieldParamDescriptions
 	fieldServer
@@ -98,12 +100,12 @@ const (
 )
 
 var (
-	fieldWeight = [numFields]float64{3.0, 2.0, 1.0, 0.7, 0.4, 1.5}
-	fieldB      = [numFields]float64{0.3, 0.3, 0.75, 0.5, 0.75, 0.0}
+	fieldWeight = [numFields]float64{3.0, 2.0, 1.5, 1.0, 0.7, 0.4, 2.5}
+	fieldB      = [numFields]float64{0.3, 0.3, 0.75, 0.3, 0.5, 0.75, 0.0}
 )
 
 const (
-	k1            = 1.2
+	k1            = 2.0
 	synonymWeight = 0.4 // a synonym's share of a query term's weight
 )
 
@@ -147,7 +149,7 @@ func (s *snapshot) with(server string, seg *segment) *snapshot {
 // newSegment indexes one server's tools.
 func newSegment(server string, tools []Tool) *segment {
 	g := &segment{server: server, post: map[string][]posting{}, lens: make([][numFields]uint16, len(tools))}
-	serverTerms := terms(nil, server)
+	serverTerms := serverTerms(server)
 	var buf []string
 	counts := map[string]*[numFields]uint8{}
 	for i := range tools {
@@ -171,6 +173,7 @@ func newSegment(server string, tools []Tool) *segment {
 		count(fieldName, terms(buf[:0], t.Name))
 		count(fieldTitle, terms(buf[:0], t.Title))
 		count(fieldDescription, terms(buf[:0], t.Description))
+		count(fieldLead, terms(buf[:0], leadSentence(t.Description)))
 		names, descs := schemaTexts(t.InputSchema)
 		count(fieldParams, terms(buf[:0], names))
 		count(fieldParamDescriptions, terms(buf[:0], descs))
@@ -180,6 +183,39 @@ func newSegment(server string, tools []Tool) *segment {
 		}
 	}
 	return g
+}
+
+// leadSentence returns the first sentence of a description: up to the
+// first full stop, colon or line break after some words, or its first 30
+// words.
+func leadSentence(d string) string {
+	d = strings.TrimSpace(d)
+	words := 0
+	for i := 0; i < len(d); i++ {
+		switch c := d[i]; {
+		case c == ' ':
+			if words++; words >= 30 {
+				return d[:i]
+			}
+		case c == '\n' && words > 0, (c == '.' || c == ':') && words > 2 && (i+1 == len(d) || d[i+1] == ' ' || d[i+1] == '\n'):
+			return d[:i]
+		}
+	}
+	return d
+}
+
+// serverTerms are the terms of a server's name, with the beginnings (five
+// letters or more) of its longer words: people shorten server names
+// ("mongo" for mongodb, "kuber" for kubernetes), and a server's name is
+// short enough for every beginning of it to mean that server.
+func serverTerms(server string) []string {
+	ts := terms(nil, server)
+	for _, t := range ts {
+		for n := 5; n < len(t); n++ {
+			ts = append(ts, t[:n])
+		}
+	}
+	return ts
 }
 
 // schemaTexts returns the parameter names and descriptions of an input
@@ -284,9 +320,7 @@ func (x *Index) Search(query string, limit int, f Filter) []Result {
 		for _, g := range s.segs {
 			df += len(g.post[qt.term])
 		}
-		if df > 0 {
-			idf[i] = math.Log(1 + (float64(s.docs)-float64(df)+0.5)/(float64(df)+0.5))
-		}
+		idf[i] = s.idf(df)
 	}
 	var norm [numFields]float64 // b/avglen per field
 	for fl := range numFields {
@@ -317,10 +351,11 @@ func (x *Index) Search(query string, limit int, f Filter) []Result {
 						tfn += fieldWeight[fl] * float64(p.tf[fl]) / (1 - fieldB[fl] + norm[fl]*float64(lens[fl]))
 					}
 				}
+				score := idf[i] * tfn * (k1 + 1) / (k1 + tfn)
 				if sc.acc[p.doc] == 0 {
 					sc.touched = append(sc.touched, p.doc)
 				}
-				sc.acc[p.doc] += qt.weight * idf[i] * tfn * (k1 + 1) / (k1 + tfn)
+				sc.acc[p.doc] += qt.weight * score
 			}
 		}
 		for _, d := range sc.touched {
@@ -333,6 +368,14 @@ func (x *Index) Search(query string, limit int, f Filter) []Result {
 		out[i] = heap.Pop(top).(Result)
 	}
 	return out
+}
+
+// idf is the rarity of a term that df of the snapshot's tools have.
+func (s *snapshot) idf(df int) float64 {
+	if df == 0 {
+		return 0
+	}
+	return math.Log(1 + (float64(s.docs)-float64(df)+0.5)/(float64(df)+0.5))
 }
 
 // results keeps the best results seen so far: a min-heap whose root is the
