@@ -18,37 +18,86 @@ import (
 // of letters and digits split at case changes is also kept whole
 // (GitHub: github, git, hub), so that brand names match as written both
 // ways.
-func words(dst []string, s string) []string {
+func words(dst []string, s string) []string { return interner(nil).words(dst, s) }
+
+// interner keeps one copy of each lowered word while a server's tools are
+// indexed: most words recur, and lowering each anew was most of the
+// allocations of indexing. A nil interner lowers without keeping.
+type interner map[string]string
+
+// lower returns s in lower case.
+func (in interner) lower(s string) string {
+	var b [64]byte
+	if in == nil || len(s) > len(b) {
+		return strings.ToLower(s)
+	}
+	upper := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return strings.ToLower(s)
+		case c >= 'A' && c <= 'Z':
+			upper = true
+			b[i] = c + 'a' - 'A'
+		default:
+			b[i] = c
+		}
+	}
+	if !upper {
+		return s
+	}
+	if w, ok := in[string(b[:len(s)])]; ok {
+		return w
+	}
+	w := string(b[:len(s)])
+	in[w] = w
+	return w
+}
+
+// words is words with the interner's copies.
+func (in interner) words(dst []string, s string) []string {
 	run, start := -1, -1 // start of the current run, and of its current word
 	parts := 0
 	var prev rune
 	end := func(i int) {
-		dst = append(dst, strings.ToLower(s[start:i]))
+		dst = append(dst, in.lower(s[start:i]))
 		if parts > 0 {
-			dst = append(dst, strings.ToLower(s[run:i]))
+			dst = append(dst, in.lower(s[run:i]))
 		}
 		run, start, parts = -1, -1, 0
 	}
-	for i, r := range s {
-		alnum := unicode.IsLetter(r) || unicode.IsDigit(r)
+	for i := 0; i < len(s); {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
 		switch {
-		case !alnum:
+		case !isAlnum(r):
 			if run >= 0 {
 				end(i)
 			}
 		case run < 0:
 			run, start = i, i
-		case boundary(prev, r, s[i+utf8.RuneLen(r):]):
-			dst = append(dst, strings.ToLower(s[start:i]))
+		case boundary(prev, r, s[i+size:]):
+			dst = append(dst, in.lower(s[start:i]))
 			start = i
 			parts++
 		}
 		prev = r
+		i += size
 	}
 	if run >= 0 {
 		end(len(s))
 	}
 	return dst
+}
+
+// isAlnum reports whether r is a letter or a digit, ASCII first.
+func isAlnum(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // boundary reports whether a word ends between prev and r: a lower-case
@@ -73,7 +122,8 @@ for from had has have having how i if in into is it its itself just me might mor
 no nor not of on once only or other our out over own please same shall should so some such than
 that the their them then there these they this those through to too under until up very was
 we were what when where which while who whom why will with would you your yours want wants
-need needs i'd i'm let lets using via also e.g eg etc`)
+need needs i'd i'm let lets using via also e.g eg etc all every each everything anything something
+nothing thing things stuff lot lots many much really actually kindly thanks hey`)
 
 func toSet(s string) map[string]bool {
 	m := map[string]bool{}
@@ -127,9 +177,12 @@ func isASCIILetters(w string) bool {
 }
 
 // terms appends the terms of s (words less stop words, stemmed) to dst.
-func terms(dst []string, s string) []string {
+func terms(dst []string, s string) []string { return interner(nil).terms(dst, s) }
+
+// terms is terms with the interner's copies.
+func (in interner) terms(dst []string, s string) []string {
 	start := len(dst)
-	dst = words(dst, s)
+	dst = in.words(dst, s)
 	out := dst[:start]
 	for _, w := range dst[start:] {
 		if len(w) < 2 && !isDigit(w) || stopWords[w] {
@@ -148,14 +201,16 @@ func isDigit(w string) bool { return len(w) == 1 && w[0] >= '0' && w[0] <= '9' }
 // looks for the other words of its groups, at a lower weight than its own.
 // The groups are general vocabulary, not fitted to any corpus.
 var synonymGroups = []string{
+	// verbs
 	"find search lookup look query locate seek",
 	"get fetch retrieve read obtain view show",
-	"download fetch save",
+	"download fetch save pull",
+	"upload put push",
 	"create make new add generate insert open",
-	"delete remove erase destroy drop purge",
+	"delete remove erase destroy drop purge forget discard",
 	"update edit modify change patch alter set",
 	"list enumerate browse",
-	"run execute launch invoke start",
+	"run execute launch invoke start trigger",
 	"stop kill terminate cancel halt abort end",
 	"send post publish submit",
 	"write save store put",
@@ -165,7 +220,16 @@ var synonymGroups = []string{
 	"click press tap",
 	"type fill enter input",
 	"screenshot capture snapshot",
-	"repo repository",
+	"undo revert rollback restore",
+	"test check verify validate assert",
+	"summary summarize summarise",
+	"translate convert",
+	"transcribe recognize",
+	"remember memory memorize recall store",
+	"think reason reasoning thought",
+	"watch monitor track observe",
+	// nouns
+	"repo repository project",
 	"pr pull merge",
 	"issue ticket bug",
 	"dir directory folder",
@@ -173,25 +237,39 @@ var synonymGroups = []string{
 	"doc document documentation docs",
 	"msg message",
 	"user member account person people",
+	"customer client buyer",
+	"contact lead person",
+	"team group org organization",
 	"email mail",
-	"image picture photo",
+	"image picture photo png jpg jpeg gif",
+	"speech voice audio",
 	"web website site page url webpage internet online",
+	"browser chrome",
 	"k8s kubernetes kube",
+	"vm machine instance",
+	"container docker",
 	"log logs logging",
-	"error exception failure",
+	"history log changelog",
+	"error exception failure crash",
+	"alert alarm notification",
 	"comment reply note",
 	"info information detail details",
-	"summary summarize summarise",
-	"schedule calendar event meeting",
-	"place location address",
+	"schedule cron timer recurring periodic",
+	"calendar event meeting",
+	"secret password credential token",
+	"place location address street",
 	"route direction directions",
-	"remember memory memorize recall store",
-	"think reason reasoning thought",
-	"watch monitor track observe",
-	"cost price pricing",
+	"height altitude elevation",
 	"config configuration setting settings",
 	"env environment",
 	"stat stats statistic statistics metric metrics",
+	"status health state",
+	"latency slow performance",
+	"cost price pricing fee billing",
+	"payment pay charge checkout",
+	"refund chargeback",
+	"discount coupon promo voucher",
+	"subscription plan membership",
 	"app application",
 	"ai llm model",
 	"chart graph plot",

@@ -82,6 +82,7 @@ func BenchmarkServerJoins(b *testing.B) {
 		tools[i].Server = "joiner"
 	}
 	var lat []time.Duration
+	b.ReportAllocs()
 	for b.Loop() {
 		start := time.Now()
 		x.SetServer("joiner", tools)

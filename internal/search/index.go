@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 )
 
 // Tool is one tool to index: what a caller calls it by, its server, and
@@ -105,8 +107,13 @@ var (
 )
 
 const (
-	k1            = 2.0
-	synonymWeight = 0.4 // a synonym's share of a query term's weight
+	k1            = 2.0 // how soon more matches of a concept stop counting
+	synonymWeight = 0.4 // a synonym's share of a query word's weight
+	// idfPower damps rarity: with stop words gone a query has few words,
+	// and a rare word that is incidental to the question ("disk" in "the
+	// file on my disk") should not outweigh the common one that is its
+	// point.
+	idfPower = 0.5
 )
 
 // SetServer indexes a server's tools, replacing those it had. An empty
@@ -151,7 +158,8 @@ func newSegment(server string, tools []Tool) *segment {
 	g := &segment{server: server, post: map[string][]posting{}, lens: make([][numFields]uint16, len(tools))}
 	serverTerms := serverTerms(server)
 	var buf []string
-	counts := map[string]*[numFields]uint8{}
+	in := interner{}
+	counts := map[string][numFields]uint8{}
 	for i := range tools {
 		t := tools[i]
 		g.tools = append(g.tools, &t)
@@ -160,26 +168,21 @@ func newSegment(server string, tools []Tool) *segment {
 			g.lens[i][f] = uint16(min(len(ts), math.MaxUint16))
 			g.lenSum[f] += len(ts)
 			for _, term := range ts {
-				c := counts[term]
-				if c == nil {
-					c = &[numFields]uint8{}
-					counts[term] = c
-				}
-				if c[f] < math.MaxUint8 {
+				if c := counts[term]; c[f] < math.MaxUint8 {
 					c[f]++
+					counts[term] = c
 				}
 			}
 		}
-		count(fieldName, terms(buf[:0], t.Name))
-		count(fieldTitle, terms(buf[:0], t.Title))
-		count(fieldDescription, terms(buf[:0], t.Description))
-		count(fieldLead, terms(buf[:0], leadSentence(t.Description)))
 		names, descs := schemaTexts(t.InputSchema)
-		count(fieldParams, terms(buf[:0], names))
-		count(fieldParamDescriptions, terms(buf[:0], descs))
+		for f, text := range [...]string{fieldName: t.Name, fieldTitle: t.Title, fieldDescription: t.Description,
+			fieldLead: leadSentence(t.Description), fieldParams: names, fieldParamDescriptions: descs} {
+			buf = in.terms(buf[:0], text)
+			count(field(f), buf)
+		}
 		count(fieldServer, serverTerms)
 		for term, c := range counts {
-			g.post[term] = append(g.post[term], posting{doc: uint32(i), tf: *c})
+			g.post[term] = append(g.post[term], posting{doc: uint32(i), tf: c})
 		}
 	}
 	return g
@@ -220,78 +223,68 @@ func serverTerms(server string) []string {
 
 // schemaTexts returns the parameter names and descriptions of an input
 // schema, each joined into one text, two levels deep (the parameters and
-// the members of object or array parameters).
+// the members of object or array parameters). It reads the schema in place,
+// without decoding it: schemas are the bulk of a server's tools.
 func schemaTexts(raw json.RawMessage) (names, descriptions string) {
-	type prop struct {
-		Description string                     `json:"description"`
-		Properties  map[string]json.RawMessage `json:"properties"`
-		Items       *struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		} `json:"items"`
-	}
 	var n, d []byte
-	var walk func(props map[string]json.RawMessage, depth int)
-	walk = func(props map[string]json.RawMessage, depth int) {
-		for _, name := range sortedKeys(props) {
+	var walk func(props []byte, depth int)
+	walk = func(props []byte, depth int) {
+		for name, p := range jsonrpc.Members(props) {
 			n = append(append(n, name...), ' ')
-			var p prop
-			if json.Unmarshal(props[name], &p) != nil {
-				continue
-			}
-			d = append(append(d, p.Description...), ' ')
-			if depth > 0 {
-				walk(p.Properties, depth-1)
-				if p.Items != nil {
-					walk(p.Items.Properties, depth-1)
+			for k, v := range jsonrpc.Members(p) {
+				switch string(k) {
+				case "description":
+					if s, ok := jsonrpc.Unquote(v); ok {
+						d = append(append(d, s...), ' ')
+					}
+				case "properties":
+					if depth > 0 {
+						walk(v, depth-1)
+					}
+				case "items":
+					if sub, ok := jsonrpc.Member(v, "properties"); ok && depth > 0 {
+						walk(sub, depth-1)
+					}
 				}
 			}
 		}
 	}
-	var top prop
-	if json.Unmarshal(raw, &top) == nil {
-		walk(top.Properties, 1)
+	if props, ok := jsonrpc.Member(raw, "properties"); ok {
+		walk(props, 1)
 	}
 	return string(n), string(d)
 }
 
-func sortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// queryTerm is a term of a query and its weight: 1 for the query's own
-// words, less for their synonyms.
+// queryTerm is a term of a query: one of its own words (weight 1), or a
+// synonym of one (less). concept is the index of the word it stands for: a
+// word and its synonyms are one concept, whose matches in a tool are
+// added up and saturated together, so a tool that says a thing two ways
+// ("List/enumerate") does not count it twice.
 type queryTerm struct {
-	term   string
-	weight float64
+	term    string
+	weight  float64
+	concept int
 }
 
-// analyzeQuery returns the query's terms and their synonyms.
-func analyzeQuery(q string) []queryTerm {
-	own := terms(nil, q)
+// analyzeQuery returns the query's terms and their synonyms, and how many
+// concepts they make.
+func analyzeQuery(q string) ([]queryTerm, int) {
 	var out []queryTerm
-	add := func(t string, w float64) {
-		for i := range out {
-			if out[i].term == t {
-				out[i].weight = max(out[i].weight, w)
-				return
+	has := func(t string) bool { return slices.ContainsFunc(out, func(qt queryTerm) bool { return qt.term == t }) }
+	for _, t := range terms(nil, q) {
+		if !has(t) {
+			out = append(out, queryTerm{t, 1, len(out)})
+		}
+	}
+	n := len(out)
+	for c := range n {
+		for _, s := range synonyms[out[c].term] {
+			if !has(s) {
+				out = append(out, queryTerm{s, synonymWeight, c})
 			}
 		}
-		out = append(out, queryTerm{t, w})
 	}
-	for _, t := range own {
-		add(t, 1)
-	}
-	for _, t := range own {
-		for _, s := range synonyms[t] {
-			add(s, synonymWeight)
-		}
-	}
-	return out
+	return out, n
 }
 
 // scratch is a search's working memory, pooled: a score per tool of the
@@ -308,19 +301,30 @@ var scratchPool = sync.Pool{New: func() any { return &scratch{} }}
 // the same on every instance.
 func (x *Index) Search(query string, limit int, f Filter) []Result {
 	s := x.cur.Load()
-	qts := analyzeQuery(query)
+	qts, concepts := analyzeQuery(query)
 	if limit <= 0 || len(qts) == 0 || s.docs == 0 {
 		return nil
 	}
 	// Statistics over every tool, allowed or not, so that a tool scores
-	// the same for everyone.
-	idf := make([]float64, len(qts))
+	// the same for everyone. A concept is as rare as its own word, or, when
+	// no tool has that word, as its most common synonym.
+	idf := make([]float64, concepts)
+	synDF := make([]int, concepts) // the most common synonym's
 	for i, qt := range qts {
 		df := 0
 		for _, g := range s.segs {
 			df += len(g.post[qt.term])
 		}
-		idf[i] = s.idf(df)
+		if i < concepts {
+			idf[i] = s.idf(df) // the query's own words come first
+		} else {
+			synDF[qt.concept] = max(synDF[qt.concept], df)
+		}
+	}
+	for c := range idf {
+		if idf[c] == 0 {
+			idf[c] = s.idf(synDF[c])
+		}
 	}
 	var norm [numFields]float64 // b/avglen per field
 	for fl := range numFields {
@@ -330,8 +334,8 @@ func (x *Index) Search(query string, limit int, f Filter) []Result {
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	if len(sc.acc) < s.maxDocs {
-		sc.acc = make([]float64, s.maxDocs)
+	if need := s.maxDocs * concepts; len(sc.acc) < need {
+		sc.acc = make([]float64, need)
 	}
 	top := &results{}
 	for _, g := range s.segs {
@@ -339,10 +343,7 @@ func (x *Index) Search(query string, limit int, f Filter) []Result {
 			continue
 		}
 		sc.touched = sc.touched[:0]
-		for i, qt := range qts {
-			if idf[i] == 0 {
-				continue
-			}
+		for _, qt := range qts {
 			for _, p := range g.post[qt.term] {
 				var tfn float64
 				lens := &g.lens[p.doc]
@@ -351,16 +352,21 @@ func (x *Index) Search(query string, limit int, f Filter) []Result {
 						tfn += fieldWeight[fl] * float64(p.tf[fl]) / (1 - fieldB[fl] + norm[fl]*float64(lens[fl]))
 					}
 				}
-				score := idf[i] * tfn * (k1 + 1) / (k1 + tfn)
-				if sc.acc[p.doc] == 0 {
+				row := sc.acc[int(p.doc)*concepts : int(p.doc+1)*concepts]
+				if !slices.ContainsFunc(row, func(v float64) bool { return v != 0 }) {
 					sc.touched = append(sc.touched, p.doc)
 				}
-				sc.acc[p.doc] += qt.weight * score
+				row[qt.concept] += qt.weight * tfn
 			}
 		}
 		for _, d := range sc.touched {
-			top.offer(Result{Tool: g.tools[d], Score: sc.acc[d]}, limit, f.Tool)
-			sc.acc[d] = 0
+			row := sc.acc[int(d)*concepts : int(d+1)*concepts]
+			score := 0.0
+			for c, tfn := range row {
+				score += idf[c] * tfn * (k1 + 1) / (k1 + tfn)
+				row[c] = 0
+			}
+			top.offer(Result{Tool: g.tools[d], Score: score}, limit, f.Tool)
 		}
 	}
 	out := make([]Result, top.Len())
@@ -370,12 +376,13 @@ func (x *Index) Search(query string, limit int, f Filter) []Result {
 	return out
 }
 
-// idf is the rarity of a term that df of the snapshot's tools have.
+// idf is the rarity of a term that df of the snapshot's tools have,
+// damped by idfPower.
 func (s *snapshot) idf(df int) float64 {
 	if df == 0 {
 		return 0
 	}
-	return math.Log(1 + (float64(s.docs)-float64(df)+0.5)/(float64(df)+0.5))
+	return math.Pow(math.Log(1+(float64(s.docs)-float64(df)+0.5)/(float64(df)+0.5)), idfPower)
 }
 
 // results keeps the best results seen so far: a min-heap whose root is the
