@@ -6,6 +6,7 @@
 //	cd internal/search/testdata/collect
 //	GOBIN=$PWD/bin go install github.com/grafana/mcp-grafana/cmd/mcp-grafana@v1.6.3
 //	GOBIN=$PWD/bin node collect.mjs [--install] [name...]
+//	node collect.mjs --attribution   # only rewrite the attributions
 //
 // --install first installs each npm server, at the version servers.json
 // pins, into servers/<name> of its own (their dependencies conflict when
@@ -17,7 +18,7 @@
 // that insist on a key a dummy one, and nothing is called. A server whose
 // licence is not one of ALLOWED is refused before it runs.
 import { spawn, execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync, mkdirSync, mkdtempSync, existsSync } from "node:fs";
+import { readFileSync, writeFileSync, mkdirSync, mkdtempSync, existsSync, readdirSync } from "node:fs";
 import { tmpdir, homedir } from "node:os";
 import { join, dirname, resolve } from "node:path";
 
@@ -26,7 +27,8 @@ const here = dirname(new URL(import.meta.url).pathname);
 const out = resolve(here, "../corpus");
 const servers = JSON.parse(readFileSync(join(here, "servers.json"), "utf8"));
 const install = process.argv.includes("--install");
-const only = new Set(process.argv.slice(2).filter((a) => a !== "--install"));
+const attributionOnly = process.argv.includes("--attribution");
+const only = new Set(process.argv.slice(2).filter((a) => !a.startsWith("--")));
 const scratch = mkdtempSync(join(tmpdir(), "corpus-"));
 
 function pkgDir(s) {
@@ -123,10 +125,66 @@ function sourceOf(pj) {
   return (url ?? pj.homepage ?? "").replace(/^git\+/, "").replace(/\.git$/, "");
 }
 
+// copyrightOf returns the copyright lines of a package's licence and
+// notice files, which its licence asks us to keep with what we copy.
+function copyrightOf(s) {
+  const dir = s.package ? pkgDir(s) : moduleDir(s);
+  if (!dir || !existsSync(dir)) return [];
+  const lines = [];
+  for (const f of readdirSync(dir).filter((f) => /^(licen[cs]e|notice|copying)/i.test(f)).sort()) {
+    // A notice file's first copyright is the package's own; the rest are
+    // of what it bundles, which the corpus does not copy.
+    const notice = /^notice/i.test(f);
+    for (const line of readFileSync(join(dir, f), "utf8").split("\n")) {
+      const l = line.trim();
+      if (/^copyright\s+(\(c\)|©|\d)/i.test(l) && !lines.includes(l)) {
+        lines.push(l);
+        if (notice) break;
+      }
+    }
+  }
+  return lines;
+}
+
+// moduleDir is where the Go module of a Go server was downloaded to.
+function moduleDir(s) {
+  try {
+    const cache = execFileSync("go", ["env", "GOMODCACHE"], { encoding: "utf8" }).trim();
+    return join(cache, `${s.module.replace(/[A-Z]/g, (c) => "!" + c.toLowerCase())}@${s.version}`);
+  } catch {
+    return null;
+  }
+}
+
+// writeAttribution writes README.md beside the corpus: every server, its
+// version, licence, source and copyright.
+function writeAttribution(manifest) {
+  const rows = manifest.servers.map((m) =>
+    `| ${m.name} | \`${m.package}\` ${m.version} | ${m.license} | ${m.source} | ${(m.copyright ?? []).join("<br>") || "(none stated)"} | ${m.tools} |`);
+  const notes = manifest.servers.filter((m) => m.licenseNote).map((m) => `- ${m.name}: ${m.licenseNote}.`);
+  writeFileSync(join(out, "README.md"), `# Tool-search corpus
+
+Each \`<server>.json\` is what one published MCP server answered to \`tools/list\` (every page), unchanged,
+collected by \`../collect/collect.mjs\` from the version named below. The tools' names, descriptions and
+schemas belong to their authors and are redistributed here under the licence of each (all permissive;
+\`collect.mjs\` refuses any other), for the search-quality test of \`internal/search\`.
+\`queries.yaml\` (questions and the tools that answer them) is this project's own.
+
+| server | package | licence | source | copyright | tools |
+|---|---|---|---|---|---|
+${rows.join("\n")}
+
+${notes.length ? "Licence notes:\n\n" + notes.join("\n") + "\n" : ""}`);
+}
+
 mkdirSync(out, { recursive: true });
 const manifestPath = join(out, "manifest.json");
 const manifest = existsSync(manifestPath) ? JSON.parse(readFileSync(manifestPath, "utf8")) : { servers: [] };
 for (const s of servers) {
+  const known = manifest.servers.find((m) => m.name === s.name);
+  if (known) known.copyright = copyrightOf(s);
+}
+for (const s of attributionOnly ? [] : servers) {
   if (only.size && !only.has(s.name)) continue;
   if (install && s.package) {
     try { installServer(s); } catch (e) { console.error(`${s.name}: install failed: ${e.message}`); continue; }
@@ -142,6 +200,7 @@ for (const s of servers) {
     version: meta.version ?? s.version,
     license: s.license ?? meta.license,
     source: s.source ?? sourceOf(meta),
+    copyright: copyrightOf(s),
   };
   if (s.licenseNote) entry.licenseNote = s.licenseNote;
   if (!allowed(entry.license)) {
@@ -161,4 +220,5 @@ for (const s of servers) {
 manifest.servers.sort((a, b) => a.name.localeCompare(b.name));
 manifest.tools = manifest.servers.reduce((n, m) => n + m.tools, 0);
 writeFileSync(manifestPath, JSON.stringify(manifest, null, 1) + "\n");
+writeAttribution(manifest);
 console.log(`${manifest.servers.length} servers, ${manifest.tools} tools`);
