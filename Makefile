@@ -83,6 +83,8 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./internal/tracing || exit 1; done
 	@for f in FuzzParse FuzzArguments; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/catalog || exit 1; done
+	@for f in FuzzIndex; do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./internal/search || exit 1; done
 
 ## lint: gofmt and go vet (e2e/gosdk too)
 lint:
