@@ -27,7 +27,7 @@
 // # Updates and readers
 //
 // Each server's tools are one segment, a small inverted index of its own:
-// SetServer builds it (a server with 500 tools in about 10 ms) and
+// SetServer builds it (a server with 500 tools well within 50 ms) and
 // swaps in a new snapshot that shares every other segment. Search reads
 // the current snapshot without a lock. Statistics (how many tools have a
 // term, average field lengths) are summed over the segments at search
