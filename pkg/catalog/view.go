@@ -392,3 +392,43 @@ func (v *View) uris(members map[string]*Lists) (resources, templates []*Item) {
 	slices.SortFunc(templates, func(a, b *Item) int { return cmp.Compare(a.Name, b.Name) })
 	return resources, templates
 }
+
+// Summary is a view as the dashboard and switchboard://catalog show it:
+// each item by its name, with the server and name it leads to.
+type Summary struct {
+	Name      string        `json:"name"`
+	Title     string        `json:"title,omitempty"`
+	Discovery Discovery     `json:"discovery"`
+	Members   []string      `json:"members"`
+	Tools     []SummaryItem `json:"tools"`
+	Prompts   []SummaryItem `json:"prompts"`
+	Resources []SummaryItem `json:"resources"`
+	Templates []SummaryItem `json:"resourceTemplates"`
+	Warnings  []Problem     `json:"warnings,omitempty"`
+}
+
+// SummaryItem is one item of a Summary.
+type SummaryItem struct {
+	Name   string   `json:"name"`
+	Server string   `json:"server"`
+	Orig   string   `json:"orig,omitempty"`  // the server's own name, when it differs
+	Fixed  []string `json:"fixed,omitempty"` // the arguments the catalog fixes
+}
+
+// Summary returns the view's summary.
+func (v *View) Summary() Summary {
+	items := func(its []*Item) []SummaryItem {
+		out := make([]SummaryItem, 0, len(its))
+		for _, it := range its {
+			si := SummaryItem{Name: it.Name, Server: it.Server, Fixed: it.fixedKeys}
+			if it.Orig != it.Name {
+				si.Orig = it.Orig
+			}
+			out = append(out, si)
+		}
+		return out
+	}
+	return Summary{Name: v.Server.Name, Title: v.Server.Title, Discovery: v.Server.Discovery, Members: v.Server.Members(),
+		Tools: items(v.Tools), Prompts: items(v.Prompts), Resources: items(v.Resources), Templates: items(v.Templates),
+		Warnings: v.Warnings}
+}

@@ -342,3 +342,16 @@ func FuzzArguments(f *testing.F) {
 		}
 	})
 }
+
+func TestView_summary(t *testing.T) {
+	t.Parallel()
+	v := build(t, supportYAML, map[string]*catalog.Lists{"demo": demoLists()})
+	raw, err := json.Marshal(v.Summary())
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"name":"support","title":"Support desk","discovery":"list","members":["demo"],
+		"tools":[{"name":"add","server":"demo"},{"name":"say","server":"demo","orig":"echo"},
+			{"name":"wait","server":"demo","orig":"slow","fixed":["steps"]}],
+		"prompts":[{"name":"greet","server":"demo"},{"name":"summarize","server":"demo"}],
+		"resources":[{"name":"demo://notes/1","server":"demo"},{"name":"demo://readme","server":"demo"}],
+		"resourceTemplates":[{"name":"demo://items/{id}","server":"demo"}]}`, string(raw))
+}
