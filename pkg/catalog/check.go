@@ -54,39 +54,28 @@ func (c *Catalog) check() []Problem {
 				where(kind, line, "%q is not a server name", server)
 			}
 		}
-		explicit := map[string]int{} // effective name -> line
-		for _, p := range vs.Tools {
-			member("tool", p.Line, p.Server)
-			for _, msg := range pickProblems(p.asPick(), "tool") {
-				where("tool", p.Line, "%s", msg)
-			}
-			if p.Tool == "" {
-				continue
-			}
-			name := p.effectiveName()
-			if l, ok := explicit[name]; ok {
-				where("tool", p.Line, "the name %q is taken by the tool at line %d", name, l)
-			}
-			explicit[name] = p.Line
-			if vs.Discovery == DiscoverySearch && (name == SearchToolsName || name == CallToolName) {
-				where("tool", p.Line, "the name %q is a meta-tool's in search mode", name)
+		checkPicks := func(kind string, picks []pick) {
+			explicit := map[string]int{} // effective name -> line
+			for _, p := range picks {
+				member(kind, p.line, p.server)
+				for _, msg := range pickProblems(p, kind) {
+					where(kind, p.line, "%s", msg)
+				}
+				if p.name == "" {
+					continue
+				}
+				name := cmpOr(p.as, p.name)
+				if l, ok := explicit[name]; ok {
+					where(kind, p.line, "the name %q is taken by the %s at line %d", name, kind, l)
+				}
+				explicit[name] = p.line
+				if kind == "tool" && vs.Discovery == DiscoverySearch && (name == SearchToolsName || name == CallToolName) {
+					where(kind, p.line, "the name %q is a meta-tool's in search mode", name)
+				}
 			}
 		}
-		explicit = map[string]int{}
-		for _, p := range vs.Prompts {
-			member("prompt", p.Line, p.Server)
-			for _, msg := range pickProblems(p.asPick(), "prompt") {
-				where("prompt", p.Line, "%s", msg)
-			}
-			if p.Prompt == "" {
-				continue
-			}
-			name := p.effectiveName()
-			if l, ok := explicit[name]; ok {
-				where("prompt", p.Line, "the name %q is taken by the prompt at line %d", name, l)
-			}
-			explicit[name] = p.Line
-		}
+		checkPicks("tool", vs.toolPicks())
+		checkPicks("prompt", vs.promptPicks())
 		for _, p := range vs.Resources {
 			member("resource", p.Line, p.Server)
 			switch {
@@ -121,11 +110,23 @@ func (p PromptPick) asPick() pick {
 		include: p.Include, exclude: p.Exclude, line: p.Line}
 }
 
-// effectiveName is the name a one-by-one pick gives its tool.
-func (p ToolPick) effectiveName() string { return cmpOr(p.As, p.Tool) }
+// toolPicks returns the tool picks in the shape they share with prompts.
+func (vs *VirtualServer) toolPicks() []pick {
+	out := make([]pick, len(vs.Tools))
+	for i, p := range vs.Tools {
+		out[i] = p.asPick()
+	}
+	return out
+}
 
-// effectiveName is the name a one-by-one pick gives its prompt.
-func (p PromptPick) effectiveName() string { return cmpOr(p.As, p.Prompt) }
+// promptPicks returns the prompt picks in the shape they share with tools.
+func (vs *VirtualServer) promptPicks() []pick {
+	out := make([]pick, len(vs.Prompts))
+	for i, p := range vs.Prompts {
+		out[i] = p.asPick()
+	}
+	return out
+}
 
 func cmpOr(a, b string) string {
 	if a != "" {

@@ -60,27 +60,27 @@ const (
 // ToolPick chooses tools of one server: by globs (Include, Exclude), or
 // one tool by name (Tool) with its own overrides.
 type ToolPick struct {
-	Server string `json:"server"`
+	Server string `yaml:"server" json:"server"`
 	// Include and Exclude are path.Match globs on the server's own tool
 	// names: a tool is picked when it matches an Include (all, when
 	// Include is empty) and no Exclude.
-	Include []string `json:"include,omitempty"`
-	Exclude []string `json:"exclude,omitempty"`
+	Include []string `yaml:"include" json:"include,omitempty"`
+	Exclude []string `yaml:"exclude" json:"exclude,omitempty"`
 	// Tool picks one tool by its exact name; As, Title and Description
 	// then rename and describe it.
-	Tool        string `json:"tool,omitempty"`
-	As          string `json:"as,omitempty"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
+	Tool        string `yaml:"tool" json:"tool,omitempty"`
+	As          string `yaml:"as" json:"as,omitempty"`
+	Title       string `yaml:"title" json:"title,omitempty"`
+	Description string `yaml:"description" json:"description,omitempty"`
 	// Annotations (a JSON object) override members of the tools'
 	// annotations, each key replacing the server's.
-	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Annotations json.RawMessage `yaml:"-" json:"annotations,omitempty"`
 	// Fixed (a JSON object) are arguments set on every call: removed from
 	// the input schema clients see, refused when a client sends one, and
 	// injected into the arguments the server receives.
-	Fixed json.RawMessage `json:"fixed,omitempty"`
+	Fixed json.RawMessage `yaml:"-" json:"fixed,omitempty"`
 	// Line is where the pick starts in the file (0 when unknown).
-	Line int `json:"line,omitempty"`
+	Line int `yaml:"-" json:"line,omitempty"`
 }
 
 // PromptPick chooses prompts of one server, as ToolPick chooses tools.
@@ -122,13 +122,7 @@ type (
 		Resources    []ResourcePick `yaml:"resources"`
 	}
 	fileToolPick struct {
-		Server      string    `yaml:"server"`
-		Include     []string  `yaml:"include"`
-		Exclude     []string  `yaml:"exclude"`
-		Tool        string    `yaml:"tool"`
-		As          string    `yaml:"as"`
-		Title       string    `yaml:"title"`
-		Description string    `yaml:"description"`
+		ToolPick    `yaml:",inline"`
 		Annotations yaml.Node `yaml:"annotations"`
 		Fixed       yaml.Node `yaml:"fixed"`
 	}
@@ -186,8 +180,8 @@ func (f *fileCatalog) catalog(pos positions) (*Catalog, []Problem) {
 			Prompts: fs.Prompts, Resources: fs.Resources, Line: pos.line("virtualServers", i)}
 		for j, ft := range fs.Tools {
 			line := pos.line("virtualServers", i, "tools", j)
-			tp := ToolPick{Server: ft.Server, Include: ft.Include, Exclude: ft.Exclude, Tool: ft.Tool, As: ft.As,
-				Title: ft.Title, Description: ft.Description, Line: line}
+			tp := ft.ToolPick
+			tp.Line = line
 			var err error
 			if tp.Annotations, err = objectJSON(&ft.Annotations); err != nil {
 				probs = append(probs, Problem{Line: lineOr(ft.Annotations.Line, line), Message: "annotations: " + err.Error()})

@@ -115,13 +115,7 @@ func (v *View) ServerOfURI(uri string) (string, bool) {
 // direct calls (it stays in the view; call_tool reaches it).
 func Build(vs *VirtualServer, members map[string]*Lists) *View {
 	v := &View{Server: vs, tools: map[string]*Item{}, prompts: map[string]*Item{}, resources: map[string]*Item{}}
-	var tools, prompts []pick
-	for _, p := range vs.Tools {
-		tools = append(tools, p.asPick())
-	}
-	for _, p := range vs.Prompts {
-		prompts = append(prompts, p.asPick())
-	}
+	tools, prompts := vs.toolPicks(), vs.promptPicks()
 	warned := map[string]bool{}
 	for _, p := range slices.Concat(tools, prompts, resourcePicks(vs.Resources)) {
 		if _, ok := members[p.server]; !ok && !warned[p.server] {
