@@ -114,6 +114,9 @@ const (
 	// file on my disk") should not outweigh the common one that is its
 	// point.
 	idfPower = 0.5
+	// maxQueryWords bounds the words of a query that count; the rest are
+	// ignored.
+	maxQueryWords = 32
 )
 
 // SetServer indexes a server's tools, replacing those it had. An empty
@@ -272,6 +275,9 @@ func analyzeQuery(q string) ([]queryTerm, int) {
 	var out []queryTerm
 	has := func(t string) bool { return slices.ContainsFunc(out, func(qt queryTerm) bool { return qt.term == t }) }
 	for _, t := range terms(nil, q) {
+		if len(out) == maxQueryWords {
+			break // a search's memory grows with its words: a question has few
+		}
 		if !has(t) {
 			out = append(out, queryTerm{t, 1, len(out)})
 		}

@@ -3,6 +3,8 @@ package search_test
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -212,4 +214,28 @@ func TestSchemaTexts(t *testing.T) {
 	for _, q := range []string{"namespace", "checksum", "destination"} {
 		assert.Len(t, x.Search(q, 5, search.Filter{}), 1, q)
 	}
+}
+
+// A query of thousands of different words costs little more than one of
+// a few dozen: its first words count, the rest are ignored (a search's
+// working memory grows with the words that count).
+func TestSearch_longQuery(t *testing.T) {
+	x := newIndex()
+	var b strings.Builder
+	b.WriteString("read a file")
+	for i := range 5000 {
+		fmt.Fprintf(&b, " w%d", i)
+	}
+	long := b.String()
+	rs := x.Search(long, 5, search.Filter{})
+	require.NotEmpty(t, rs)
+	assert.Equal(t, "fs__read_file", rs[0].Tool.Name)
+	bytes := func(q string) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		x.Search(q, 5, search.Filter{})
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	assert.Less(t, bytes(long), 4*uint64(len(long))+(256<<10), "bytes allocated for a query of %d bytes", len(long))
 }
