@@ -50,7 +50,8 @@
 //
 //	file.go   Catalog, VirtualServer and the picks; Parse, Load, Error
 //	check.go  what Parse checks; CheckNames; name rules
-//	view.go   Build, View, Item: the effective lists and the reverse map
+//	view.go   Build, View, Item: the effective lists and the reverse map;
+//	          Summary, what the dashboard and switchboard://catalog show
 //	fixed.go  fixed arguments: out of the schema, into the call
 //	meta.go   search mode's meta-tools
 //	names.go  the aggregate's naming policy (prefix, priority, aliases)
