@@ -586,6 +586,35 @@ func (h *Hub) remoteInstances() []instanceDoc {
 	return out
 }
 
+// knows reports whether instance is one this instance hears from.
+func (c *cluster) knows(instance string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, known := c.remotes[instance]
+	return known
+}
+
+// hasRemotes reports whether this instance knows another.
+func (c *cluster) hasRemotes() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.remotes) > 0
+}
+
+// departures returns the servers that left the other instances lately, as
+// their snapshots say.
+func (c *cluster) departures() []departure {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []departure
+	for _, r := range c.remotes {
+		if r.snap != nil {
+			out = append(out, r.snap.Departed...)
+		}
+	}
+	return out
+}
+
 func (c *cluster) close() {
 	if c.stopWatch != nil {
 		c.stopWatch()

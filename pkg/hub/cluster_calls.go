@@ -97,10 +97,11 @@ func servedKey(from string, n uint64) servedID { return servedID{from: from, cal
 
 func servedBy(key servedID, instance string) bool { return key.from == instance }
 
-// call forwards a call to a replica on another instance and returns at
-// once; done runs with the answer when it comes back. The returned function
-// ends the call early: the other instance is told to give up.
-func (c *cluster) call(ri *replicaInfo, server string, cl caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+// sendCall is replica.send's twin for a replica on another instance: it
+// forwards a call there and returns at once; done runs with the answer when
+// it comes back. The returned function ends the call early: the other
+// instance is told to give up.
+func (c *cluster) sendCall(ri *replicaInfo, server string, cl caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	env := &envelope{Kind: kindCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: cl.caps().shared(), Client: cl.client(),
 		LogLevel: cl.logLevel()}
 	return c.startRequest(ri.Instance, env, cl, done)
@@ -404,7 +405,7 @@ func answerTo(req *envelope, kind string, res json.RawMessage, err error) *envel
 // one (lease.go).
 func (c *cluster) serveCall(env *envelope) {
 	h := c.hub
-	rp := h.localReplica(env.Replica)
+	rp := h.reg.localReplica(env.Replica)
 	if rp == nil {
 		h.goOwned(func() { c.answer(env, kindResult, nil, errServerGone(env.Server)) })
 		return
@@ -525,7 +526,7 @@ func (c *cluster) serveRequest(ctx context.Context, env *envelope) (json.RawMess
 	h := c.hub
 	switch env.Kind {
 	case kindSub:
-		rp := h.localReplica(env.Replica)
+		rp := h.reg.localReplica(env.Replica)
 		if env.Unsub {
 			h.subs.coordRemove(env.URI, env.Replica, env.From)
 			return json.RawMessage(`{}`), nil

@@ -460,16 +460,6 @@ func (h *Hub) removeLocal(id string) {
 	}
 }
 
-// localReplica finds a connected local replica by ID.
-func (h *Hub) localReplica(id string) *replica {
-	h.reg.mu.Lock()
-	defer h.reg.mu.Unlock()
-	if ri := h.reg.local[id]; ri != nil {
-		return ri.local
-	}
-	return nil
-}
-
 // goOwned runs fn on a goroutine the hub waits for on Close.
 func (h *Hub) goOwned(fn func()) bool {
 	h.mu.Lock()

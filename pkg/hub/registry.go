@@ -409,6 +409,16 @@ func (r *registry) expire(now time.Time) {
 	}
 }
 
+// localReplica finds a connected local replica by ID.
+func (r *registry) localReplica(id string) *replica {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ri := r.local[id]; ri != nil {
+		return ri.local
+	}
+	return nil
+}
+
 // removeLocal removes a local replica; it reports whether it was there.
 func (r *registry) removeLocal(id string) bool {
 	r.mu.Lock()

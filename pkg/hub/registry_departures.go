@@ -100,13 +100,7 @@ func (h *Hub) recentDepartures(v *view) []departure {
 		}
 	}
 	add(h.gone.list())
-	h.cluster.mu.Lock()
-	for _, r := range h.cluster.remotes {
-		if r.snap != nil {
-			add(r.snap.Departed)
-		}
-	}
-	h.cluster.mu.Unlock()
+	add(h.cluster.departures())
 	out := make([]departure, 0, len(latest))
 	for _, d := range latest {
 		out = append(out, d)

@@ -29,7 +29,7 @@ import (
 //	          two clients' ids and tokens never meet there
 //
 // and back: the server's answer goes to the caller; its progress reports
-// (progress), logs naming the call (logFor) and requests for the client
+// (progress), logs naming the call (forwardLog) and requests for the client
 // (routeToClient) find the call by the hub's id or token and go to its
 // caller, on this instance or, through the cluster, on the caller's.
 
@@ -577,7 +577,14 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 	if ri.local != nil {
 		return ri.local.send(c, method, params, finish)
 	}
-	return h.cluster.call(ri, t.server, c, method, params, finish)
+	return h.cluster.sendCall(ri, t.server, c, method, params, finish)
+}
+
+// ended ends a flight's call with its outcome: counted in the statistics
+// (the whole flight, every attempt of it), then told to done.
+func (h *Hub) ended(f *flight, t *target, c caller, method string, raw json.RawMessage, err error, done func(json.RawMessage, error)) {
+	h.stats.observe(t, c, method, f.start, raw, err)
+	done(raw, err)
 }
 
 // call is forward for a caller that waits: it returns when the answer

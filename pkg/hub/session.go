@@ -75,7 +75,7 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 	}
 	s.listChanges = newCoalescer(h.cfg.ListChangedInterval, s.listChanged)
 	s.rootChanges = newCoalescer(h.cfg.ListChangedInterval, func(replica string) {
-		if rp := h.localReplica(replica); rp != nil && !rp.modern { // the stateless revision has no such notification
+		if rp := h.reg.localReplica(replica); rp != nil && !rp.modern { // the stateless revision has no such notification
 			_ = rp.peer.Notify(context.Background(), mcp.NotificationRootsListChanged, nil)
 		}
 	})

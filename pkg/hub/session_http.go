@@ -128,10 +128,7 @@ func (h *Hub) sessionOwner(id string) string {
 	if owner == h.id {
 		return owner
 	}
-	h.cluster.mu.Lock()
-	_, known := h.cluster.remotes[owner]
-	h.cluster.mu.Unlock()
-	if known {
+	if h.cluster.knows(owner) {
 		return owner
 	}
 	return ""

@@ -284,13 +284,6 @@ func (st *stats) observe(t *target, c caller, method string, start time.Time, ra
 	}
 }
 
-// ended ends a flight's call with its outcome: counted in the statistics
-// (the whole flight, every attempt of it), then told to done.
-func (h *Hub) ended(f *flight, t *target, c caller, method string, raw json.RawMessage, err error, done func(json.RawMessage, error)) {
-	h.stats.observe(t, c, method, f.start, raw, err)
-	done(raw, err)
-}
-
 // refused records a call the hub answered without routing it: over the
 // rate limit, forbidden, for an unknown tool.
 func (st *stats) refused(s *session, req *jsonrpc.Request, err error) {
@@ -546,7 +539,7 @@ func (st *stats) tick(gen uint64, now time.Time) bool {
 	st.mu.Unlock()
 	st.log.refill()
 
-	if h.hasRemoteInstances() {
+	if h.cluster.hasRemotes() {
 		st.publish(sum)
 	}
 	if local&watchStats != 0 {
@@ -565,11 +558,4 @@ func (st *stats) tick(gen uint64, now time.Time) bool {
 // tell tells the local subscribers of uri that it changed.
 func (st *stats) tell(uri string) {
 	st.hub.subs.deliverLocal(uri, encodeNotification(mcp.NotificationResourceUpdated, &mcp.ResourceUpdatedParams{URI: uri}))
-}
-
-// hasRemoteInstances reports whether this instance knows another.
-func (h *Hub) hasRemoteInstances() bool {
-	h.cluster.mu.Lock()
-	defer h.cluster.mu.Unlock()
-	return len(h.cluster.remotes) > 0
 }

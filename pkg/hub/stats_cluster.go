@@ -255,7 +255,7 @@ func (st *stats) announce() {
 	st.mu.Lock()
 	latest, readAt := st.latest, st.readAt
 	st.mu.Unlock()
-	if latest == nil || !h.hasRemoteInstances() {
+	if latest == nil || !h.cluster.hasRemotes() {
 		return
 	}
 	sum := *latest
