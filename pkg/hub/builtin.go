@@ -14,8 +14,8 @@ const (
 	uriServers   = "switchboard://servers"
 	uriInstances = "switchboard://instances"
 	uriStats     = "switchboard://stats"             // stats_doc.go
-	uriClients   = "switchboard://clients"           // clients.go; operators only
-	uriCalls     = "switchboard://calls"             // calllog.go; operators only
+	uriClients   = "switchboard://clients"           // stats_clients.go; operators only
+	uriCalls     = "switchboard://calls"             // stats_calls.go; operators only
 	uriCallsArgs = "switchboard://calls?arguments=1" // the same with arguments; admins only
 )
 

@@ -402,7 +402,7 @@ func answerTo(req *envelope, kind string, res json.RawMessage, err error) *envel
 // instance's replicas, without a goroutine waiting: the answer is published
 // from wherever it arrives. A call of a server whose replicas are leased
 // goes to a replica of this instance its client may have, or waits here for
-// one (lease.go).
+// one (routing_lease.go).
 func (c *cluster) serveCall(env *envelope) {
 	h := c.hub
 	rp := h.reg.localReplica(env.Replica)
@@ -478,7 +478,7 @@ func (sc *servedCall) answered(err error) {
 }
 
 // resume sends owner's retry of a call that asked for input to the
-// instance whose requestState it carries (input.go), which checks that the
+// instance whose requestState it carries (routing_input.go), which checks that the
 // call is owner's; done runs with what comes next: the call's answer, or
 // its next input requests. The returned function gives up on it.
 func (c *cluster) resume(instance string, owner identity, method string, params json.RawMessage, cl caller, done func(json.RawMessage, error)) (abort func(error), err error) {

@@ -28,13 +28,13 @@ const (
 	kindResult       = "res"  // inbox: the answer to a call or sub
 	kindCancel       = "cxl"  // inbox: the caller gave up on a call
 	kindNotify       = "ntf"  // inbox: a notification about a call (progress, a log)
-	kindClientNotify = "cntf" // inbox: a notification for one of your clients, about no call (elicitation.go)
+	kindClientNotify = "cntf" // inbox: a notification for one of your clients, about no call (routing_elicitation.go)
 	kindSReq         = "sreq" // inbox: a server's request for the client of a call
 	kindSRes         = "sres" // inbox: the answer to a sreq
 	kindSCancel      = "scxl" // inbox: the server gave up on a sreq
-	kindHTTP         = "http" // inbox: serve this HTTP request of a session of yours (http_relay.go)
+	kindHTTP         = "http" // inbox: serve this HTTP request of a session of yours (cluster_http.go)
 	kindHTTPRes      = "hres" // inbox: a part of the response to an http
-	kindResume       = "rsm"  // inbox: a modern client's retry of a call of yours that asked for input (input.go)
+	kindResume       = "rsm"  // inbox: a modern client's retry of a call of yours that asked for input (routing_input.go)
 )
 
 // envelope is every message between instances.
@@ -526,7 +526,7 @@ type snapshot struct {
 	Replicas  []replicaSnap `json:"replicas"`
 	Departed  []departure   `json:"departed,omitempty"`
 	// Reserved are the places this instance keeps for servers that left
-	// (departures.go), for instances that did not see them leave.
+	// (registry_departures.go), for instances that did not see them leave.
 	Reserved []*reservation `json:"reserved,omitempty"`
 }
 

@@ -34,7 +34,7 @@
 //     replicas with one name are one server, and the hub is their MCP
 //     client (replica.go);
 //   - an instance is one hub process; instances share a broker (cluster.go,
-//     envelope.go);
+//     cluster_wire.go);
 //   - upstream is toward servers, downstream toward clients; a caller is the
 //     downstream end of one routed call (routing.go).
 //
@@ -48,40 +48,40 @@
 //	session.go        a client session: the method table, lists, routing entry
 //	session_ws.go     a session on a WebSocket
 //	session_http.go   a session on Streamable HTTP, /mcp and /servers/<name>/mcp
-//	http_relay.go     an HTTP request for a session another instance owns,
+//	cluster_http.go     an HTTP request for a session another instance owns,
 //	                  served by its owner through the broker
 //	routing.go        the call path: resolve, pick, forward; id and progress-
 //	                  token rewriting; server requests routed to their client
-//	lease.go          replicas of servers whose requests to clients cannot
+//	routing_lease.go          replicas of servers whose requests to clients cannot
 //	                  name their call, leased to one client at a time, and
 //	                  the calls that wait for one
-//	modern.go         clients of the 2026-07-28 revision: requests without a
+//	session_modern.go         clients of the 2026-07-28 revision: requests without a
 //	                  session, their checks, answers and cache hints
-//	listen.go         subscriptions/listen streams, and the session's holds
+//	session_listen.go         subscriptions/listen streams, and the session's holds
 //	                  on resource subscriptions
-//	input.go          translation between eras: a server's requests as a
+//	routing_input.go          translation between eras: a server's requests as a
 //	                  modern client's input requests, and back
-//	elicitation.go    URL-mode elicitations: where each went, so that its
+//	routing_elicitation.go    URL-mode elicitations: where each went, so that its
 //	                  completion notice reaches that client
 //	replica.go        a server connection: handshake, lists, what it sends
 //	replica_modern.go servers of the 2026-07-28 revision: discover, _meta,
 //	                  their listen stream
 //	registry.go       every replica of every instance, and the immutable view:
 //	                  who serves each name, URI and template
-//	departures.go     servers that left: why, and the place they keep for a
+//	registry_departures.go     servers that left: why, and the place they keep for a
 //	                  while (their URIs, templates and name)
 //	subscriptions.go  resource subscriptions counted cluster-wide; fan-out
 //	cluster.go        instances: heartbeats, snapshots, calls between them
-//	envelope.go       the wire format between instances
+//	cluster_wire.go       the wire format between instances
 //	errors.go         every JSON-RPC error the hub gives, built in one place
 //	coalesce.go       at most one event per key and interval, always the last
 //	                  (list_changed to clients, roots/list_changed to servers)
 //	stats.go          traffic statistics: counters per call, the window
 //	                  kept while someone watches; stats_doc.go renders
 //	                  switchboard://stats, stats_cluster.go adds up the
-//	                  instances' summaries, calllog.go and clients.go are
+//	                  instances' summaries, stats_calls.go and stats_clients.go are
 //	                  switchboard://calls and switchboard://clients
-//	caps.go, builtin.go, names.go, metrics.go
+//	session_caps.go, builtin.go, registry_names.go, stats_metrics.go
 //
 // # Inside
 //

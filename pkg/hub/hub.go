@@ -269,12 +269,12 @@ type Hub struct {
 
 	reg        *registry
 	subs       *subscriptions
-	inputs     *inputs // modern clients' calls waiting for their input (input.go)
-	leases     *leases // replicas that serve one client at a time (lease.go)
+	inputs     *inputs // modern clients' calls waiting for their input (routing_input.go)
+	leases     *leases // replicas that serve one client at a time (routing_lease.go)
 	cluster    *cluster
 	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
 	gone       departures             // servers that left lately
-	elicits    elicitations           // where URL-mode elicitations went (elicitation.go)
+	elicits    elicitations           // where URL-mode elicitations went (routing_elicitation.go)
 	stats      *stats                 // traffic statistics: switchboard://stats, clients, calls
 	mux        http.Handler
 

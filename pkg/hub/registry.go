@@ -99,7 +99,7 @@ type replicaInfo struct {
 	// Since is when its server registered, which ranks it among servers
 	// (who keeps a URI): its first replica's connection time, handed down
 	// to every replica that joins while one is connected, or that comes
-	// back within the ReservationPeriod (departures.go).
+	// back within the ReservationPeriod (registry_departures.go).
 	Since time.Time `json:"since"`
 	Owner string    `json:"owner,omitempty"` // the token it authenticated with
 	// Capabilities and Instructions are what the server answered to
@@ -107,7 +107,7 @@ type replicaInfo struct {
 	Capabilities json.RawMessage `json:"capabilities,omitempty"`
 	Instructions string          `json:"instructions,omitempty"`
 	// Leased: the replica serves one client's calls at a time, since its
-	// requests to clients do not name their call (lease.go).
+	// requests to clients do not name their call (routing_lease.go).
 	Leased bool `json:"leased,omitempty"`
 
 	lists    [numKinds][]listItem
@@ -154,7 +154,7 @@ type aggItem struct {
 	tmpl     *mcp.URITemplate
 	owner    string // its server's token
 	// reserved marks the URI or template of a server that left and keeps
-	// its place (departures.go): indexed, so that no one else serves it,
+	// its place (registry_departures.go): indexed, so that no one else serves it,
 	// but in no list, and with no replica to serve it.
 	reserved bool
 }
@@ -317,7 +317,7 @@ func (r *registry) view() *view { return r.cur.Load() }
 
 // setLocal adds or replaces a local replica. A new replica may not take a
 // name that replicas of another owner (token) hold, anywhere in the cluster
-// as far as this instance knows (the name's lease, names.go, settles races
+// as far as this instance knows (the name's lease, registry_names.go, settles races
 // between instances), nor one kept for a server of another owner that
 // left. It takes its server's rank: that of the replicas already there, or
 // of the place kept for it.

@@ -54,7 +54,7 @@ func errNameHeld(name string) error {
 }
 
 // errNameReserved refuses a replica whose name is kept for a server of
-// another token that left lately (departures.go).
+// another token that left lately (registry_departures.go).
 func errNameReserved(name string) error {
 	return fmt.Errorf("server name %q is kept for the server of another token that left lately", name)
 }

@@ -49,7 +49,7 @@ type replica struct {
 	// untagged: the server's URL said ?lease=client, as the connector says
 	// of a published stdio server, whose requests to clients cannot name
 	// their call; unless it is modern, its replicas are then leased
-	// (lease.go).
+	// (routing_lease.go).
 	untagged bool
 	// holder is the client whose calls a leased replica serves ("" while it
 	// is free) and leased their number; under the hub's leases.mu.

@@ -24,7 +24,7 @@ import (
 // stream the hub keeps open, and the server's input requests come back as
 // InputRequiredResults: a modern client gets them as they are, and for a
 // session-based one the hub asks the client and retries the call
-// (input.go).
+// (routing_input.go).
 
 // hubClientInfo is who the hub is to its servers.
 var hubClientInfo = mcp.Implementation{Name: "switchboard", Title: "Switchboard hub", Version: Version}

@@ -39,8 +39,8 @@ import (
 // call and read), draws on the rate limit (a refused call too: a flood of
 // unknown names costs the hub as much as any), is counted if refused, and
 // goes on its era's way, a callRoute: forwarded with the session as its
-// caller (session.go), with an inputCall as its caller (modern.go), or, a
-// retry of a call that asked for input, to that call (input.go). The eras
+// caller (session.go), with an inputCall as its caller (session_modern.go), or, a
+// retry of a call that asked for input, to that call (routing_input.go). The eras
 // differ only there and in the shape of their answers (answerer).
 
 // A callRoute takes an admitted call on its way to t; send answers the
@@ -141,7 +141,7 @@ type caller interface {
 type sessionCall struct {
 	s  *session
 	id jsonrpc.ID
-	// meta is what a modern request said of itself (modern.go); nil for a
+	// meta is what a modern request said of itself (session_modern.go); nil for a
 	// session's request.
 	meta *mcp.RequestMeta
 }
@@ -503,11 +503,11 @@ func (h *Hub) forward(t *target, c caller, method string, done func(json.RawMess
 
 // attempt sends one attempt of a call to a replica. There is one unless a
 // server of the stateless revision answers a session-based client's call
-// with input requests: the hub asks the client (answerInput, input.go) and
+// with input requests: the hub asks the client (answerInput, routing_input.go) and
 // sends the call again with the answers, under the same flight: one
 // timeout and one way to cancel, however many rounds. A call of a server
 // whose replicas are leased goes to a replica its client may have, or
-// waits for one (lease.go).
+// waits for one (routing_lease.go).
 func (h *Hub) attempt(f *flight, t *target, c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) {
 	ri := h.pick(t.replicas)
 	if ri == nil {

@@ -40,7 +40,7 @@ type session struct {
 	rootChanges *coalescer // roots/list_changed from this client, by replica
 
 	// stateless marks the session of one Streamable HTTP request of the
-	// 2026-07-28 revision: every request on it is modern (modern.go).
+	// 2026-07-28 revision: every request on it is modern (session_modern.go).
 	stateless bool
 
 	closed      atomic.Bool  // the session is ending: no longer a client
@@ -48,8 +48,8 @@ type session struct {
 	logsDropped atomic.Int64 // log lines dropped since one got through
 	asks        atomic.Int32 // servers' requests waiting on the client (sessionCall.request)
 	mu          sync.Mutex
-	listeners   map[*listener]struct{} // its subscriptions/listen streams (listen.go)
-	holds       map[string]*hold       // resource subscriptions, by URI: who holds each (listen.go)
+	listeners   map[*listener]struct{} // its subscriptions/listen streams (session_listen.go)
+	holds       map[string]*hold       // resource subscriptions, by URI: who holds each (session_listen.go)
 	subscribed  map[string]bool        // the URIs it subscribed with resources/subscribe
 	initialized bool
 	name        string           // its clientInfo.name, for logs

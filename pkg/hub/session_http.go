@@ -16,7 +16,7 @@ import (
 // it a peer.Conn, and everything else (routing, subscriptions, limits,
 // metrics) is the same code. Its id names the instance that owns it; a
 // request that reaches another instance is served by the owner through the
-// broker (http_relay.go), so that a load balancer needs no affinity.
+// broker (cluster_http.go), so that a load balancer needs no affinity.
 
 // requestKey keys what serveHTTP found out about a request, for the
 // StreamableHandler's hooks.
@@ -140,7 +140,7 @@ func (h *Hub) openHTTPSession(r *http.Request, ss *mcp.StreamSession) error {
 }
 
 // openStateless starts the session of one POST of the 2026-07-28 revision,
-// which has no session: it ends with its request (modern.go).
+// which has no session: it ends with its request (session_modern.go).
 func (h *Hub) openStateless(r *http.Request, ss *mcp.StreamSession) error {
 	return h.openHTTP(r, ss, true)
 }

@@ -24,9 +24,9 @@ import (
 //     long they may be cached (ttlMs, cacheScope: see cacheHints);
 //   - the server's requests for the client during a call (sampling,
 //     elicitation, roots) become input requests of an InputRequiredResult,
-//     and the call goes on when the client retries (input.go);
+//     and the call goes on when the client retries (routing_input.go);
 //   - subscriptions/listen replaces resources/subscribe and the session's
-//     list_changed (listen.go).
+//     list_changed (session_listen.go).
 
 // modernMeta returns what a modern request says of itself, or nil for a
 // request of a session. An error answers the request.
@@ -159,8 +159,8 @@ func (s *session) cacheHints(method string) (int64, string) {
 }
 
 // handleModernAsync routes a modern request from the read loop: calls to
-// servers (with their input requests, input.go) and listen streams
-// (listen.go). It reports false for what a worker answers (Handle).
+// servers (with their input requests, routing_input.go) and listen streams
+// (session_listen.go). It reports false for what a worker answers (Handle).
 func (s *session) handleModernAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 	h := s.hub
 	m, err := s.modernMeta(req)
@@ -191,7 +191,7 @@ func (s *session) handleModernAsync(req *jsonrpc.Request, reply *peer.Reply) boo
 
 // routeModern routes a modern client's tools/call, prompts/get or
 // resources/read (routeCall): a retry of a call that asked for input goes
-// on with it (input.go); any other goes to its server like a session's
+// on with it (routing_input.go); any other goes to its server like a session's
 // call, with an inputCall as its caller.
 func (s *session) routeModern(req *jsonrpc.Request, m *mcp.RequestMeta, reply *peer.Reply) bool {
 	h := s.hub
