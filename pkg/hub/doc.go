@@ -40,48 +40,85 @@
 //
 // # Where things are
 //
-//	hub.go            Config, Hub, drain and close
-//	http.go           the HTTP mux, bodies under a deadline, readiness, the
-//	                  dashboard's login and logout
-//	admission.go      who may connect: draining, origin, token, limits
-//	auth.go           the tokens file and roles
-//	session.go        a client session: the method table, lists, routing entry
-//	session_ws.go     a session on a WebSocket
-//	session_http.go   a session on Streamable HTTP, /mcp and /servers/<name>/mcp
-//	cluster_http.go     an HTTP request for a session another instance owns,
-//	                  served by its owner through the broker
-//	routing.go        the call path: resolve, pick, forward; id and progress-
-//	                  token rewriting; server requests routed to their client
-//	routing_lease.go          replicas of servers whose requests to clients cannot
-//	                  name their call, leased to one client at a time, and
-//	                  the calls that wait for one
-//	session_modern.go         clients of the 2026-07-28 revision: requests without a
-//	                  session, their checks, answers and cache hints
-//	session_listen.go         subscriptions/listen streams, and the session's holds
-//	                  on resource subscriptions
-//	routing_input.go          translation between eras: a server's requests as a
-//	                  modern client's input requests, and back
-//	routing_elicitation.go    URL-mode elicitations: where each went, so that its
-//	                  completion notice reaches that client
-//	replica.go        a server connection: handshake, lists, what it sends
-//	replica_modern.go servers of the 2026-07-28 revision: discover, _meta,
-//	                  their listen stream
-//	registry.go       every replica of every instance, and the immutable view:
-//	                  who serves each name, URI and template
-//	registry_departures.go     servers that left: why, and the place they keep for a
-//	                  while (their URIs, templates and name)
-//	subscriptions.go  resource subscriptions counted cluster-wide; fan-out
-//	cluster.go        instances: heartbeats, snapshots, calls between them
-//	cluster_wire.go       the wire format between instances
-//	errors.go         every JSON-RPC error the hub gives, built in one place
-//	coalesce.go       at most one event per key and interval, always the last
-//	                  (list_changed to clients, roots/list_changed to servers)
-//	stats.go          traffic statistics: counters per call, the window
-//	                  kept while someone watches; stats_doc.go renders
-//	                  switchboard://stats, stats_cluster.go adds up the
-//	                  instances' summaries, stats_calls.go and stats_clients.go are
-//	                  switchboard://calls and switchboard://clients
-//	session_caps.go, builtin.go, registry_names.go, stats_metrics.go
+// Files are named by wing; ls reads as this map.
+//
+//	hub.go                 Config, Hub, drain and close
+//	http.go                the HTTP mux, bodies under a deadline, readiness,
+//	                       the dashboard's login and logout
+//	errors.go              every JSON-RPC error the hub gives, built in one place
+//	builtin.go             the hub's own resources (switchboard://servers,
+//	                       instances) and who may read each of them
+//	coalesce.go            at most one event per key and interval, always the
+//	                       last (list_changed to clients, roots/list_changed
+//	                       to servers)
+//
+// Who may connect:
+//
+//	auth.go                the tokens file, roles and principals
+//	admission.go           who may connect: draining, origin, token, limits
+//
+// Sessions, a client's side, and their faces:
+//
+//	session.go             a client session: the method table, lists
+//	session_ws.go          a session on a WebSocket
+//	session_http.go        a session on Streamable HTTP, /mcp and
+//	                       /servers/<name>/mcp
+//	session_modern.go      clients of the 2026-07-28 revision: requests without
+//	                       a session, their checks, answers and cache hints
+//	session_listen.go      subscriptions/listen streams, and the session's
+//	                       holds on resource subscriptions
+//	session_caps.go        what a client declared it can do for servers
+//
+// Routing, a call's way and its translation between eras:
+//
+//	routing.go             the entry of a client's call (routeCall) and the
+//	                       call path: resolve, pick, forward; id and progress-
+//	                       token rewriting; server requests routed to their
+//	                       client
+//	routing_input.go       translation between eras: a server's requests as a
+//	                       modern client's input requests, and back
+//	routing_lease.go       replicas of servers whose requests to clients
+//	                       cannot name their call, leased to one client at a
+//	                       time, and the calls that wait for one
+//	routing_elicitation.go URL-mode elicitations: where each went, so that its
+//	                       completion notice reaches that client
+//
+// Replicas, the server's side:
+//
+//	replica.go             a server connection: handshake, lists, what it sends
+//	replica_modern.go      servers of the 2026-07-28 revision: discover, _meta,
+//	                       their listen stream
+//
+// The registry of servers:
+//
+//	registry.go            every replica of every instance, and the immutable
+//	                       view: who serves each name, URI and template
+//	registry_departures.go servers that left: why, and the place they keep for
+//	                       a while (their URIs, templates and name)
+//	registry_names.go      server names: normalised, and leased in the broker
+//
+// Subscriptions:
+//
+//	subscriptions.go       resource subscriptions counted cluster-wide; fan-out
+//
+// The cluster, instances sharing a broker:
+//
+//	cluster.go             membership: heartbeats, snapshots, epochs, expiry
+//	cluster_calls.go       the exchanges: calls, requests, answers, resumptions
+//	                       (sendCall is the remote twin of replica.send)
+//	cluster_wire.go        the envelope, the wire format between instances
+//	cluster_http.go        an HTTP request for a session another instance
+//	                       owns, served by its owner through the broker
+//
+// Statistics:
+//
+//	stats.go               counters per call, and the window kept while
+//	                       someone watches
+//	stats_doc.go           switchboard://stats rendered
+//	stats_cluster.go       the instances' summaries added up
+//	stats_calls.go         switchboard://calls, the call log
+//	stats_clients.go       switchboard://clients
+//	stats_metrics.go       Prometheus metrics
 //
 // # Inside
 //
@@ -102,13 +139,35 @@
 //
 // # Locks
 //
-// Locks are short and never held while writing to a socket, calling a peer
-// or the broker. When two are held, they are taken in this order:
-// registry.mu (held while a registry change is announced), then Hub.mu,
-// then replica.mu; registry.mu, then subscriptions.mu or Hub.changedMu.
-// cluster.mu, subscriptions.mu, session.mu, flight.mu, leases.mu,
-// stats.mu, stats.rmu, callLog.mu and elicitations.mu are leaves: nothing
-// else is taken while one is held.
+// Locks are short and never held while writing to a socket (queuing a
+// message for a peer's writer is not writing), calling a peer or the
+// broker. Each guards the fields written beside it. When two are held,
+// they are taken in this order, and in no other:
+//
+//	registry.mu     (a change is announced under it, in order: the view's
+//	                observers run holding it)
+//	  -> Hub.changedMu                  a view was swapped in (viewChanged)
+//	  -> Hub.mu -> replica.mu           sessions listed; a client's roots
+//	                                    changed (rootsChanged)
+//	  -> session.mu                     the list_changed a client is owed
+//	  -> coalescer.mu                   its list_changed fired
+//	  -> subscriptions.mu               subscriptions moved with the view
+//	inputCall.mu
+//	  -> inputs.mu                      the call ends and is forgotten
+//	  -> Hub.mu                         its cancellation runs on a goroutine
+//	                                    the hub owns (goOwned)
+//	replica.mu -> bucket.mu             held updates drawn on the rate
+//
+// Every other mutex is a leaf: nothing else is taken while it is held.
+// They are cluster.mu and cluster.inboxMu (cluster.go), subscriptions.mu,
+// session.mu, flight.mu (routing.go), inputs.mu, leases.mu,
+// elicitations.mu, departures.mu, Tokens.mu, bucket.mu, coalescer.mu,
+// internTable.mu (cluster_wire.go), recorder.mu, stats.mu, stats.rmu and
+// callLog.mu.
+//
+// One change of a modern server's listen stream holds a turn across its
+// round trip to the server (upstreamListen, replica_modern.go); the turn is
+// a channel, not a mutex, and waiting for it honours the caller's context.
 //
 // docs/architecture.md follows one call and one notification through all
 // of this; docs/protocol.md says how each ambiguity of MCP and JSON-RPC was

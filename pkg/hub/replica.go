@@ -87,6 +87,7 @@ func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
 		calls:   map[jsonrpc.ID]*upstreamCall{},
 		tokens:  map[string]*upstreamCall{},
 		acks:    map[jsonrpc.ID]chan struct{}{},
+		listen:  upstreamListen{turn: make(chan struct{}, 1)},
 	}
 	if h.cfg.ServerNotificationRate > 0 {
 		rp.notes = newBucket(h.cfg.ServerNotificationRate, h.cfg.ServerNotificationBurst)

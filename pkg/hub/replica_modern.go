@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
@@ -39,8 +38,14 @@ var hubCaps = mcp.ClientCapabilities{
 // upstreamListen is the subscriptions/listen stream the hub keeps open at
 // a modern server: list_changed of every kind the server offers, and the
 // resources the cluster subscribed at it.
+//
+// One change at a time: a change holds the turn across its round trip to
+// the server (the new stream's acknowledgement), which is why the turn is
+// not a mutex: waiting for it honours the caller's context, so a server
+// that never acknowledges holds up only the changes of its own stream, and
+// each only until its context ends. The fields are the turn holder's.
 type upstreamListen struct {
-	mu   sync.Mutex // held while the stream is replaced: one change at a time
+	turn chan struct{} // holds a value while a change runs; made with the replica
 	uris map[string]bool
 	id   jsonrpc.ID // the stream open now
 	open bool
@@ -148,8 +153,12 @@ func (rp *replica) unsubscribe(ctx context.Context, uri string) error {
 // cancelled, so that no notification falls between them.
 func (rp *replica) relisten(ctx context.Context, uri string, add bool) error {
 	l := &rp.listen
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	select {
+	case l.turn <- struct{}{}:
+		defer func() { <-l.turn }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	if l.uris == nil {
 		l.uris = map[string]bool{}
 	}
