@@ -119,7 +119,7 @@ func (c *cluster) start(ctx context.Context) error {
 	if !h.goOwned(c.loop) {
 		return errors.New("hub closed")
 	}
-	c.publish(ctx, topicRegistry, &envelope{Kind: kindHello})
+	c.publish(ctx, topicRegistry, &envelope{Kind: envHello})
 	return nil
 }
 
@@ -161,7 +161,7 @@ func (c *cluster) loop() {
 			}
 		case <-h.ctx.Done():
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			c.publish(ctx, topicRegistry, &envelope{Kind: kindBye})
+			c.publish(ctx, topicRegistry, &envelope{Kind: envBye})
 			cancel()
 			return
 		case up := <-c.state:
@@ -224,7 +224,7 @@ func (c *cluster) brokerState(up bool) {
 		c.interrupt("")
 		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
 		defer cancel()
-		c.publish(ctx, topicRegistry, &envelope{Kind: kindHello})
+		c.publish(ctx, topicRegistry, &envelope{Kind: envHello})
 		c.publishSnapshot(ctx)
 	case !up && wasUp:
 		h.log.Warn("broker unreachable: only this instance's servers can be reached until it is back")
@@ -244,7 +244,7 @@ func (c *cluster) heartbeat() {
 	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HeartbeatInterval)
 	defer cancel()
 	clients := len(h.sessionList())
-	c.publish(ctx, topicRegistry, &envelope{Kind: kindHeartbeat, Version: c.version.Load(), Clients: clients, Deaf: !up})
+	c.publish(ctx, topicRegistry, &envelope{Kind: envHeartbeat, Version: c.version.Load(), Clients: clients, Deaf: !up})
 	h.renewNames(ctx)
 	now := time.Now()
 	c.expire(now)
@@ -313,7 +313,7 @@ func (c *cluster) publishSnapshot(ctx context.Context) {
 		return
 	}
 	if len(raw) <= h.cfg.SnapshotChunkBytes {
-		c.publish(ctx, topicRegistry, &envelope{Kind: kindSnapshot, Version: version, Snapshot: snap})
+		c.publish(ctx, topicRegistry, &envelope{Kind: envSnapshot, Version: version, Snapshot: snap})
 		return
 	}
 	var chunks [][]byte
@@ -322,7 +322,7 @@ func (c *cluster) publishSnapshot(ctx context.Context) {
 		chunks, raw = append(chunks, raw[:n]), raw[n:]
 	}
 	for i, chunk := range chunks {
-		if c.publish(ctx, topicRegistry, &envelope{Kind: kindSnapPart, Version: version, Part: i, Parts: len(chunks), Chunk: chunk}) != nil {
+		if c.publish(ctx, topicRegistry, &envelope{Kind: envSnapPart, Version: version, Part: i, Parts: len(chunks), Chunk: chunk}) != nil {
 			return // the others ask again: their heartbeat shows a version they do not hold
 		}
 	}
@@ -499,16 +499,16 @@ func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) 
 	}
 	now := time.Now()
 	switch env.Kind {
-	case kindBye:
+	case envBye:
 		c.drop(env.From)
-	case kindHello:
+	case envHello:
 		// It (re)joined: what we sent it before may be lost, and what it
 		// served for us may never answer.
 		c.interrupt(env.From)
 		c.heard(env.From, now, hearsNow)
 		c.localChanged() // publish our snapshot for the newcomer
 		c.hub.subs.rejoined(env.From)
-	case kindHeartbeat:
+	case envHeartbeat:
 		hears := hearsNow
 		if env.Deaf {
 			hears = hearsNot
@@ -522,13 +522,13 @@ func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) 
 		}
 		c.mu.Unlock()
 		if ask {
-			c.publish(ctx, topicInboxPrefix+env.From, &envelope{Kind: kindSync})
+			c.publish(ctx, topicInboxPrefix+env.From, &envelope{Kind: envSync})
 		}
-	case kindSnapshot:
+	case envSnapshot:
 		if env.Snapshot != nil {
 			c.applySnapshot(env.From, env.Version, env.Snapshot, now)
 		}
-	case kindSnapPart:
+	case envSnapPart:
 		c.heard(env.From, now, hearsAsBefore)
 		c.onSnapPart(env, now)
 	}

@@ -102,7 +102,7 @@ func servedBy(key servedID, instance string) bool { return key.from == instance 
 // it comes back. The returned function ends the call early: the other
 // instance is told to give up.
 func (c *cluster) sendCall(ri *replicaInfo, server string, cl caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
-	env := &envelope{Kind: kindCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: cl.caps().shared(), Client: cl.client(),
+	env := &envelope{Kind: envCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: cl.caps().shared(), Client: cl.client(),
 		LogLevel: cl.logLevel()}
 	return c.startRequest(ri.Instance, env, cl, done)
 }
@@ -182,10 +182,10 @@ func (c *cluster) startRequest(instance string, env *envelope, cl caller, done f
 func (c *cluster) cancelSent(instance string, req *envelope, cause error) {
 	timeout := errors.Is(cause, context.DeadlineExceeded)
 	switch req.Kind {
-	case kindCall, kindResume:
-		c.send(instance, &envelope{Kind: kindCancel, Call: req.Call, Timeout: timeout})
-	case kindSReq:
-		c.send(instance, &envelope{Kind: kindSCancel, Call: req.Call, Timeout: timeout})
+	case envCall, envResume:
+		c.send(instance, &envelope{Kind: envCancel, Call: req.Call, Timeout: timeout})
+	case envSReq:
+		c.send(instance, &envelope{Kind: envSCancel, Call: req.Call, Timeout: timeout})
 	}
 }
 
@@ -243,23 +243,23 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 	}
 	h := c.hub
 	switch env.Kind {
-	case kindSync:
+	case envSync:
 		c.localChanged()
-	case kindResult, kindSRes:
+	case envResult, envSRes:
 		raw, err := env.outcome()
 		c.finish(env.Call, raw, err)
-	case kindNotify:
+	case envNotify:
 		c.mu.Lock()
 		oc := c.calls[env.Call]
 		c.mu.Unlock()
 		if oc != nil && oc.caller != nil {
 			oc.caller.notify(env.Method, env.Params)
 		}
-	case kindClientNotify:
+	case envClientNotify:
 		if !c.hub.notifyLocalClient(env.Client, env.Method, env.Params) {
 			c.hub.unrouted(env.Method, unroutedNoDestination, "client", env.Client)
 		}
-	case kindCancel, kindSCancel:
+	case envCancel, envSCancel:
 		key := servedKey(env.From, env.Call)
 		c.mu.Lock()
 		cancel := c.served[key]
@@ -271,17 +271,17 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 			}
 			cancel.cancel(cause)
 		}
-	case kindCall:
+	case envCall:
 		c.serveCall(env)
-	case kindResume:
+	case envResume:
 		c.serveResume(env)
-	case kindHTTP:
+	case envHTTP:
 		if env.HTTP != nil {
 			c.serveRelayed(env)
 		}
-	case kindHTTPRes:
+	case envHTTPRes:
 		c.onRelayPart(env)
-	case kindSub, kindSReq:
+	case envSub, envSReq:
 		// Served on a goroutine of its own: the inbox must keep flowing
 		// (the answer to a sampling request this call makes comes through
 		// it).
@@ -301,9 +301,9 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 			case errors.Is(cause, errInterrupted):
 				res, err = nil, cause // as for a call (endExchanges)
 			}
-			kind := kindResult
-			if env.Kind == kindSReq {
-				kind = kindSRes
+			kind := envResult
+			if env.Kind == envSReq {
+				kind = envSRes
 			}
 			c.answer(env, kind, res, err)
 		}) {
@@ -407,7 +407,7 @@ func (c *cluster) serveCall(env *envelope) {
 	h := c.hub
 	rp := h.reg.localReplica(env.Replica)
 	if rp == nil {
-		h.goOwned(func() { c.answer(env, kindResult, nil, errServerGone(env.Server)) })
+		h.goOwned(func() { c.answer(env, envResult, nil, errServerGone(env.Server)) })
 		return
 	}
 	sc := &servedCall{env: env,
@@ -467,7 +467,7 @@ func (sc *servedCall) finish(raw json.RawMessage, err error) {
 	// The call stays served until its answer is published: a drain that
 	// saw it gone would close the hub before the answer left, and the
 	// caller would hear "instance gone" instead.
-	c.postAnswer(sc.env, kindResult, raw, c.hub.upstreamError(server, err), sc.answered)
+	c.postAnswer(sc.env, envResult, raw, c.hub.upstreamError(server, err), sc.answered)
 }
 
 // answered ends the call's service once its answer is published (or could
@@ -488,7 +488,7 @@ func (c *cluster) resume(instance string, owner identity, method string, params 
 	if !known {
 		return nil, errBadState("the hub instance that gave it has left; send the request again without it")
 	}
-	env := &envelope{Kind: kindResume, Method: method, Params: params, Client: cl.client(), Owner: owner}
+	env := &envelope{Kind: envResume, Method: method, Params: params, Client: cl.client(), Owner: owner}
 	return c.startRequest(instance, env, cl, done), nil
 }
 
@@ -500,7 +500,7 @@ func (c *cluster) serveResume(env *envelope) {
 	key := servedKey(env.From, env.Call)
 	answer := func(raw json.RawMessage, err error) {
 		c.unserve(key)
-		h.goOwned(func() { c.answer(env, kindResult, raw, err) })
+		h.goOwned(func() { c.answer(env, envResult, raw, err) })
 	}
 	st, ok := h.inputs.stateOf(env.Params)
 	m, err := mcp.ParseRequestMeta(env.Params)
@@ -525,7 +525,7 @@ func (c *cluster) serveResume(env *envelope) {
 func (c *cluster) serveRequest(ctx context.Context, env *envelope) (json.RawMessage, error) {
 	h := c.hub
 	switch env.Kind {
-	case kindSub:
+	case envSub:
 		rp := h.reg.localReplica(env.Replica)
 		if env.Unsub {
 			h.subs.coordRemove(env.URI, env.Replica, env.From)
@@ -538,7 +538,7 @@ func (c *cluster) serveRequest(ctx context.Context, env *envelope) (json.RawMess
 			return nil, err
 		}
 		return json.RawMessage(`{}`), nil
-	case kindSReq:
+	case envSReq:
 		oc := c.callerOf(env.Of, env.Client)
 		if oc == nil {
 			return nil, errCannotRoute(env.Method, "the call it serves has ended")
@@ -578,13 +578,13 @@ var _ caller = (*remoteCaller)(nil)
 // report is never overtaken by the answer it precedes: both leave in the
 // order they were posted.
 func (o *remoteCaller) notify(method string, params json.RawMessage) {
-	o.c.post(o.instance, &envelope{Kind: kindNotify, Call: o.call, Method: method, Params: params}, nil)
+	o.c.post(o.instance, &envelope{Kind: envNotify, Call: o.call, Method: method, Params: params}, nil)
 }
 
 func (o *remoteCaller) request(method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	// The sreq names the caller's call, so that the caller's instance finds
 	// the client; the answer comes back under this instance's own number.
-	return o.c.startRequest(o.instance, &envelope{Kind: kindSReq, Method: method, Params: params, Of: o.call, Client: o.clientKey}, nil, done)
+	return o.c.startRequest(o.instance, &envelope{Kind: envSReq, Method: method, Params: params, Of: o.call, Client: o.clientKey}, nil, done)
 }
 
 func (o *remoteCaller) caps() clientCaps {
@@ -625,6 +625,6 @@ func (c *cluster) callerOf(n uint64, client string) *outCall {
 // askRemote asks another instance to keep uri subscribed at its replica ri
 // for this instance, or no longer.
 func (h *Hub) askRemote(ctx context.Context, ri *replicaInfo, uri string, subscribe bool) error {
-	_, err := h.cluster.request(ctx, ri.Instance, &envelope{Kind: kindSub, Replica: ri.ID, Server: ri.Name, URI: uri, Unsub: !subscribe})
+	_, err := h.cluster.request(ctx, ri.Instance, &envelope{Kind: envSub, Replica: ri.ID, Server: ri.Name, URI: uri, Unsub: !subscribe})
 	return err
 }

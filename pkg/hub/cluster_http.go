@@ -27,8 +27,8 @@ import (
 // response ends early and the client resumes it with Last-Event-ID, from
 // the owner's replay window.
 
-// httpPart is the HTTP part of an envelope: a request (kindHTTP), or a part
-// of its response (kindHTTPRes).
+// httpPart is the HTTP part of an envelope: a request (envHTTP), or a part
+// of its response (envHTTPRes).
 type httpPart struct {
 	Method string      `json:"m,omitempty"`
 	URL    string      `json:"u,omitempty"` // the request URI
@@ -71,7 +71,7 @@ func (h *Hub) relayHTTP(w http.ResponseWriter, r *http.Request, instance string)
 		c.mu.Unlock()
 	}()
 	req := &httpPart{Method: r.Method, URL: r.URL.RequestURI(), Host: r.Host, Remote: r.RemoteAddr, Header: r.Header, Body: body}
-	if err := c.send(instance, &envelope{Kind: kindHTTP, Call: n, HTTP: req}); err != nil {
+	if err := c.send(instance, &envelope{Kind: envHTTP, Call: n, HTTP: req}); err != nil {
 		http.Error(w, "503 the hub instance that holds this session is out of reach: "+errBrokerDown(err).Error(), http.StatusServiceUnavailable)
 		return
 	}
@@ -129,7 +129,7 @@ func (h *Hub) relayHTTP(w http.ResponseWriter, r *http.Request, instance string)
 // cancelRelay tells the owner of a relayed request that no one wants the
 // rest of its response.
 func (c *cluster) cancelRelay(instance string, n uint64) {
-	c.hub.goOwned(func() { c.send(instance, &envelope{Kind: kindCancel, Call: n}) })
+	c.hub.goOwned(func() { c.send(instance, &envelope{Kind: envCancel, Call: n}) })
 }
 
 // onRelayPart hands a part of a relayed response to its waiting request.
@@ -185,7 +185,7 @@ func (c *cluster) serveRelayed(env *envelope) {
 		p := env.HTTP
 		req, err := http.NewRequestWithContext(ctx, p.Method, p.URL, bytes.NewReader(p.Body))
 		if err != nil {
-			c.send(env.From, &envelope{Kind: kindHTTPRes, Call: env.Call,
+			c.send(env.From, &envelope{Kind: envHTTPRes, Call: env.Call,
 				HTTP: &httpPart{Status: http.StatusBadRequest, Body: []byte("400 bad request\n"), End: true}})
 			return
 		}
@@ -255,7 +255,7 @@ func (w *relayWriter) send(end bool) {
 		w.sent = true
 	}
 	w.buf.Reset()
-	if err := w.c.send(w.to, &envelope{Kind: kindHTTPRes, Call: w.call, HTTP: p}); err != nil {
+	if err := w.c.send(w.to, &envelope{Kind: envHTTPRes, Call: w.call, HTTP: p}); err != nil {
 		w.failed = true
 	}
 }

@@ -339,10 +339,10 @@ func readyz(t *testing.T, th *testHub) int {
 func TestEnvelopeWire(t *testing.T) {
 	t.Parallel()
 	for _, env := range []*envelope{
-		{Kind: kindCall, From: "a", Call: 7, Method: "tools/call", Params: json.RawMessage(`{"name":"x","arguments":{"s":"line\nbreak"}}`)},
-		{Kind: kindResult, From: "b", Call: 7, Result: json.RawMessage(` {"content":[]} `)},
-		{Kind: kindResult, From: "b", Call: 8, Error: &wireError{Code: -32602, Message: "bad"}},
-		{Kind: kindHeartbeat, From: "c", Version: 3},
+		{Kind: envCall, From: "a", Call: 7, Method: "tools/call", Params: json.RawMessage(`{"name":"x","arguments":{"s":"line\nbreak"}}`)},
+		{Kind: envResult, From: "b", Call: 7, Result: json.RawMessage(` {"content":[]} `)},
+		{Kind: envResult, From: "b", Call: 8, Error: &wireError{Code: -32602, Message: "bad"}},
+		{Kind: envHeartbeat, From: "c", Version: 3},
 	} {
 		b, err := env.encode()
 		require.NoError(t, err)

@@ -17,24 +17,24 @@ import (
 
 // Envelope kinds.
 const (
-	kindHeartbeat    = "hb"   // registry: I am alive at this version
-	kindSnapshot     = "snap" // registry: my replicas
-	kindSnapPart     = "snpt" // registry: a part of a snapshot too large for one message
-	kindBye          = "bye"  // registry: I am leaving
-	kindHello        = "hi"   // registry: I (re)joined; everyone please send a snapshot
-	kindSync         = "sync" // inbox: please publish your snapshot
-	kindCall         = "call" // inbox: forward this request to your replica
-	kindSub          = "sub"  // inbox: keep this resource subscribed for me (or not)
-	kindResult       = "res"  // inbox: the answer to a call or sub
-	kindCancel       = "cxl"  // inbox: the caller gave up on a call
-	kindNotify       = "ntf"  // inbox: a notification about a call (progress, a log)
-	kindClientNotify = "cntf" // inbox: a notification for one of your clients, about no call (routing_elicitation.go)
-	kindSReq         = "sreq" // inbox: a server's request for the client of a call
-	kindSRes         = "sres" // inbox: the answer to a sreq
-	kindSCancel      = "scxl" // inbox: the server gave up on a sreq
-	kindHTTP         = "http" // inbox: serve this HTTP request of a session of yours (cluster_http.go)
-	kindHTTPRes      = "hres" // inbox: a part of the response to an http
-	kindResume       = "rsm"  // inbox: a modern client's retry of a call of yours that asked for input (routing_input.go)
+	envHeartbeat    = "hb"   // registry: I am alive at this version
+	envSnapshot     = "snap" // registry: my replicas
+	envSnapPart     = "snpt" // registry: a part of a snapshot too large for one message
+	envBye          = "bye"  // registry: I am leaving
+	envHello        = "hi"   // registry: I (re)joined; everyone please send a snapshot
+	envSync         = "sync" // inbox: please publish your snapshot
+	envCall         = "call" // inbox: forward this request to your replica
+	envSub          = "sub"  // inbox: keep this resource subscribed for me (or not)
+	envResult       = "res"  // inbox: the answer to a call or sub
+	envCancel       = "cxl"  // inbox: the caller gave up on a call
+	envNotify       = "ntf"  // inbox: a notification about a call (progress, a log)
+	envClientNotify = "cntf" // inbox: a notification for one of your clients, about no call (routing_elicitation.go)
+	envSReq         = "sreq" // inbox: a server's request for the client of a call
+	envSRes         = "sres" // inbox: the answer to a sreq
+	envSCancel      = "scxl" // inbox: the server gave up on a sreq
+	envHTTP         = "http" // inbox: serve this HTTP request of a session of yours (cluster_http.go)
+	envHTTPRes      = "hres" // inbox: a part of the response to an http
+	envResume       = "rsm"  // inbox: a modern client's retry of a call of yours that asked for input (routing_input.go)
 )
 
 // envelope is every message between instances.
@@ -354,8 +354,8 @@ func decodeKind(v []byte, kind *string) bool {
 	return decodeStr(v, kind)
 }
 
-var kinds = [...]string{kindCall, kindResult, kindNotify, kindCancel, kindHeartbeat, kindSReq, kindSRes, kindSCancel,
-	kindSub, kindSync, kindHTTP, kindHTTPRes, kindSnapshot, kindSnapPart, kindBye, kindHello, kindResume}
+var kinds = [...]string{envCall, envResult, envNotify, envCancel, envHeartbeat, envSReq, envSRes, envSCancel,
+	envSub, envSync, envHTTP, envHTTPRes, envSnapshot, envSnapPart, envBye, envHello, envResume}
 
 // decodeBody reads which member follows the header without allocating for
 // the two there are.

@@ -17,19 +17,19 @@ import (
 func sampleEnvelopes() []*envelope {
 	at := time.Date(2026, 11, 26, 4, 0, 0, 0, time.UTC)
 	return []*envelope{
-		{Kind: kindCall, From: "a", Call: 7, Client: "c<1>", Replica: "r/1", Server: "s", Method: "tools/call",
+		{Kind: envCall, From: "a", Call: 7, Client: "c<1>", Replica: "r/1", Server: "s", Method: "tools/call",
 			Params: json.RawMessage(`{"name":"x"}`), Caps: &clientCaps{Sampling: true, ElicitURL: true, Roots: true}},
-		{Kind: kindCall, From: "a", Call: 8, Caps: &clientCaps{}},
-		{Kind: kindResult, From: "b", Call: 7, Error: &wireError{Code: -32602, Message: "bad \"x\"\n\u2028", Data: json.RawMessage(`{"uri":"a"}`)}},
-		{Kind: kindResult, From: "b", Call: 9, Error: &wireError{Code: -32000, Message: "gone"}},
-		{Kind: kindHeartbeat, From: "c", Version: 1<<64 - 1, Clients: 12},
-		{Kind: kindSnapshot, From: "d", Version: 2, Snapshot: &snapshot{Addr: "x:1", StartedAt: at,
+		{Kind: envCall, From: "a", Call: 8, Caps: &clientCaps{}},
+		{Kind: envResult, From: "b", Call: 7, Error: &wireError{Code: -32602, Message: "bad \"x\"\n\u2028", Data: json.RawMessage(`{"uri":"a"}`)}},
+		{Kind: envResult, From: "b", Call: 9, Error: &wireError{Code: -32000, Message: "gone"}},
+		{Kind: envHeartbeat, From: "c", Version: 1<<64 - 1, Clients: 12},
+		{Kind: envSnapshot, From: "d", Version: 2, Snapshot: &snapshot{Addr: "x:1", StartedAt: at,
 			Replicas: []replicaSnap{{ID: "d/1", Name: "n", ConnectedAt: at, Lists: [numKinds][]json.RawMessage{{json.RawMessage(`{"name":"t"}`)}}}}}},
-		{Kind: kindSnapPart, From: "e", Version: 3, Part: 1, Parts: 4, Chunk: []byte("\x00\xffchunk\n")},
-		{Kind: kindSReq, From: "f", Call: 3, Of: 2, Method: "sampling/createMessage", URI: "file:///ü", Unsub: true},
-		{Kind: kindResume, From: "f", Call: 6, Owner: "token:al\"ice\u2028", Method: "tools/call", Params: json.RawMessage(`{"requestState":"sb1.x"}`)},
-		{Kind: kindHTTP, From: "g", Call: 4, HTTP: &httpPart{Method: "POST", URL: "/mcp", Header: http.Header{"A": {"b"}}, Body: []byte("{}"), End: true}},
-		{Kind: kindNotify, From: "h", Call: 5, Method: "notifications/progress", Params: json.RawMessage(`{"a": [1, 2]}`), Result: json.RawMessage(`{}`)},
+		{Kind: envSnapPart, From: "e", Version: 3, Part: 1, Parts: 4, Chunk: []byte("\x00\xffchunk\n")},
+		{Kind: envSReq, From: "f", Call: 3, Of: 2, Method: "sampling/createMessage", URI: "file:///ü", Unsub: true},
+		{Kind: envResume, From: "f", Call: 6, Owner: "token:al\"ice\u2028", Method: "tools/call", Params: json.RawMessage(`{"requestState":"sb1.x"}`)},
+		{Kind: envHTTP, From: "g", Call: 4, HTTP: &httpPart{Method: "POST", URL: "/mcp", Header: http.Header{"A": {"b"}}, Body: []byte("{}"), End: true}},
+		{Kind: envNotify, From: "h", Call: 5, Method: "notifications/progress", Params: json.RawMessage(`{"a": [1, 2]}`), Result: json.RawMessage(`{}`)},
 		{Kind: "future", From: "i"},
 	}
 }
@@ -171,11 +171,11 @@ func FuzzEnvelope(f *testing.F) {
 // BenchmarkEnvelope encodes and decodes the two envelopes of a call
 // between instances: the call and its result.
 func BenchmarkEnvelope(b *testing.B) {
-	call := &envelope{Kind: kindCall, From: "0b7c2f1e-6f1d-4a9e-9c57-1d2f3e4a5b6c", Call: 123456, Client: "0b7c2f1e/17",
+	call := &envelope{Kind: envCall, From: "0b7c2f1e-6f1d-4a9e-9c57-1d2f3e4a5b6c", Call: 123456, Client: "0b7c2f1e/17",
 		Replica: "9a8b7c6d-1e2f-3a4b-5c6d-7e8f9a0b1c2d/3", Server: "bench", Method: "tools/call",
 		Params: json.RawMessage(`{"name":"echo","arguments":{"text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}`),
 		Caps:   &clientCaps{Sampling: true}}
-	res := &envelope{Kind: kindResult, From: "9a8b7c6d-1e2f-3a4b-5c6d-7e8f9a0b1c2d", Call: 123456,
+	res := &envelope{Kind: envResult, From: "9a8b7c6d-1e2f-3a4b-5c6d-7e8f9a0b1c2d", Call: 123456,
 		Result: json.RawMessage(`{"content":[],"structuredContent":{"text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}`)}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -203,7 +203,7 @@ func TestClientCaps_shared(t *testing.T) {
 		assert.False(t, seen[p], "%+v shares a copy with another combination", c)
 		seen[p] = true
 
-		head, err := (&envelope{Kind: kindCall, From: "a", Caps: &c}).appendHead(nil)
+		head, err := (&envelope{Kind: envCall, From: "a", Caps: &c}).appendHead(nil)
 		require.NoError(t, err)
 		var got envelope
 		require.True(t, got.decodeHead(head), "%s", head)

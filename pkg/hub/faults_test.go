@@ -122,7 +122,7 @@ func TestCluster_cancelDuringPublishReachesTheServer(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	hook := func(ctx context.Context, topic string, payload []byte) error {
-		if !isKind(payload, kindCall) {
+		if !isKind(payload, envCall) {
 			return nil
 		}
 		once.Do(func() { close(held) })
@@ -186,7 +186,7 @@ func TestCluster_unconfirmedCallIsCancelled(t *testing.T) {
 			})
 			a.waitServer("b", 1)
 			hook := func(ctx context.Context, topic string, payload []byte) error {
-				if isKind(payload, kindCall) {
+				if isKind(payload, envCall) {
 					return tc.publish
 				}
 				return nil
@@ -327,7 +327,7 @@ func TestCluster_answerPostedAgainUntilTheBrokerTakesIt(t *testing.T) {
 	c := a.client(nil)
 	var tries atomic.Int32
 	hook := func(ctx context.Context, topic string, payload []byte) error {
-		if isKind(payload, kindResult) && tries.Add(1) <= 3 {
+		if isKind(payload, envResult) && tries.Add(1) <= 3 {
 			return fmt.Errorf("%w: the route to the caller's inbox is down", pubsub.ErrNotSent)
 		}
 		return nil
@@ -379,8 +379,8 @@ func TestCluster_helloComesFirstAfterAReconnection(t *testing.T) {
 	// The subscriptions are back, and the broker says so.
 	hb.notReady.Store(false)
 	b.cluster.state <- true
-	require.Eventually(t, func() bool { return slices.Contains(published(), kindSnapshot) }, wait, time.Millisecond)
-	assert.Equal(t, []string{kindHeartbeat + " (deaf)", kindHello, kindSnapshot}, published(),
+	require.Eventually(t, func() bool { return slices.Contains(published(), envSnapshot) }, wait, time.Millisecond)
+	assert.Equal(t, []string{envHeartbeat + " (deaf)", envHello, envSnapshot}, published(),
 		"alive but deaf, then the hello, then the snapshot")
 
 	// A deaf heartbeat keeps an instance alive for the others, but is no
@@ -391,7 +391,7 @@ func TestCluster_helloComesFirstAfterAReconnection(t *testing.T) {
 		deaf  bool
 		heard bool
 	}{{"deaf-instance", true, false}, {"listening-instance", false, true}} {
-		payload, err := (&envelope{Kind: kindHeartbeat, From: hb.from, Deaf: hb.deaf}).encode()
+		payload, err := (&envelope{Kind: envHeartbeat, From: hb.from, Deaf: hb.deaf}).encode()
 		require.NoError(t, err)
 		c.onRegistry(context.Background(), topicRegistry, payload)
 		c.mu.Lock()
@@ -416,7 +416,7 @@ func TestCluster_aCallServedForARejoinedInstanceIsAnswered(t *testing.T) {
 	go func() { _, err := c.CallTool(ctxFor(t), "b__block", nil, nil); errc <- err }()
 	<-blk.started
 
-	hello, err := (&envelope{Kind: kindHello, From: a.ID()}).encode()
+	hello, err := (&envelope{Kind: envHello, From: a.ID()}).encode()
 	require.NoError(t, err)
 	b.cluster.onRegistry(context.Background(), topicRegistry, hello) // A's hello, after its call
 	select {
@@ -523,7 +523,7 @@ func TestHub_drainWaitsUntilTheAnswerIsPublished(t *testing.T) {
 	a.waitServer("w", 1)
 	held, publish := make(chan struct{}), make(chan struct{})
 	hook := func(ctx context.Context, topic string, payload []byte) error {
-		if isKind(payload, kindResult) {
+		if isKind(payload, envResult) {
 			close(held)
 			<-publish
 		}

@@ -206,7 +206,7 @@ func (h *Hub) notifyClient(key, method string, params json.RawMessage) bool {
 		return false
 	}
 	if instance := key[:i]; instance != h.id {
-		h.cluster.post(instance, &envelope{Kind: kindClientNotify, Client: key, Method: method, Params: params}, nil)
+		h.cluster.post(instance, &envelope{Kind: envClientNotify, Client: key, Method: method, Params: params}, nil)
 		return true
 	}
 	return h.notifyLocalClient(key, method, params)

@@ -38,7 +38,7 @@ import (
 // that does not exist (-32602), and the call goes on waiting for its
 // owner. Its requestState names this instance, the call and the round,
 // with a MAC of this instance's, so that a retry reaching another instance
-// is sent here (cluster.go, kindResume) and a forged, altered or reused
+// is sent here (cluster_calls.go, envResume) and a forged, altered or reused
 // state is refused (-32602). The call's timeout runs from its first
 // request, over every round: a retry that does not come in time ends the
 // call, the server's requests fail and the server is told the call is
