@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/deathsig"
 	"github.com/switchboard-mcp/switchboard/internal/redistest"
 )
 
@@ -86,7 +87,7 @@ func (s *Supervisor) Start(ctx context.Context, name string, argv, env []string,
 	cmd.Env = env
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = deathsig.Attr()
 	c := &Child{name: name, cmd: cmd, done: make(chan struct{}), out: out}
 
 	s.mu.Lock()

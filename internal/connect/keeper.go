@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/deathsig"
 )
 
 // The keeper. A child in a process group of its own is stopped with
@@ -124,7 +126,7 @@ func keep() {
 		syscall.Exit(2)
 	}
 	cmd := &exec.Cmd{Path: os.Args[1], Args: os.Args[2:], Env: os.Environ(),
-		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, SysProcAttr: keptAttr()}
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, SysProcAttr: deathsig.Attr()}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(report, "error %v\n", err)
 		syscall.Exit(127)

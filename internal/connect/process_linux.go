@@ -17,10 +17,6 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
-// keptAttr makes the kernel kill the command if its keeper dies without
-// stopping it.
-func keptAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
-
 // signalGroup sends sig to the child's process group.
 func signalGroup(p *os.Process, sig syscall.Signal) error { return syscall.Kill(-p.Pid, sig) }
 

@@ -12,10 +12,6 @@ import (
 // too.
 func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
-// keptAttr: without Pdeathsig, the command outlives a keeper killed from
-// outside (the keeper itself kills everything when the connector dies).
-func keptAttr() *syscall.SysProcAttr { return nil }
-
 // signalGroup sends sig to the child's process group.
 func signalGroup(p *os.Process, sig syscall.Signal) error { return syscall.Kill(-p.Pid, sig) }
 

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/deathsig"
 )
 
 // FreePort returns a TCP port of 127.0.0.1 that was free a moment ago.
@@ -43,7 +45,7 @@ func Start(cmd *exec.Cmd, name string, ready func() error, timeout time.Duration
 	p := &Proc{cmd: cmd, exited: make(chan struct{}), out: &Buffer{}}
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = deathsig.Attr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

@@ -1,0 +1,8 @@
+// Package deathsig starts a child process so that it dies with its
+// parent: on Linux the kernel sends it SIGKILL when the parent dies, even
+// without a cleanup of the parent's (a panic, SIGKILL, a test timeout).
+// Elsewhere the parent's own cleanup is all there is.
+//
+// The connector's keepers, the test helpers' processes (redis-server,
+// Jaeger) and the benchmark's children all start this way.
+package deathsig
