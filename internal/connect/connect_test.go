@@ -441,6 +441,24 @@ func TestRun_failingChildIsDeparted(t *testing.T) {
 	}
 }
 
+// TestRun_exitingChildLeavesNothing: a server that ends by itself takes
+// what it started with it, even what detached from its group. The keeper
+// left at once as the command did, and a server that exits when its
+// connector dies (its stdin ends) could beat the keeper to it: the
+// detached grandchild was left to init (seen under load, as a flaky
+// TestRun_killedConnectorLeavesNothing).
+func TestRun_exitingChildLeavesNothing(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	r := runConnector(t, []connect.Server{selfServer("fake", "daemonize-exit")}, connect.Options{URL: th.url("/mcp/server")})
+	r.log.waitLog(t, 1, "grandchild pid=")
+	m := regexp.MustCompile(`grandchild pid=(\d+)`).FindStringSubmatch(r.log.String())
+	require.NotNil(t, m, r.log.String())
+	grandchild, _ := strconv.Atoi(m[1])
+	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) }) // should the test fail
+	assert.Eventually(t, func() bool { return processGone(grandchild) }, wait, 10*time.Millisecond,
+		"the detached grandchild went with the server that started it")
+}
+
 // TestRun_killedConnectorLeavesNothing: a connector killed with SIGKILL
 // (which it cannot see coming) takes its child with it, and what the child
 // started: a grandchild in the child's group, and one that detached into a

@@ -143,17 +143,34 @@ func keep() {
 		killAll() // the connector closed the pipe, or died
 	}()
 	_ = cmd.Wait()
+	// What the command started goes with it. A command that ends when the
+	// connector dies (its stdin ends) may end before the keeper hears of the
+	// connector's death: were the keeper to leave at once, what detached
+	// from the command would be left to init, alive, with no one to kill it.
+	killDescendants()
 	exitAs(cmd.ProcessState)
 }
 
 // killAll kills every process under the keeper, then its group, itself
 // included.
 func killAll() {
-	for _, pid := range descendants(os.Getpid()) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
+	killDescendants()
 	_ = syscall.Kill(0, syscall.SIGKILL)
 	syscall.Exit(137)
+}
+
+// killDescendants kills every process under the keeper (on Linux, where it
+// is a subreaper, those that detached too), again while new ones appear.
+func killDescendants() {
+	for range 10 {
+		pids := descendants(os.Getpid())
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // exitAs ends the keeper as the command ended: with its status, or killed

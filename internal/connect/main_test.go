@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 //	parent   starts a grandchild (role sleep) in its group, then the server
 //	daemonize  starts a process that starts a grandchild (role sleep) in a
 //	         session of its own and exits, as daemons detach, then the server
+//	daemonize-exit  the same, then exits with status 3 instead of serving
 //	detach   that process
 //	sleep    sleeps until killed, ignoring SIGTERM
 //	connector  connect.Run for the server of role $SWITCHBOARD_CONNECT_TEST_CHILD
@@ -85,6 +86,12 @@ func runRole(role string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+	case "daemonize-exit":
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), roleEnv+"=detach")
+		cmd.Stderr = os.Stderr
+		_ = cmd.Run()
+		return 3
 	case "detach":
 		if startRole("sleep", &syscall.SysProcAttr{Setsid: true}) != nil {
 			return 1
