@@ -33,12 +33,10 @@ type SSEClientConn struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	endpoint string
-	inbox    chan []byte
-	failed   chan struct{}
+	in       inbox
 	wg       sync.WaitGroup
 
 	mu     sync.Mutex
-	err    error
 	closed bool
 }
 
@@ -49,7 +47,7 @@ var _ peer.Conn = (*SSEClientConn)(nil)
 // DialStreamable (Retry and MaxRetries do not apply: this transport does
 // not resume).
 func DialSSE(ctx context.Context, url string, opts *StreamableClientOptions) (*SSEClientConn, error) {
-	c := &SSEClientConn{inbox: make(chan []byte, 64), failed: make(chan struct{})}
+	c := &SSEClientConn{in: newInbox()}
 	if opts != nil {
 		c.opts = *opts
 	}
@@ -134,7 +132,7 @@ func DialSSE(ctx context.Context, url string, opts *StreamableClientOptions) (*S
 				continue
 			}
 			select {
-			case c.inbox <- ev.Data:
+			case c.in.frames <- ev.Data:
 			case <-c.ctx.Done():
 				return
 			}
@@ -154,34 +152,11 @@ func (c *SSEClientConn) setHeaders(req *http.Request) {
 	}
 }
 
-func (c *SSEClientConn) fail(err error) {
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return
-	}
-	c.err = err
-	c.mu.Unlock()
-	close(c.failed)
-}
+func (c *SSEClientConn) fail(err error) { c.in.fail(err) }
 
 // Read returns the next message from the event stream.
 func (c *SSEClientConn) Read(ctx context.Context) ([]byte, error) {
-	select {
-	case f := <-c.inbox:
-		return f, nil
-	case <-c.failed:
-		select {
-		case f := <-c.inbox:
-			return f, nil
-		default:
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return nil, c.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return c.in.read(ctx)
 }
 
 // Write POSTs one frame to the endpoint. The answers come on the stream; a
@@ -189,8 +164,9 @@ func (c *SSEClientConn) Read(ctx context.Context) ([]byte, error) {
 // call waits for an answer that cannot come.
 func (c *SSEClientConn) Write(ctx context.Context, frame []byte) error {
 	c.mu.Lock()
-	err, closed := c.err, c.closed
+	closed := c.closed
 	c.mu.Unlock()
+	err := c.in.failure()
 	if closed {
 		return net.ErrClosed
 	}
@@ -225,7 +201,7 @@ func (c *SSEClientConn) Write(ctx context.Context, frame []byte) error {
 		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
 			answer := (&jsonrpc.Response{ID: r.ID, Error: e}).Encode()
 			select {
-			case c.inbox <- answer:
+			case c.in.frames <- answer:
 			case <-c.ctx.Done():
 			case <-ctx.Done():
 				return ctx.Err()

@@ -82,8 +82,7 @@ type StreamableClientConn struct {
 
 	ctx    context.Context // ends on Close: every request in flight stops
 	cancel context.CancelFunc
-	inbox  chan []byte
-	failed chan struct{}
+	in     inbox
 	wg     sync.WaitGroup
 
 	mu        sync.Mutex
@@ -94,7 +93,6 @@ type StreamableClientConn struct {
 	initID    jsonrpc.ID                        // the initialize request in flight
 	initOK    bool
 	getOpen   bool // the GET stream was started
-	err       error
 	closed    bool
 }
 
@@ -113,7 +111,7 @@ func DialStreamable(ctx context.Context, url string, opts *StreamableClientOptio
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 		return nil, fmt.Errorf("mcp: streamable HTTP URL: scheme %q is not http or https", req.URL.Scheme)
 	}
-	c := &StreamableClientConn{url: url, inbox: make(chan []byte, 64), failed: make(chan struct{}), posts: map[jsonrpc.ID]context.CancelFunc{}}
+	c := &StreamableClientConn{url: url, in: newInbox(), posts: map[jsonrpc.ID]context.CancelFunc{}}
 	if opts != nil {
 		c.opts = *opts
 	}
@@ -157,43 +155,16 @@ func (c *StreamableClientConn) ProtocolVersion() string {
 
 // Read returns the next message from the server.
 func (c *StreamableClientConn) Read(ctx context.Context) ([]byte, error) {
-	select {
-	case f := <-c.inbox:
-		return f, nil
-	case <-c.failed:
-		// Messages that came before the failure are still delivered.
-		select {
-		case f := <-c.inbox:
-			return f, nil
-		default:
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return nil, c.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return c.in.read(ctx)
 }
 
 // fail ends the conn with err (the first error wins).
-func (c *StreamableClientConn) fail(err error) {
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return
-	}
-	c.err = err
-	c.mu.Unlock()
-	close(c.failed)
-}
+func (c *StreamableClientConn) fail(err error) { c.in.fail(err) }
 
 // deliver hands a frame from the server to Read.
 func (c *StreamableClientConn) deliver(frame []byte) {
 	c.noteInit(frame)
-	select {
-	case c.inbox <- frame:
-	case <-c.ctx.Done():
-	}
+	c.in.put(c.ctx, frame)
 }
 
 // noteInit learns the protocol version from the answer to initialize.
@@ -243,8 +214,9 @@ func (c *StreamableClientConn) newRequest(ctx context.Context, method string, bo
 // Write POSTs one frame.
 func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
 	c.mu.Lock()
-	err, closed := c.err, c.closed
+	closed := c.closed
 	c.mu.Unlock()
+	err := c.in.failure()
 	if closed {
 		return net.ErrClosed
 	}
@@ -714,7 +686,7 @@ func (c *StreamableClientConn) Close(peer.CloseCode, string) error {
 		return nil
 	}
 	c.closed = true
-	id, gone := c.sessionID, errors.Is(c.err, ErrSessionGone)
+	id, gone := c.sessionID, errors.Is(c.in.failure(), ErrSessionGone)
 	c.mu.Unlock()
 	c.cancel()
 	if id != "" && !gone {
