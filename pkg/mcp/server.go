@@ -135,11 +135,7 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
-	s.mu.Lock()
-	s.tools = slices.DeleteFunc(s.tools, func(x *serverTool) bool { return x.tool.Name == t.Name })
-	s.tools = append(s.tools, &serverTool{tool: t, handler: h})
-	s.mu.Unlock()
-	s.notifyAll(NotificationToolsListChanged)
+	put(s, &s.tools, &serverTool{tool: t, handler: h}, NotificationToolsListChanged)
 }
 
 // AddTypedTool registers a tool whose arguments decode into In. When the
@@ -164,54 +160,60 @@ func AddTypedTool[In any](s *Server, t *Tool, h func(ctx context.Context, req *T
 
 // RemoveTool unregisters a tool.
 func (s *Server) RemoveTool(name string) {
-	s.mu.Lock()
-	s.tools = slices.DeleteFunc(s.tools, func(x *serverTool) bool { return x.tool.Name == name })
-	s.mu.Unlock()
-	s.notifyAll(NotificationToolsListChanged)
+	remove(s, &s.tools, name, NotificationToolsListChanged)
 }
 
 // AddResource registers a resource, replacing one with the same URI.
 func (s *Server) AddResource(r *Resource, h ResourceHandler) {
-	s.mu.Lock()
-	s.resources = slices.DeleteFunc(s.resources, func(x *serverResource) bool { return x.resource.URI == r.URI })
-	s.resources = append(s.resources, &serverResource{resource: r, handler: h})
-	s.mu.Unlock()
-	s.notifyAll(NotificationResourcesListChanged)
+	put(s, &s.resources, &serverResource{resource: r, handler: h}, NotificationResourcesListChanged)
 }
 
 // RemoveResource unregisters a resource.
 func (s *Server) RemoveResource(uri string) {
-	s.mu.Lock()
-	s.resources = slices.DeleteFunc(s.resources, func(x *serverResource) bool { return x.resource.URI == uri })
-	s.mu.Unlock()
-	s.notifyAll(NotificationResourcesListChanged)
+	remove(s, &s.resources, uri, NotificationResourcesListChanged)
 }
 
 // AddResourceTemplate registers a resource template; reads of URIs that
 // match it and no listed resource go to h.
 func (s *Server) AddResourceTemplate(t *ResourceTemplate, h ResourceHandler) {
-	s.mu.Lock()
-	s.templates = slices.DeleteFunc(s.templates, func(x *serverTemplate) bool { return x.template.URITemplate == t.URITemplate })
-	s.templates = append(s.templates, &serverTemplate{template: t, match: ParseURITemplate(t.URITemplate), handler: h})
-	s.mu.Unlock()
-	s.notifyAll(NotificationResourcesListChanged)
+	put(s, &s.templates, &serverTemplate{template: t, match: ParseURITemplate(t.URITemplate), handler: h}, NotificationResourcesListChanged)
 }
 
 // AddPrompt registers a prompt, replacing one of the same name.
 func (s *Server) AddPrompt(p *Prompt, h PromptHandler) {
-	s.mu.Lock()
-	s.prompts = slices.DeleteFunc(s.prompts, func(x *serverPrompt) bool { return x.prompt.Name == p.Name })
-	s.prompts = append(s.prompts, &serverPrompt{prompt: p, handler: h})
-	s.mu.Unlock()
-	s.notifyAll(NotificationPromptsListChanged)
+	put(s, &s.prompts, &serverPrompt{prompt: p, handler: h}, NotificationPromptsListChanged)
 }
 
 // RemovePrompt unregisters a prompt.
 func (s *Server) RemovePrompt(name string) {
+	remove(s, &s.prompts, name, NotificationPromptsListChanged)
+}
+
+// entry is what a Server lists: a tool, resource, template or prompt, and
+// the key that names it (a name, a URI or a URI template).
+type entry interface{ key() string }
+
+func (t *serverTool) key() string     { return t.tool.Name }
+func (r *serverResource) key() string { return r.resource.URI }
+func (t *serverTemplate) key() string { return t.template.URITemplate }
+func (p *serverPrompt) key() string   { return p.prompt.Name }
+
+// put adds e to list, replacing the entry of the same key, and tells the
+// sessions the list changed.
+func put[E entry](s *Server, list *[]E, e E, changed string) {
 	s.mu.Lock()
-	s.prompts = slices.DeleteFunc(s.prompts, func(x *serverPrompt) bool { return x.prompt.Name == name })
+	*list = append(slices.DeleteFunc(*list, func(x E) bool { return x.key() == e.key() }), e)
 	s.mu.Unlock()
-	s.notifyAll(NotificationPromptsListChanged)
+	s.notifyAll(changed)
+}
+
+// remove drops the entry of key from list, and tells the sessions the list
+// changed.
+func remove[E entry](s *Server, list *[]E, key, changed string) {
+	s.mu.Lock()
+	*list = slices.DeleteFunc(*list, func(x E) bool { return x.key() == key })
+	s.mu.Unlock()
+	s.notifyAll(changed)
 }
 
 // SetCompletionHandler sets the handler of completion/complete.
