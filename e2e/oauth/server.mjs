@@ -46,8 +46,10 @@ if (!args.issuer) {
   process.exit(2);
 }
 
-const scopes = ['openid', 'offline_access', 'mcp:client', 'mcp:dashboard', 'mcp:server', 'mcp:admin'];
-const resourceScope = scopes.filter((s) => s.startsWith('mcp:')).join(' ');
+// The hub's default scopes, and two more for the tests of a policy that
+// maps scopes of its own (step-up authorization).
+const scopes = ['openid', 'offline_access', 'mcp:client', 'mcp:dashboard', 'mcp:server', 'mcp:admin', 'crm:read', 'crm:write'];
+const resourceScope = scopes.filter((s) => s.includes(':')).join(' ');
 
 // How tokens are issued per resource (set through /resources).
 const resources = new Map();

@@ -66,33 +66,51 @@ func (s *Server) authorize(c Client, user, resource string, scopes []string) (*o
 			}
 			return nil
 		}}
+	resp, page, err := s.browse(ctx, browser, next, user)
+	if err != nil {
+		return nil, err
+	}
+	if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && strings.HasPrefix(loc, c.RedirectURI) {
+		return exchange(ctx, conf, loc, state, verifier, resource)
+	}
+	return nil, fmt.Errorf("no redirect to the client: %s: %s", resp.Status, page)
+}
+
+// Browse follows start with browser (which should keep cookies and follow
+// redirects) as a person would: it logs in as user and consents on the
+// server's pages, and returns the first response that is not one of them
+// (the page of the client's redirect URI, or a refusal), with its body.
+func (s *Server) Browse(browser *http.Client, start, user string) (*http.Response, []byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return s.browse(ctx, browser, start, user)
+}
+
+func (s *Server) browse(ctx context.Context, browser *http.Client, next, user string) (*http.Response, []byte, error) {
 	method, form := http.MethodGet, url.Values(nil)
 	for range 10 {
 		req, err := http.NewRequestWithContext(ctx, method, next, strings.NewReader(form.Encode()))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if method == http.MethodPost {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
 		resp, err := browser.Do(req)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		page, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
-		if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && strings.HasPrefix(loc, c.RedirectURI) {
-			return exchange(ctx, conf, loc, state, verifier, resource)
-		}
 		m := formAction.FindSubmatch(page)
-		if resp.StatusCode != http.StatusOK || m == nil {
-			return nil, fmt.Errorf("%s %s: %s: %s", method, next, resp.Status, page)
+		if resp.StatusCode != http.StatusOK || m == nil || !strings.HasPrefix(resp.Request.URL.String(), s.Issuer()) {
+			return resp, page, nil // not one of the server's pages: where the flow ends
 		}
 		action, _ := url.Parse(string(m[1]))
 		next = resp.Request.URL.ResolveReference(action).String()
 		method, form = http.MethodPost, url.Values{"login": {user}}
 	}
-	return nil, errors.New("no code after 10 pages")
+	return nil, nil, errors.New("still on the server's pages after 10 of them")
 }
 
 // exchange reads the code from the redirect and exchanges it.

@@ -141,7 +141,7 @@ func (h *Hub) countSlot(key string, limit int, refusal func() error) (release fu
 // the AllowedHosts patterns pass ("*" lets every Host in). With tokens, the
 // token is the guard and every Host passes.
 func (h *Hub) hostAllowed(hostport string) bool {
-	if h.cfg.Tokens != nil {
+	if h.authOn() {
 		return true
 	}
 	host := strings.ToLower(hostport)

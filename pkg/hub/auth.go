@@ -1,22 +1,28 @@
 package hub
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 )
 
 // Role is what a token may do.
@@ -65,92 +71,136 @@ type TokenEntry struct {
 }
 
 // tokensFile is the layout of a tokens file (YAML, or JSON, which YAML
-// reads too).
+// reads too): static tokens, and the policy that makes OAuth access tokens'
+// scopes and claims roles (auth_policy.go).
 type tokensFile struct {
 	Tokens []TokenEntry `yaml:"tokens" json:"tokens"`
+	Policy []PolicyRule `yaml:"policy" json:"policy"`
 }
 
-// principal is who a connection authenticated as.
+// principal is who a connection authenticated as: a static token, an OAuth
+// access token's issuer and subject (auth_oauth.go), or anonymous.
 type principal struct {
-	name      string
+	name    string // unique among principals: a static token's name, an OAuth principal's identity
+	maxConn int
+	digest  [sha256.Size]byte
+	// grant is what it may do. It is fixed for a static token; an OAuth
+	// principal's follows the token of each request of its HTTP session
+	// (a step-up brings more scopes to the same session), hence atomic.
+	grant atomic.Pointer[grant]
+}
+
+// grant is what a principal may do: its roles and allow-lists, and for an
+// OAuth principal the verified token they come from.
+type grant struct {
 	roles     map[Role]bool
 	servers   []string
 	tools     []string
 	resources []string
-	maxConn   int
-	digest    [sha256.Size]byte
+	token     *oauth.Principal // nil for a static token
 }
+
+// newPrincipal returns a principal named name with grant g.
+func newPrincipal(name string, g *grant) *principal {
+	p := &principal{name: name}
+	p.grant.Store(g)
+	return p
+}
+
+// g returns what the principal may do now.
+func (p *principal) g() *grant { return p.grant.Load() }
 
 // anonymous is everyone when the hub runs without tokens: loopback only,
 // or --insecure.
-var anonymous = &principal{name: "anonymous", roles: map[Role]bool{RoleAdmin: true}}
+var anonymous = newPrincipal("anonymous", &grant{roles: map[Role]bool{RoleAdmin: true}})
 
 // identity names a principal wherever it acts, on every instance and
 // across reloads of the tokens file: a call, a session and an input
 // request belong to one identity, and nothing another identity sends may
 // continue, read or cancel them. A static token's is "token:" and its name
 // in the tokens file (unique there); without tokens everyone is one
-// principal, "anonymous". An OAuth principal's will be its issuer and
-// subject ("oauth:", the issuer, a space, the subject): each kind has its
-// own prefix, so no two kinds ever compare equal.
+// principal, "anonymous". An OAuth principal's is its issuer and subject
+// ("oauth:", the issuer, a space, the subject; an issuer is a URL, with no
+// space): each kind has its own prefix, so no two kinds ever compare equal.
 type identity string
 
 // identity returns who p is.
 func (p *principal) identity() identity {
-	if p == anonymous {
+	switch {
+	case p == anonymous:
 		return "anonymous"
+	case p.g().token != nil:
+		return identity(p.name) // already "oauth:<iss> <sub>"
 	}
 	return identity("token:" + p.name)
 }
 
-func (p *principal) has(r Role) bool { return p.roles[r] || p.roles[RoleAdmin] }
+func (p *principal) has(r Role) bool { return p.g().has(r) }
+
+func (g *grant) has(r Role) bool { return g.roles[r] || g.roles[RoleAdmin] }
+
+// isAdmin reports whether the principal has the admin role.
+func (p *principal) isAdmin() bool { return p.g().roles[RoleAdmin] }
+
+// unrestricted reports whether the principal sees every item: an admin, or
+// a token without tools or resources patterns.
+func (p *principal) unrestricted() bool {
+	g := p.g()
+	return g.roles[RoleAdmin] || len(g.tools) == 0 && len(g.resources) == 0
+}
+
+// toolPatterns returns the principal's tools patterns (none: all).
+func (p *principal) toolPatterns() []string { return p.g().tools }
 
 // sameRights reports whether q may do exactly what p may: the same entry,
 // or one a reload of the tokens file left as it was.
 func (p *principal) sameRights(q *principal) bool {
-	return p == q || p.name == q.name && maps.Equal(p.roles, q.roles) && slices.Equal(p.servers, q.servers) &&
-		slices.Equal(p.tools, q.tools) && slices.Equal(p.resources, q.resources)
+	a, b := p.g(), q.g()
+	return p == q || p.name == q.name && maps.Equal(a.roles, b.roles) && slices.Equal(a.servers, b.servers) &&
+		slices.Equal(a.tools, b.tools) && slices.Equal(a.resources, b.resources)
 }
 
 // mayCall reports whether the principal may call a tool (or get a prompt)
 // of this aggregated name.
-func (p *principal) mayCall(name string) bool {
-	if !p.has(RoleClient) {
-		return false
-	}
-	return len(p.tools) == 0 || p.roles[RoleAdmin] || matchAny(p.tools, name)
+func (p *principal) mayCall(name string) bool { return p.g().mayCall(name) }
+
+func (g *grant) mayCall(name string) bool {
+	return g.has(RoleClient) && g.admits(name)
 }
 
 // mayGetPrompt reports whether the principal may get a prompt of this
 // aggregated name.
-func (p *principal) mayGetPrompt(name string) bool {
-	return p.has(RoleClient) && (len(p.tools) == 0 || p.roles[RoleAdmin] || matchAny(p.tools, name))
-}
+func (p *principal) mayGetPrompt(name string) bool { return p.g().mayCall(name) }
 
 // mayRead reports whether the principal may read (or subscribe to) a
 // resource of server.
-func (p *principal) mayRead(server, uri, sep string) bool {
-	return p.roles[RoleAdmin] || p.mayUseServer(server, sep) && p.mayUseURI(uri)
+func (p *principal) mayRead(server, uri, sep string) bool { return p.g().mayRead(server, uri, sep) }
+
+func (g *grant) mayRead(server, uri, sep string) bool {
+	return g.roles[RoleAdmin] || g.mayUseServer(server, sep) && g.mayUseURI(uri)
 }
 
 // sees reports whether the principal may see (and use) an item of a list:
 // tools and prompts by their aggregated name, resources and templates by
 // their server and URI. Admins and unrestricted tokens see everything.
 func (p *principal) sees(k listKind, it *aggItem, sep string) bool {
-	if p.roles[RoleAdmin] || it.server == reservedName {
+	g := p.g()
+	if g.roles[RoleAdmin] || it.server == reservedName {
 		return true
 	}
 	switch k {
 	case kindTools, kindPrompts:
-		return p.admits(it.key)
+		return g.admits(it.key)
 	}
-	return p.mayUseServer(it.server, sep) && p.mayUseURI(uriOf(k, it))
+	return g.mayUseServer(it.server, sep) && g.mayUseURI(uriOf(k, it))
 }
 
 // admits reports whether the token's tools patterns admit a tool or prompt
 // of this aggregated name.
-func (p *principal) admits(name string) bool {
-	return p.roles[RoleAdmin] || len(p.tools) == 0 || matchAny(p.tools, name)
+func (p *principal) admits(name string) bool { return p.g().admits(name) }
+
+func (g *grant) admits(name string) bool {
+	return g.roles[RoleAdmin] || len(g.tools) == 0 || matchAny(g.tools, name)
 }
 
 // uriOf returns what a URI restriction applies to: a resource's URI, a
@@ -164,11 +214,13 @@ func uriOf(k listKind, it *aggItem) string {
 
 // mayUseServer reports whether a client restricted to some tools may use
 // the server's other items: a pattern must name it before the separator.
-func (p *principal) mayUseServer(server, sep string) bool {
-	if len(p.tools) == 0 || p.roles[RoleAdmin] {
+func (p *principal) mayUseServer(server, sep string) bool { return p.g().mayUseServer(server, sep) }
+
+func (g *grant) mayUseServer(server, sep string) bool {
+	if len(g.tools) == 0 || g.roles[RoleAdmin] {
 		return true
 	}
-	for _, pat := range p.tools {
+	for _, pat := range g.tools {
 		if i := strings.Index(pat, sep); i >= 0 {
 			pat = pat[:i]
 		}
@@ -181,11 +233,13 @@ func (p *principal) mayUseServer(server, sep string) bool {
 
 // mayUseURI reports whether a URI (or a template's literal prefix) is
 // within the principal's Resources patterns.
-func (p *principal) mayUseURI(uri string) bool {
-	if len(p.resources) == 0 {
+func (p *principal) mayUseURI(uri string) bool { return p.g().mayUseURI(uri) }
+
+func (g *grant) mayUseURI(uri string) bool {
+	if len(g.resources) == 0 {
 		return true
 	}
-	for _, pat := range p.resources {
+	for _, pat := range g.resources {
 		if prefix, ok := strings.CutSuffix(pat, "*"); ok {
 			if strings.HasPrefix(uri, prefix) {
 				return true
@@ -209,10 +263,11 @@ func matchAny(patterns []string, name string) bool {
 // mayRegister reports whether a server with this principal may register
 // name.
 func (p *principal) mayRegister(name string) bool {
-	if p.roles[RoleAdmin] && len(p.servers) == 0 {
+	g := p.g()
+	if g.roles[RoleAdmin] && len(g.servers) == 0 {
 		return true
 	}
-	for _, pat := range p.servers {
+	for _, pat := range g.servers {
 		if ok, _ := path.Match(pat, name); ok {
 			return true
 		}
@@ -223,19 +278,20 @@ func (p *principal) mayRegister(name string) bool {
 // fixedServerName returns the name a server token gives its server: its one
 // allowed name when that is not a pattern.
 func (p *principal) fixedServerName() string {
-	if len(p.servers) == 1 && !strings.ContainsAny(p.servers[0], `*?[\`) {
-		return p.servers[0]
+	if g := p.g(); len(g.servers) == 1 && !strings.ContainsAny(g.servers[0], `*?[\`) {
+		return g.servers[0]
 	}
 	return ""
 }
 
 // Tokens is a set of credentials, loaded from a tokens file and replaced
-// whole on reload.
+// whole on reload, with the policy for OAuth access tokens the file holds.
 type Tokens struct {
-	path  string
-	set   atomic.Pointer[[]*principal]
-	mu    sync.Mutex
-	extra []*principal // made in process (AddEphemeral); kept across reloads
+	path   string
+	set    atomic.Pointer[[]*principal]
+	policy atomic.Pointer[policy]
+	mu     sync.Mutex
+	extra  []*principal // made in process (AddEphemeral); kept across reloads
 }
 
 // LoadTokens reads a tokens file.
@@ -248,6 +304,14 @@ type Tokens struct {
 //	    token: s3cret-for-the-weather-server
 //	    roles: [server]
 //	    servers: [weather]
+//	policy: # for OAuth access tokens: see PolicyRule
+//	  - claim: groups
+//	    value: support
+//	    roles: [client]
+//	    tools: ["crm__*"]
+//
+// Keys are read strictly: an unknown one (a misspelt "tools" would
+// otherwise allow every tool) refuses the file.
 func LoadTokens(file string) (*Tokens, error) {
 	t := &Tokens{path: file}
 	if err := t.Reload(); err != nil {
@@ -263,7 +327,7 @@ func (t *Tokens) Reload() error {
 	if err != nil {
 		return fmt.Errorf("tokens: %w", err)
 	}
-	set, err := parseTokens(b)
+	set, pol, err := parseTokens(b)
 	if err != nil {
 		return fmt.Errorf("tokens file %s: %w", path.Base(t.path), err)
 	}
@@ -271,6 +335,7 @@ func (t *Tokens) Reload() error {
 	defer t.mu.Unlock()
 	set = append(set, t.extra...)
 	t.set.Store(&set)
+	t.policy.Store(pol)
 	return nil
 }
 
@@ -281,10 +346,12 @@ func (t *Tokens) AddEphemeral(name string, roles []Role, servers []string) strin
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	token := hex.EncodeToString(secret)
-	p := &principal{name: name, roles: map[Role]bool{}, servers: servers, digest: sha256.Sum256([]byte(token))}
+	g := &grant{roles: map[Role]bool{}, servers: servers}
 	for _, r := range roles {
-		p.roles[r] = true
+		g.roles[r] = true
 	}
+	p := newPrincipal(name, g)
+	p.digest = sha256.Sum256([]byte(token))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.extra = append(t.extra, p)
@@ -293,55 +360,106 @@ func (t *Tokens) AddEphemeral(name string, roles []Role, servers []string) strin
 	return token
 }
 
-func parseTokens(b []byte) ([]*principal, error) {
+// parseTokens reads a tokens file: its static tokens and its policy.
+func parseTokens(b []byte) ([]*principal, *policy, error) {
 	var f tokensFile
-	if err := yaml.Unmarshal(b, &f); err != nil {
-		return nil, errors.New("not valid YAML or JSON")
+	if err := decodeStrict(b, &f); err != nil {
+		return nil, nil, err
 	}
 	names := map[string]bool{}
 	var set []*principal
 	for i, e := range f.Tokens {
-		p := &principal{name: e.Name, roles: map[Role]bool{}, servers: e.Servers, tools: e.Tools, resources: e.Resources,
-			maxConn: e.MaxConnections}
 		switch {
 		case e.Name == "":
-			return nil, fmt.Errorf("entry %d has no name", i+1)
+			return nil, nil, fmt.Errorf("entry %d has no name", i+1)
 		case names[e.Name]:
-			return nil, fmt.Errorf("entry %q appears twice", e.Name)
+			return nil, nil, fmt.Errorf("entry %q appears twice", e.Name)
+		case strings.HasPrefix(e.Name, oauthPrefix):
+			return nil, nil, fmt.Errorf("entry %q: names starting with %q are OAuth principals'", e.Name, oauthPrefix)
 		case (e.Token == "") == (e.SHA256 == ""):
-			return nil, fmt.Errorf("entry %q needs exactly one of token and sha256", e.Name)
-		case len(e.Roles) == 0:
-			return nil, fmt.Errorf("entry %q has no roles", e.Name)
+			return nil, nil, fmt.Errorf("entry %q needs exactly one of token and sha256", e.Name)
 		}
 		names[e.Name] = true
-		for _, r := range e.Roles {
-			switch r {
-			case RoleClient, RoleDashboard, RoleServer, RoleAdmin:
-				p.roles[r] = true
-			default:
-				return nil, fmt.Errorf("entry %q has an unknown role %q", e.Name, r)
-			}
+		g, err := newGrant(e.Roles, e.Servers, e.Tools, e.Resources)
+		if err != nil {
+			return nil, nil, fmt.Errorf("entry %q %w", e.Name, err)
 		}
-		for _, pat := range append(append([]string{}, e.Servers...), e.Tools...) {
-			if _, err := path.Match(pat, ""); err != nil {
-				return nil, fmt.Errorf("entry %q has a malformed pattern %q", e.Name, pat)
-			}
+		if g.roles[RoleServer] && !g.roles[RoleAdmin] && len(e.Servers) == 0 {
+			return nil, nil, fmt.Errorf("entry %q has the server role but no servers it may register", e.Name)
 		}
-		if p.roles[RoleServer] && !p.roles[RoleAdmin] && len(e.Servers) == 0 {
-			return nil, fmt.Errorf("entry %q has the server role but no servers it may register", e.Name)
-		}
+		p := newPrincipal(e.Name, g)
+		p.maxConn = e.MaxConnections
 		if e.Token != "" {
 			p.digest = sha256.Sum256([]byte(e.Token))
 		} else {
 			d, err := hex.DecodeString(e.SHA256)
 			if err != nil || len(d) != sha256.Size {
-				return nil, fmt.Errorf("entry %q: sha256 must be 64 hex digits", e.Name)
+				return nil, nil, fmt.Errorf("entry %q: sha256 must be 64 hex digits", e.Name)
 			}
 			copy(p.digest[:], d)
 		}
 		set = append(set, p)
 	}
-	return set, nil
+	pol, err := parsePolicy(f.Policy)
+	if err != nil {
+		return nil, nil, err
+	}
+	return set, pol, nil
+}
+
+// decodeStrict decodes a tokens file, refusing unknown keys. Its errors
+// say where, never what the file holds (a token, say).
+func decodeStrict(b []byte, f *tokensFile) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	err := dec.Decode(f)
+	if errors.Is(err, io.EOF) {
+		return nil // an empty file: no tokens
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		why := make([]string, len(te.Errors))
+		for i, e := range te.Errors {
+			// "line 3: field tool not found in type hub.TokenEntry" is
+			// kept; a wrong value's message quotes the value, maybe a token.
+			line, rest, _ := strings.Cut(e, ": ")
+			if field, ok := strings.CutPrefix(rest, "field "); ok && strings.Contains(field, " not found") {
+				field, _, _ = strings.Cut(field, " not found")
+				why[i] = line + ": unknown key " + strconv.Quote(field)
+			} else {
+				why[i] = line + ": a value of the wrong type"
+			}
+		}
+		return fmt.Errorf("not a valid tokens file: %s", strings.Join(why, "; "))
+	}
+	if err != nil {
+		return errors.New("not valid YAML or JSON")
+	}
+	return nil
+}
+
+// newGrant checks roles and patterns, as an entry or a policy rule gives
+// them ("has no roles", "has a malformed pattern"...), and returns them as
+// a grant.
+func newGrant(roles []Role, servers, tools, resources []string) (*grant, error) {
+	g := &grant{roles: map[Role]bool{}, servers: servers, tools: tools, resources: resources}
+	if len(roles) == 0 {
+		return nil, errors.New("has no roles")
+	}
+	for _, r := range roles {
+		switch r {
+		case RoleClient, RoleDashboard, RoleServer, RoleAdmin:
+			g.roles[r] = true
+		default:
+			return nil, fmt.Errorf("has an unknown role %q", r)
+		}
+	}
+	for _, pat := range append(append([]string{}, servers...), tools...) {
+		if _, err := path.Match(pat, ""); err != nil {
+			return nil, fmt.Errorf("has a malformed pattern %q", pat)
+		}
+	}
+	return g, nil
 }
 
 // lookup finds the principal of a presented token. Every entry is compared
@@ -357,50 +475,99 @@ func (t *Tokens) lookup(token string) *principal {
 	return found
 }
 
-// CookieName is the cookie the dashboard's login sets.
+// CookieName is the cookie the dashboard's login sets: a static token, or
+// the access token of a login through the issuer (http_oauth.go).
 const CookieName = "switchboard_token"
 
+// tokenSource says where a request's token came from.
+type tokenSource int
+
+const (
+	fromNowhere  tokenSource = iota
+	fromHeader               // Authorization: Bearer
+	fromProtocol             // a Sec-WebSocket-Protocol of "bearer." and the token in base64url
+	fromQuery                // ?token=, for static tokens only
+	fromCookie               // the dashboard's login
+)
+
 // presentedToken finds a request's token: the Authorization header, then
-// ?token= (for WebSocket clients that cannot set headers), then the
-// dashboard's cookie.
-func presentedToken(r *http.Request) string {
+// a WebSocket subprotocol "bearer.<base64url of the token>" (browsers
+// cannot set headers on a WebSocket, and unlike a URL's query a
+// subprotocol ends up in no access log nor history), then ?token= (static
+// tokens only), then the dashboard's cookie.
+func presentedToken(r *http.Request) (string, tokenSource) {
 	if a := r.Header.Get("Authorization"); a != "" {
 		if t, ok := strings.CutPrefix(a, "Bearer "); ok {
-			return strings.TrimSpace(t)
+			return strings.TrimSpace(t), fromHeader
 		}
 	}
+	if t, ok := protocolToken(r.Header); ok {
+		return t, fromProtocol
+	}
 	if t := r.URL.Query().Get("token"); t != "" {
-		return t
+		return t, fromQuery
 	}
 	if c, err := r.Cookie(CookieName); err == nil {
-		return c.Value
+		return c.Value, fromCookie
 	}
-	return ""
+	return "", fromNowhere
 }
 
+// ProtocolTokenPrefix starts the WebSocket subprotocol that carries a
+// token, in base64url without padding (RFC 4648 section 5): a browser
+// opens new WebSocket(url, ["mcp", "bearer." + base64url(token)]). The hub
+// answers with the subprotocol "mcp", never this one.
+const ProtocolTokenPrefix = "bearer."
+
+// protocolToken finds a token among the subprotocols a WebSocket upgrade
+// offers.
+func protocolToken(h http.Header) (string, bool) {
+	for _, v := range h.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if enc, ok := strings.CutPrefix(strings.TrimSpace(p), ProtocolTokenPrefix); ok {
+				b, err := base64.RawURLEncoding.DecodeString(enc)
+				return string(b), err == nil && len(b) > 0
+			}
+		}
+	}
+	return "", false
+}
+
+// authOn reports whether requests need credentials: static tokens, OAuth
+// access tokens, or both.
+func (h *Hub) authOn() bool { return h.cfg.Tokens != nil || h.oauth != nil }
+
 // authenticate answers 401 for a missing or unknown token and 403 for a
-// token without the role the endpoint needs; it returns nil then.
+// token without the role the endpoint needs; it returns nil then. A token
+// that is a static one is that; any other goes to the OAuth verifier when
+// the hub has one (auth_oauth.go).
 func (h *Hub) authenticate(w http.ResponseWriter, r *http.Request, endpoint string, allowed ...Role) *principal {
-	if h.cfg.Tokens == nil {
+	if !h.authOn() {
 		return anonymous
 	}
-	tok := presentedToken(r)
+	tok, from := presentedToken(r)
 	p := (*principal)(nil)
-	if tok != "" {
+	if tok != "" && h.cfg.Tokens != nil {
 		p = h.cfg.Tokens.lookup(tok)
+	}
+	if p == nil && h.oauth != nil {
+		return h.authenticateOAuth(w, r, endpoint, tok, from, allowed)
 	}
 	if p == nil {
 		h.metrics.authFailures.WithLabelValues("unauthorized").Inc()
+		h.auditDecision(r, endpoint, nil, http.StatusUnauthorized, "no valid static token")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 		http.Error(w, "401 unauthorized: a valid token is required (Authorization: Bearer, ?token= or the dashboard's login)", http.StatusUnauthorized)
 		return nil
 	}
 	for _, role := range allowed {
 		if p.has(role) {
+			h.auditDecision(r, endpoint, p, http.StatusOK, "")
 			return p
 		}
 	}
 	h.metrics.authFailures.WithLabelValues("forbidden").Inc()
+	h.auditDecision(r, endpoint, p, http.StatusForbidden, "no role for this endpoint")
 	http.Error(w, fmt.Sprintf("403 forbidden: token %q may not use %s", p.name, endpoint), http.StatusForbidden)
 	return nil
 }

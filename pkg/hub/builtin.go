@@ -199,7 +199,7 @@ func (h *Hub) builtinAccess(s *session, uri string) error {
 			return forbidden(s.who, "read "+uri+" (operators only: dashboard and admin tokens)")
 		}
 	case uriCallsArgs:
-		if !s.who.roles[RoleAdmin] {
+		if !s.who.isAdmin() {
 			return forbidden(s.who, "read "+uri+" (admins only: arguments may hold what only the caller should see)")
 		}
 	}

@@ -87,6 +87,18 @@ func forbidden(p *principal, what string) error {
 	return &jsonrpc.Error{Code: mcp.CodeForbidden, Message: fmt.Sprintf("forbidden: token %q may not %s", p.name, what)}
 }
 
+// forbiddenUnless answers a request the token may not make, which allowed
+// checks: an OAuth token that a scope would allow is told which, in data
+// ({"error": "insufficient_scope", "scopes": [...]}: step-up
+// authorization).
+func (h *Hub) forbiddenUnless(p *principal, what string, allowed func(*grant) bool) error {
+	e := forbidden(p, what).(*jsonrpc.Error)
+	if scopes := h.stepUp(p, allowed); len(scopes) > 0 {
+		return e.WithData(map[string]any{"error": "insufficient_scope", "scopes": scopes})
+	}
+	return e
+}
+
 // Routing failures: the server, its instance or the way to it is gone.
 var (
 	// errDraining answers a routed request while the instance drains.

@@ -1,34 +1,54 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 )
 
-// FuzzParseTokens: a tokens file of any content is accepted or refused with
-// an error, never a panic; what is accepted is usable.
+// FuzzParseTokens: a tokens file of any content, its static tokens and
+// its policy, is accepted or refused with an error, never a panic; what is
+// accepted is usable: a static entry has a name and roles, the policy
+// keeps its default scopes unless the file replaces them, and it maps any
+// token to a grant.
 func FuzzParseTokens(f *testing.F) {
 	f.Add([]byte("tokens:\n  - name: a\n    token: x\n    roles: [client]\n    tools: ['demo__*']\n"))
 	f.Add([]byte(`{"tokens":[{"name":"s","sha256":"` + "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8" + `","roles":["server"],"servers":["w*"]}]}`))
 	f.Add([]byte("tokens: [{name: a, token: x, roles: [admin], maxConnections: -3}]"))
 	f.Add([]byte("{"))
+	f.Add([]byte("policy:\n  - scope: mcp:client\n    roles: [client]\n    tools: ['demo__*']\n  - claim: groups\n    value: support\n    roles: [client]\n    tools: ['crm__*']\n"))
+	f.Add([]byte("policy: [{claim: azp, value: conn, issuer: 'https://i', roles: [server], servers: [w]}, {scope: mcp:admin, roles: []}]"))
+	f.Add([]byte(`{"policy":[{"scope":"x","claim":"roles","value":"Hub.Admin","roles":["admin"],"resources":["a://*"]}]}`))
+	tok := &oauth.Principal{Issuer: "https://i", Subject: "Alice", ClientID: "conn", Scopes: []string{"mcp:client", "x"},
+		Claims: map[string]any{"groups": []any{"support", 3}, "roles": "Hub.Admin", "azp": "conn"}}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		set, err := parseTokens(b)
+		set, pol, err := parseTokens(b)
 		if err != nil {
 			return
 		}
 		names := map[string]bool{}
 		for _, p := range set {
-			if p.name == "" || names[p.name] || len(p.roles) == 0 {
+			if p.name == "" || names[p.name] || len(p.g().roles) == 0 {
 				t.Fatalf("accepted an invalid entry: %+v", p)
 			}
 			names[p.name] = true
 			p.mayCall("demo__echo")
 			p.mayRegister("demo")
 			p.fixedServerName()
+		}
+		g := pol.grantOf(tok)
+		g.mayCall("crm__x")
+		g.mayRead("crm", "crm://a", "__")
+		pol.stepUp(tok, mayCall("crm__x"))
+		for _, r := range []Role{RoleClient, RoleDashboard, RoleServer, RoleAdmin} {
+			pol.scopeFor(r)
+		}
+		if len(pol.rules) < len(defaultScopes) && !bytes.Contains(b, []byte("mcp:")) {
+			t.Fatalf("lost a default scope: %+v", pol.scopes)
 		}
 	})
 }

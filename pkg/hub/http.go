@@ -41,6 +41,7 @@ func (h *Hub) newMux() http.Handler {
 			h.metrics.handler().ServeHTTP(w, r)
 		}
 	})
+	h.oauthRoutes(mux)
 	mux.Handle("POST /login", h.hostChecked(http.HandlerFunc(h.serveLogin)))
 	mux.Handle("POST /logout", h.hostChecked(http.HandlerFunc(h.serveLogout)))
 	mux.Handle("GET /", h.hostChecked(securityHeaders(web.Handler())))
@@ -160,6 +161,11 @@ func (h *Hub) serveReady(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "not ready: broker unavailable")
 		return
 	}
+	if err := h.oauthReady(); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "not ready: access tokens cannot be verified yet:", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return
+	}
 	fmt.Fprintln(w, "ready")
 }
 
@@ -177,11 +183,11 @@ func (h *Hub) serveLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	form, _ := url.ParseQuery(string(body))
 	token := strings.TrimSpace(form.Get("token"))
-	if h.cfg.Tokens == nil {
+	if !h.authOn() {
 		w.WriteHeader(http.StatusNoContent) // nothing to log in to
 		return
 	}
-	if token == "" || h.cfg.Tokens.lookup(token) == nil {
+	if token == "" || h.cfg.Tokens == nil || h.cfg.Tokens.lookup(token) == nil {
 		h.metrics.authFailures.WithLabelValues("unauthorized").Inc()
 		http.Error(w, "401 unauthorized: unknown token", http.StatusUnauthorized)
 		return

@@ -55,6 +55,12 @@ type Config struct {
 	// Tokens, when set, are required on every connection; nil lets anyone
 	// in (the command allows that on loopback only, or with --insecure).
 	Tokens *Tokens
+	// OAuth, when set, makes the hub an OAuth 2.1 resource server: access
+	// tokens of its issuers are accepted beside Tokens (auth_oauth.go).
+	OAuth *OAuthConfig
+	// Audit, when set, receives a line per authorization decision and per
+	// routed call (audit.go). The hub does not close it.
+	Audit *AuditLog
 
 	// MaxMessageBytes bounds one frame; a larger one closes the connection
 	// with 1009. Default 4 MiB.
@@ -276,6 +282,7 @@ type Hub struct {
 	gone       departures             // servers that left lately
 	elicits    elicitations           // where URL-mode elicitations went (routing_elicitation.go)
 	stats      *stats                 // traffic statistics: switchboard://stats, clients, calls
+	oauth      *resourceServer        // nil without OAuthConfig
 	mux        http.Handler
 
 	changedMu sync.Mutex
@@ -316,6 +323,13 @@ func New(cfg Config) (*Hub, error) {
 		h.log = slog.Default()
 	}
 	h.log = h.log.With("instance", shortID(h.id))
+	if cfg.OAuth != nil {
+		rs, err := newResourceServer(cfg.OAuth, h)
+		if err != nil {
+			return nil, err
+		}
+		h.oauth = rs
+	}
 	if h.broker == nil {
 		h.broker = pubsub.NewMemory()
 		h.ownsBroker = true
@@ -342,6 +356,9 @@ func New(cfg Config) (*Hub, error) {
 	if err := h.stats.start(h.ctx); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("hub: subscribing to the statistics: %w", err)
+	}
+	if h.oauth != nil {
+		h.goOwned(func() { _ = h.oauth.v.Run(h.ctx) }) // the issuers' keys ahead of need; logs an issuer down
 	}
 	return h, nil
 }

@@ -43,9 +43,17 @@ func startHub(t *testing.T, cfg Config) *testHub {
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger()
 	}
+	srv := httptest.NewUnstartedServer(nil) // its address is known before the hub is made
+	if cfg.OAuth != nil && cfg.OAuth.PublicURL == "" {
+		o := *cfg.OAuth
+		o.PublicURL = "http://" + srv.Listener.Addr().String()
+		cfg.OAuth = &o
+	}
 	h, err := New(cfg)
+	if err != nil {
+		srv.Close()
+	}
 	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(nil)
 	srv.Config = h.NewHTTPServer() // the same timeouts as the command's
 	srv.Start()
 	th := &testHub{Hub: h, t: t, srv: srv}

@@ -220,7 +220,7 @@ func (rp *replica) handshake(nameHint string) error {
 		return errors.New("server name is empty: set serverInfo.name or ?name=")
 	case name == reservedName:
 		return fmt.Errorf("server name %q is reserved", name)
-	case h.cfg.Tokens != nil && !rp.who.mayRegister(name):
+	case h.authOn() && !rp.who.mayRegister(name):
 		return fmt.Errorf("token %q may not register server name %q", rp.who.name, name)
 	}
 	if err := h.reg.checkName(name, rp.who.name); err != nil {

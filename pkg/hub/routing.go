@@ -353,9 +353,9 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 	}
 	switch {
 	case k == kindTools && !s.who.mayCall(aggName):
-		return nil, forbidden(s.who, "call tool "+strconv.Quote(name))
+		return nil, h.forbiddenUnless(s.who, "call tool "+strconv.Quote(name), mayCall(aggName))
 	case k == kindPrompts && !s.who.mayGetPrompt(aggName):
-		return nil, forbidden(s.who, "get prompt "+strconv.Quote(name))
+		return nil, h.forbiddenUnless(s.who, "get prompt "+strconv.Quote(name), mayCall(aggName))
 	}
 	it := v.lookup(k, aggName)
 	if it == nil {
@@ -387,7 +387,7 @@ func (h *Hub) resourceServer(s *session, v *view, uri string) (string, error) {
 		return "", errResourceNotFound(uri)
 	}
 	if !s.who.mayRead(server, uri, h.cfg.Separator) {
-		return "", forbidden(s.who, "use resource "+strconv.Quote(uri))
+		return "", h.forbiddenUnless(s.who, "use resource "+strconv.Quote(uri), h.mayRead(server, uri))
 	}
 	return server, nil
 }
@@ -584,6 +584,7 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 // (the whole flight, every attempt of it), then told to done.
 func (h *Hub) ended(f *flight, t *target, c caller, method string, raw json.RawMessage, err error, done func(json.RawMessage, error)) {
 	h.stats.observe(t, c, method, f.start, raw, err)
+	h.auditCall(t, c, method, f.start, err)
 	done(raw, err)
 }
 

@@ -70,7 +70,7 @@ func writeTokens(t *testing.T, content string) *Tokens {
 }
 
 func opsDigest() string {
-	p, _ := parseTokens([]byte("tokens: [{name: x, token: ops-secret, roles: [client]}]"))
+	p, _, _ := parseTokens([]byte("tokens: [{name: x, token: ops-secret, roles: [client]}]"))
 	return fmt.Sprintf("%x", p[0].digest)
 }
 
@@ -234,12 +234,29 @@ func TestTokens_fileErrors(t *testing.T) {
 		{"tokens: [{name: a, token: x, roles: [client]}, {name: a, token: y, roles: [client]}]", "twice"},
 		{"tokens: [{name: a, token: x, roles: [client], tools: ['[']}]", "malformed pattern"},
 		{"{", "not valid YAML or JSON"},
+		{"tokens: [{name: a, token: x, roles: [client], tool: ['demo__*']}]", `line 1: unknown key "tool"`},
+		{"tokens: [{name: a, token: x, roles: s3cret-value}]", "line 1: a value of the wrong type"},
+		{"tokens: [{name: 'oauth:x', token: x, roles: [client]}]", "OAuth principals'"},
+		{"policy: [{roles: [client]}]", "policy rule 1 matches nothing"},
+		{"policy: [{claim: groups, roles: [client]}]", "policy rule 1 needs both a claim and a value"},
+		{"policy: [{value: support, scope: x, roles: [client]}]", "policy rule 1 needs both a claim and a value"},
+		{"policy: [{scope: crm, roles: []}]", "policy rule 1 has no roles"},
+		{"policy: [{scope: crm, roles: [root]}]", `policy rule 1 has an unknown role "root"`},
+		{"policy: [{scope: crm, roles: [client], tools: ['[']}]", "policy rule 1 has a malformed pattern"},
+		{"policy: [{scope: crm, role: [client]}]", `unknown key "role"`},
+		{"policy: {scope: crm}", "a value of the wrong type"},
 	} {
-		_, err := parseTokens([]byte(tt.content))
+		_, _, err := parseTokens([]byte(tt.content))
 		assert.ErrorContains(t, err, tt.want, tt.content)
+		if err != nil {
+			assert.NotContains(t, err.Error(), "s3cret", "an error never quotes the file")
+		}
 	}
-	_, err := parseTokens([]byte(`{"tokens":[{"name":"j","token":"x","roles":["client"]}]}`))
+	_, _, err := parseTokens([]byte(`{"tokens":[{"name":"j","token":"x","roles":["client"]}]}`))
 	assert.NoError(t, err, "JSON works too")
+	_, pol, err := parseTokens([]byte("policy: [{scope: mcp:admin, roles: []}]"))
+	require.NoError(t, err, "a default scope may be turned off")
+	assert.NotContains(t, pol.scopes, "mcp:admin")
 }
 
 func TestLogin_setsAnHttpOnlyCookie(t *testing.T) {

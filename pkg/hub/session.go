@@ -34,7 +34,8 @@ type session struct {
 	limit     *bucket  // nil: no rate limit
 	release   func()   // frees the token's connection slot
 	initTimer *time.Timer
-	since     time.Time // when it connected
+	expiry    *time.Timer // closes a WebSocket session as its access token expires (auth_oauth.go)
+	since     time.Time   // when it connected
 
 	listChanges *coalescer // list_changed to this client
 	rootChanges *coalescer // roots/list_changed from this client, by replica
@@ -130,6 +131,9 @@ func (s *session) onClose(err error) {
 	h := s.hub
 	s.closed.Store(true)
 	s.initTimer.Stop()
+	if s.expiry != nil {
+		s.expiry.Stop()
+	}
 	s.listChanges.stop()
 	s.rootChanges.stop()
 	if errors.Is(err, peer.ErrSlowConsumer) {
@@ -593,7 +597,7 @@ func (s *session) items(v *view, k listKind) []*aggItem {
 
 // itemsOf returns the items of kind k that the session's token may see.
 func (s *session) itemsOf(items []*aggItem, k listKind) []*aggItem {
-	if s.who.roles[RoleAdmin] || len(s.who.tools) == 0 && len(s.who.resources) == 0 {
+	if s.who.unrestricted() {
 		return items
 	}
 	var kept []*aggItem

@@ -58,7 +58,7 @@ func (h *Hub) scopeAllowed(w http.ResponseWriter, who *principal, scope string) 
 	if scope == "" {
 		return true
 	}
-	if len(h.reg.view().servers[scope]) == 0 || !who.roles[RoleAdmin] && !who.mayUseServer(scope, h.cfg.Separator) {
+	if len(h.reg.view().servers[scope]) == 0 || !who.mayUseServer(scope, h.cfg.Separator) {
 		http.Error(w, "404 not found: no server "+scope+" here", http.StatusNotFound)
 		return false
 	}
@@ -98,6 +98,7 @@ func (h *Hub) newStreamable() *mcp.StreamableHandler {
 		Open:         h.openHTTPSession,
 		Check:        h.checkHTTPSession,
 		Stateless:    h.openStateless,
+		Screen:       h.httpScreen(),
 		NewSessionID: h.newSessionID,
 		MaxBodyBytes: int64(h.cfg.MaxMessageBytes),
 		Limits:       h.cfg.limits(),
@@ -163,7 +164,7 @@ func (h *Hub) openHTTP(r *http.Request, ss *mcp.StreamSession, stateless bool) e
 	if err != nil {
 		return &mcp.HTTPError{Status: http.StatusTooManyRequests, Message: err.Error(), Header: http.Header{"Retry-After": {"5"}}}
 	}
-	s := h.newSession(ss.Conn(), info.who, release, "http", info.scope)
+	s := h.newSession(ss.Conn(), ownPrincipal(info.who), release, "http", info.scope)
 	s.stateless = stateless
 	ss.SetData(s)
 	if !stateless {
@@ -183,13 +184,18 @@ func (h *Hub) openHTTP(r *http.Request, ss *mcp.StreamSession, stateless bool) e
 // for any session that ended): the client initializes again, under the
 // rights in force, so that no HTTP request runs with rights its token has
 // lost. (A WebSocket keeps the rights it connected with until it closes.)
+// An access token's rights are those of each request's token instead: a
+// step-up (a token with more scopes) goes on in the same session.
 func (h *Hub) checkHTTPSession(r *http.Request, ss *mcp.StreamSession) error {
 	info, _ := r.Context().Value(requestKey{}).(*requestInfo)
 	s, _ := ss.Data().(*session)
 	if info == nil || s == nil || info.who.identity() != s.owner || info.scope != s.scope {
 		return &mcp.HTTPError{Status: http.StatusNotFound, Message: "unknown or expired session"}
 	}
-	if !info.who.sameRights(s.who) {
+	switch {
+	case info.who.g().token != nil:
+		followPrincipal(s.who, info.who) // each request's access token is its rights: a step-up goes on in the session
+	case !info.who.sameRights(s.who):
 		h.log.Info("ending an HTTP session: its token's rights changed", "client", s.id, "token", s.who.name)
 		ss.Conn().Close(peer.ClosePolicyViolation, "the token's rights changed")
 		return &mcp.HTTPError{Status: http.StatusNotFound, Message: "session ended: its token's rights changed; initialize a new session"}

@@ -152,7 +152,7 @@ func (s *session) cacheHints(method string) (int64, string) {
 		return -1, ""
 	case method == mcp.MethodResourcesRead:
 		return 0, mcp.CachePrivate
-	case method == mcp.MethodServerDiscover || s.hub.cfg.Tokens == nil:
+	case method == mcp.MethodServerDiscover || !s.hub.authOn():
 		return 0, mcp.CachePublic
 	}
 	return 0, mcp.CachePrivate

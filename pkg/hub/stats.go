@@ -287,6 +287,7 @@ func (st *stats) observe(t *target, c caller, method string, start time.Time, ra
 // refused records a call the hub answered without routing it: over the
 // rate limit, forbidden, for an unknown tool.
 func (st *stats) refused(s *session, req *jsonrpc.Request, err error) {
+	st.hub.auditRefused(s, req, err)
 	o := outcomeOf(err)
 	st.rec.get(itemKey{method: req.Method}).outcomes[o].Add(1)
 	if st.want.Load()&watchCalls != 0 {

@@ -215,7 +215,7 @@ type statsView struct {
 // statsViewOf returns what of the statistics s sees.
 func (h *Hub) statsViewOf(s *session) statsView {
 	operator := s.who.has(RoleDashboard)
-	return statsView{s: s, operator: operator, all: operator || s.who.roles[RoleAdmin] || len(s.who.tools) == 0, sep: h.cfg.Separator}
+	return statsView{s: s, operator: operator, all: operator || s.who.isAdmin() || len(s.who.toolPatterns()) == 0, sep: h.cfg.Separator}
 }
 
 // seesServer reports whether the session sees a server's figures ("" for
@@ -239,7 +239,7 @@ func (sv statsView) seesItem(is *itemSummary) bool {
 	}
 	switch is.Method {
 	case mcp.MethodToolsCall, mcp.MethodPromptsGet:
-		return is.Name != otherItem && matchAny(sv.s.who.tools, is.Server+sv.sep+is.Name)
+		return is.Name != otherItem && matchAny(sv.s.who.toolPatterns(), is.Server+sv.sep+is.Name)
 	}
 	return true
 }

@@ -98,6 +98,11 @@ func newMetrics(h *Hub) *metrics {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "switchboard_instances", Help: "Hub instances this one knows, itself included.",
 	}, func() float64 { return float64(1 + len(h.remoteInstances())) }))
+	if a := h.cfg.Audit; a != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "switchboard_audit_dropped_total", Help: "Audit log lines dropped because the log could not keep up.",
+		}, func() float64 { return float64(a.Dropped()) }))
+	}
 	for _, role := range []string{"client", "server"} {
 		m.connections.WithLabelValues(role)
 	}

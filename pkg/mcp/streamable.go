@@ -97,6 +97,12 @@ type StreamableOptions struct {
 	// Without Stateless such a POST is refused with 400, as any other
 	// request without a session.
 	Stateless func(r *http.Request, s *StreamSession) error
+	// Screen, when set, is called for every POST whose body is valid
+	// JSON-RPC, with its messages, before any of them reaches a session or
+	// opens one; an error refuses the whole POST as Open's does. The hub
+	// answers here a call that needs a scope the token lacks (HTTP 403,
+	// step-up authorization), which a JSON-RPC error could not say.
+	Screen func(r *http.Request, msgs []jsonrpc.Message) error
 	// NewSessionID returns a new session id: visible ASCII, unguessable.
 	// Default: 128 random bits in hex.
 	NewSessionID func() string
@@ -483,6 +489,12 @@ func (h *StreamableHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msgs := frame.Messages // its own: Limits.Decode keeps nothing
+	if h.opts.Screen != nil {
+		if err := h.opts.Screen(r, msgs); err != nil {
+			h.refuse(w, err)
+			return
+		}
+	}
 
 	var s *StreamSession
 	if r.Header.Get(HeaderSessionID) == "" {
