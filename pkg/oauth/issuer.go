@@ -122,7 +122,20 @@ func (is *issuer) key(ctx context.Context, kid string, alg jose.SignatureAlgorit
 	if onDemand {
 		is.onDemandAt = is.now()
 	}
+	inflight := is.inflight
 	is.mu.Unlock()
+	if len(found) == 0 && !onDemand && inflight != nil {
+		// A fetch is under way, for this key id maybe (a rotation brings
+		// many tokens of the new key at once): its outcome, not a refusal
+		// because the next fetch is not due.
+		select {
+		case <-inflight:
+		case <-ctx.Done():
+		}
+		is.mu.Lock()
+		found = is.keys.find(kid, alg)
+		is.mu.Unlock()
+	}
 	if len(found) > 0 {
 		return found, nil
 	}
