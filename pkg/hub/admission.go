@@ -230,8 +230,29 @@ func (h *Hub) bucketFor(p *principal) *bucket {
 	defer h.mu.Unlock()
 	b := h.buckets[p.name]
 	if b == nil {
+		if len(h.buckets) >= maxBuckets {
+			h.sweepBuckets(time.Now())
+		}
 		b = newBucket(h.cfg.RateLimit, h.cfg.RateBurst)
 		h.buckets[p.name] = b
 	}
 	return b
+}
+
+// maxBuckets is how many rate limits are kept before the idle ones go: a
+// tokens file names a few principals, OAuth issuers any number.
+const maxBuckets = 10000
+
+// sweepBuckets forgets the rate limits that are full again (idle long
+// enough to have refilled): a principal that comes back gets a full one, as
+// it would have. The caller holds h.mu.
+func (h *Hub) sweepBuckets(now time.Time) {
+	for name, b := range h.buckets {
+		b.mu.Lock()
+		full := b.tokens+now.Sub(b.last).Seconds()*b.rate >= b.burst
+		b.mu.Unlock()
+		if full {
+			delete(h.buckets, name)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -9,8 +10,10 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,7 +26,9 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/demo"
 	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
+	"github.com/switchboard-mcp/switchboard/internal/redistest"
 
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 )
@@ -325,4 +330,432 @@ func TestOAuth_refusals(t *testing.T) {
 	})
 	wellBehaved()
 	assert.Equal(t, http.StatusOK, readyz(t, th))
+}
+
+// stepUpPolicy restricts mcp:client to demo__echo; crm:write allows every
+// demo tool; the support group, demo__add.
+const stepUpPolicy = `
+  - scope: mcp:client
+    roles: [client]
+    tools: ["demo__echo"]
+  - scope: crm:write
+    roles: [client]
+    tools: ["demo__*"]
+  - claim: groups
+    value: support
+    roles: [client]
+    tools: ["demo__add"]
+`
+
+// openSession opens a Streamable HTTP session at url with token, by hand,
+// and returns its id.
+func openSession(t *testing.T, url, token string) string {
+	t.Helper()
+	status, h, body := post(t, url, bearer(token), initializeBody)
+	require.Equal(t, http.StatusOK, status, body)
+	id := h.Get(mcp.HeaderSessionID)
+	require.NotEmpty(t, id)
+	status, _, body = post(t, url, sessionHeader(id, token), `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	require.Equal(t, http.StatusAccepted, status, body)
+	return id
+}
+
+func sessionHeader(id, token string) http.Header {
+	h := bearer(token)
+	h.Set(mcp.HeaderSessionID, id)
+	h.Set(mcp.HeaderProtocolVersion, "2025-11-25")
+	return h
+}
+
+const addCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"demo__add","arguments":{"a":2,"b":3}}}`
+
+// TestOAuth_stepUp: a call a scope of the policy would allow gets 403 with
+// the scopes to ask for over HTTP (both eras), -32003 with them in data
+// over WebSocket; a new token with the scope continues the same HTTP
+// session. A refusal no scope would lift stays -32003.
+func TestOAuth_stepUp(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	th := oauthHub(t, as, Config{}, stepUpPolicy)
+	url, resource := th.srv.URL+"/mcp", th.resource("/mcp")
+	client := as.MachineClient("mcp:client", "crm:write")
+	narrow := as.Token(client, resource, "mcp:client")
+	wide := as.Token(client, resource, "mcp:client", "crm:write")
+	stepUp := th.challenge("/mcp", "mcp:client crm:write", oauth.ErrorInsufficientScope, `the token lacks a scope to call tool "demo__add"`)
+
+	id := openSession(t, url, narrow)
+	status, h, body := post(t, url, sessionHeader(id, narrow), addCall)
+	assert.Equal(t, http.StatusForbidden, status, body)
+	assert.Equal(t, stepUp, h.Get("WWW-Authenticate"))
+	status, _, body = post(t, url, sessionHeader(id, narrow), `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"allowed"}}}`)
+	assert.Equal(t, http.StatusOK, status)
+	assert.Contains(t, body, "allowed", "what the token may do, it does")
+
+	status, _, body = post(t, url, sessionHeader(id, wide), addCall)
+	assert.Equal(t, http.StatusOK, status, body)
+	assert.Contains(t, body, `"text":"5"`, "the stepped-up token continues the session")
+	status, h, _ = post(t, url, sessionHeader(id, narrow), addCall)
+	assert.Equal(t, http.StatusForbidden, status, "each request is the token it carries: back to fewer scopes")
+	assert.Equal(t, stepUp, h.Get("WWW-Authenticate"))
+
+	// Beyond what any scope allows: the session's own -32003.
+	status, h, body = post(t, url, sessionHeader(id, wide), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"other__x"}}`)
+	assert.Equal(t, http.StatusOK, status)
+	assert.Empty(t, h.Get("WWW-Authenticate"))
+	assert.Contains(t, body, `"code":-32003`)
+
+	// The stateless revision: the same 403.
+	st := modernPost(t, url, modernBody(1, "tools/call", `"name":"demo__add","arguments":{"a":1,"b":1}`, "{}"), bearer(narrow))
+	assert.Equal(t, http.StatusForbidden, st.status)
+	assert.Equal(t, stepUp, st.header.Get("WWW-Authenticate"))
+	st = modernPost(t, url, modernBody(2, "tools/call", `"name":"demo__add","arguments":{"a":1,"b":1}`, "{}"), bearer(wide))
+	assert.Equal(t, http.StatusOK, st.status)
+
+	// WebSocket: -32003, the scopes in data.
+	c, err := mcp.Connect(ctxFor(t), th.wsURL("/mcp"), sessionOpts(&mcp.ClientOptions{Token: narrow}))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.CallTool(ctxFor(t), "demo__add", map[string]int{"a": 1, "b": 2}, nil)
+	var rpcErr *jsonrpc.Error
+	require.ErrorAs(t, err, &rpcErr)
+	assert.Equal(t, mcp.CodeForbidden, rpcErr.Code)
+	assert.JSONEq(t, `{"error":"insufficient_scope","scopes":["mcp:client","crm:write"]}`, string(rpcErr.Data))
+}
+
+// TestOAuth_claims: a user's groups (from an authorization code flow with
+// PKCE, as a person logs in) grant what the policy says; another user's
+// token is as its scopes say.
+func TestOAuth_claims(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	th := oauthHub(t, as, Config{}, stepUpPolicy)
+	url, resource := th.srv.URL+"/mcp", th.resource("/mcp")
+	as.SetUserClaims("bob", map[string]any{"groups": []string{"support", "sales"}})
+	pub := as.PublicClient()
+	bob := as.Authorize(pub, "bob", resource, "mcp:client").AccessToken
+	carol := as.Authorize(pub, "carol", resource, "mcp:client").AccessToken
+
+	for _, tt := range []struct {
+		token string
+		tools []string
+	}{{bob, []string{"demo__add", "demo__echo"}}, {carol, []string{"demo__echo"}}} {
+		c, err := mcp.Connect(ctxFor(t), url, sessionOpts(&mcp.ClientOptions{Token: tt.token}))
+		require.NoError(t, err)
+		tools, err := c.AllTools(ctxFor(t))
+		require.NoError(t, err)
+		var names []string
+		for _, tool := range tools {
+			names = append(names, tool.Name)
+		}
+		assert.ElementsMatch(t, tt.tools, names, "what a principal sees is what it may call")
+		res, err := c.CallTool(ctxFor(t), "demo__add", map[string]int{"a": 1, "b": 2}, nil)
+		if len(tt.tools) == 2 {
+			require.NoError(t, err)
+			assert.Equal(t, "3", res.Content[0].Text)
+		} else {
+			assert.Error(t, err)
+		}
+		c.Close()
+	}
+}
+
+// runNamed dials s out to th as name, with token, and waits until it is
+// registered under registered.
+func (th *testHub) runNamed(s *mcp.Server, name, token, registered string) {
+	th.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	url := th.wsURL("/mcp/server")
+	if name != "" {
+		url += "?name=" + name
+	}
+	go func() {
+		defer close(done)
+		s.Dial(ctx, url, &mcp.DialOptions{Token: token, MinBackoff: 10 * time.Millisecond})
+	}()
+	th.t.Cleanup(func() { cancel(); <-done })
+	th.waitFor(registered+" registered", func(v *view) bool { return len(v.servers[registered]) > 0 })
+}
+
+// TestOAuth_perServerResources: /servers/<name>/mcp is a resource of its
+// own: its token works there and nowhere else, and its 401 points at its
+// own metadata.
+func TestOAuth_perServerResources(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	th := oauthHub(t, as, Config{}, "")
+	th.runNamed(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "crm", "demo-secret", "crm")
+	demoURL, crmURL := th.srv.URL+"/servers/demo/mcp", th.srv.URL+"/servers/crm/mcp"
+	forDemo := machineToken(as, th.resource("/servers/demo/mcp"), "mcp:client")
+	forHub := machineToken(as, th.resource("/mcp"), "mcp:client")
+
+	c, err := mcp.Connect(ctxFor(t), demoURL, sessionOpts(&mcp.ClientOptions{Token: forDemo}))
+	require.NoError(t, err)
+	defer c.Close()
+	res, err := c.CallTool(ctxFor(t), "echo", map[string]string{"text": "scoped"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "scoped", res.Content[0].Text)
+	assert.Equal(t, refusal{http.StatusSwitchingProtocols, ""}, upgradeWith(t, th.wsURL("/servers/demo/mcp"), bearer(forDemo)))
+
+	audience := "the access token is not meant for this resource"
+	for _, tt := range []struct {
+		url, path, token string
+		want             refusal
+	}{
+		{crmURL, "/servers/crm/mcp", forDemo, refusal{401, th.challenge("/servers/crm/mcp", "mcp:client", oauth.ErrorInvalidToken, audience)}},
+		{th.srv.URL + "/mcp", "/mcp", forDemo, refusal{401, th.challenge("/mcp", "mcp:client", oauth.ErrorInvalidToken, audience)}},
+		{demoURL, "/servers/demo/mcp", forHub, refusal{401, th.challenge("/servers/demo/mcp", "mcp:client", oauth.ErrorInvalidToken, audience)}},
+		{crmURL, "/servers/crm/mcp", "", refusal{401, th.challenge("/servers/crm/mcp", "mcp:client", "", "")}},
+	} {
+		var h http.Header
+		if tt.token != "" {
+			h = bearer(tt.token)
+		}
+		assert.Equal(t, tt.want, initializeWith(t, tt.url, h), tt.path)
+		assert.Equal(t, tt.want, upgradeWith(t, th.wsURL(tt.path), h), tt.path)
+	}
+	res, err = c.CallTool(ctxFor(t), "echo", map[string]string{"text": "still"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "still", res.Content[0].Text)
+}
+
+// TestOAuth_dialOutServers: a server dialing out with a client credentials
+// token of mcp:server registers the name of its client id, or the one the
+// policy maps its claims to; other tokens are refused with the challenge
+// of /mcp/server.
+func TestOAuth_dialOutServers(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	weather := as.MachineClient("mcp:server")
+	th := oauthHub(t, as, Config{}, fmt.Sprintf(`
+  - claim: client_id
+    value: %q
+    roles: [server]
+    servers: [weather]
+`, weather.ID))
+	serverURL := th.resource("/mcp/server")
+
+	anon := as.MachineClient("mcp:server")
+	th.runNamed(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "", as.Token(anon, serverURL, "mcp:server"), normalizeName(anon.ID))
+	th.runNamed(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "", as.Token(weather, serverURL, "mcp:server"), "weather")
+	c := th.client(&mcp.ClientOptions{Token: machineToken(as, th.resource("/mcp"), "mcp:client")})
+	for _, name := range []string{normalizeName(anon.ID) + "__echo", "weather__echo"} {
+		res, err := c.CallTool(ctxFor(t), name, map[string]string{"text": "via " + name}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, "via "+name, res.Content[0].Text)
+	}
+
+	serverWS := th.wsURL("/mcp/server")
+	assert.Equal(t, refusal{401, th.challenge("/mcp/server", "mcp:server", "", "")}, upgradeWith(t, serverWS, nil))
+	assert.Equal(t, refusal{401, th.challenge("/mcp/server", "mcp:server", oauth.ErrorInvalidToken, "the access token is not meant for this resource")},
+		upgradeWith(t, serverWS, bearer(machineToken(as, th.resource("/mcp"), "mcp:server"))), "a token for /mcp")
+	assert.Equal(t, refusal{403, th.challenge("/mcp/server", "mcp:server", oauth.ErrorInsufficientScope, errNoScope.Error())},
+		upgradeWith(t, serverWS, bearer(machineToken(as, serverURL, "mcp:client"))), "a client's scope")
+
+	// A machine token names its server, whatever the server asks for.
+	squatter := as.MachineClient("mcp:server")
+	th.runNamed(demo.New(nil).Server, "weather", as.Token(squatter, serverURL, "mcp:server"), normalizeName(squatter.ID))
+	v := th.reg.view()
+	require.Len(t, v.servers["weather"], 1)
+	assert.Equal(t, oauthPrefix+as.Issuer()+" "+weather.ID, v.servers["weather"][0].Owner)
+}
+
+// TestOAuth_expiryClosesWebSockets: a WebSocket session ends when its
+// access token does, with 1008 and a reason; a session with a token still
+// valid goes on. The token travels in a subprotocol, as a browser sends it.
+func TestOAuth_expiryClosesWebSockets(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	th := oauthHub(t, as, Config{}, "")
+	short := th.resource("/mcp")
+	good := th.client(&mcp.ClientOptions{Token: machineToken(as, short, "mcp:client")})
+	as.SetResource(oauthtest.Resource{Resource: short, TTL: 1})
+	tok := machineToken(as, short, "mcp:client")
+
+	c, _, err := websocket.Dial(ctxFor(t), th.wsURL("/mcp"), &websocket.DialOptions{
+		Subprotocols: []string{"mcp", ProtocolTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(tok))}})
+	require.NoError(t, err)
+	defer c.CloseNow()
+	assert.Equal(t, "mcp", c.Subprotocol(), "the token is never echoed")
+	require.NoError(t, c.Write(ctxFor(t), websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"short","version":"1"}}}`)))
+	for {
+		_, _, err := c.Read(ctxFor(t))
+		if err != nil {
+			var ce websocket.CloseError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, websocket.StatusPolicyViolation, ce.Code)
+			assert.Equal(t, "access token expired: connect again with a new one", ce.Reason)
+			break
+		}
+	}
+	res, err := good.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "unaffected"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "unaffected", res.Content[0].Text)
+}
+
+// logLines collects a logger's lines.
+type logLines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logLines) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+// TestOAuth_sessionsBelongToTheirPrincipal: an HTTP session that one
+// principal opened is no one else's, whichever instance a request reaches
+// (two instances on a real Redis, no affinity): another principal's valid
+// token gets 404, as for a session that does not exist, and the owner goes
+// on.
+func TestOAuth_sessionsBelongToTheirPrincipal(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	rs := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	tokens := writeTokens(t, oauthTokens)
+	const public = "http://hub.example" // the load balancer's: both instances are one resource
+	cfg := Config{Tokens: tokens, OAuth: &OAuthConfig{PublicURL: public, Issuers: []string{as.Issuer()}}}
+	a, b := startHubOn(t, rs, prefix, cfg), startHubOn(t, rs, prefix, cfg)
+	a.runServerWith(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "demo", "demo-secret")
+	b.waitServer("demo", 1)
+	require.Eventually(t, func() bool { return len(b.remoteInstances()) == 1 }, wait, 10*time.Millisecond)
+
+	alice := machineToken(as, public+"/mcp", "mcp:client")
+	bob := machineToken(as, public+"/mcp", "mcp:client", "mcp:admin")
+	id := openSession(t, a.srv.URL+"/mcp", alice)
+	echo := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"mine"}}}`
+	for _, th := range []*testHub{a, b} {
+		status, h, body := post(t, th.srv.URL+"/mcp", sessionHeader(id, bob), echo)
+		assert.Equal(t, http.StatusNotFound, status, "bob on alice's session, at instance %s", shortID(th.ID()))
+		assert.NotContains(t, body, "mine")
+		assert.Empty(t, h.Get(mcp.HeaderSessionID))
+		status, _, _ = post(t, th.srv.URL+"/mcp", sessionHeader(id, "ops-secret"), echo)
+		assert.Equal(t, http.StatusNotFound, status, "a static token on alice's session")
+		status, _, body = post(t, th.srv.URL+"/mcp", sessionHeader(id, alice), echo)
+		assert.Equal(t, http.StatusOK, status, "alice at instance %s", shortID(th.ID()))
+		assert.Contains(t, body, `"text":"mine"`)
+	}
+}
+
+// TestOAuth_faults: the JWKS endpoint down changes nothing for the keys at
+// hand, and a token of a new key gets 401 and a warning, never a 500; an
+// issuer unreachable at start does not stop the hub, whose /readyz and log
+// say why until it is back; keys rotated during a run fail no call.
+func TestOAuth_faults(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	var skew atomic.Int64
+	logs := &logLines{}
+	th := oauthHub(t, as, Config{Logger: logs.logger(), RateLimit: -1, OAuth: &OAuthConfig{Verification: oauth.Config{
+		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) },
+	}}}, "")
+	url, resource := th.srv.URL+"/mcp", th.resource("/mcp")
+	client := as.MachineClient("mcp:client")
+	require.NoError(t, oauthCall(t, url, as.Token(client, resource, "mcp:client")))
+
+	t.Run("JWKS down", func(t *testing.T) {
+		as.FailPath("/jwks")
+		require.NoError(t, oauthCall(t, url, as.Token(client, resource, "mcp:client")), "a new token of a known key")
+		as.Rotate(false)
+		newKey := as.Token(client, resource, "mcp:client")
+		want := refusal{http.StatusUnauthorized, th.challenge("/mcp", "mcp:client", oauth.ErrorInvalidToken, "the token is signed with an unknown key")}
+		assert.Equal(t, want, initializeWith(t, url, bearer(newKey)))
+		assert.Contains(t, logs.String(), `level=WARN msg="oauth: a token could not be verified: its issuer is unavailable"`)
+		assert.Contains(t, logs.String(), "its keys could not be fetched again")
+		as.HealPath("/jwks")
+		skew.Add(int64(oauth.KeyRefreshInterval + time.Second)) // the next fetch for an unknown key id is due
+		require.NoError(t, oauthCall(t, url, newKey), "the JWKS back, the new key is fetched")
+	})
+
+	t.Run("rotation during a run", func(t *testing.T) {
+		var failed, calls atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		current := as.Token(client, resource, "mcp:client")
+		for range 2 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					mu.Lock()
+					tok := current
+					mu.Unlock()
+					if err := oauthCall(t, url, tok); err != nil {
+						failed.Add(1)
+						t.Errorf("a call failed during the rotation: %v", err)
+					}
+					calls.Add(1)
+				}
+			})
+		}
+		next := func() {
+			tok := as.Token(client, resource, "mcp:client")
+			mu.Lock()
+			current = tok
+			mu.Unlock()
+			n := calls.Load()
+			require.Eventually(t, func() bool { return calls.Load() > n+4 }, wait, 5*time.Millisecond)
+		}
+		next()
+		skew.Add(int64(oauth.KeyRefreshInterval + time.Second))
+		as.Rotate(false) // a new key signs; the old one is still published
+		next()
+		skew.Add(int64(oauth.KeyRefreshInterval + time.Second))
+		as.Rotate(true) // the old keys retired
+		next()
+		close(stop)
+		wg.Wait()
+		assert.Zero(t, failed.Load())
+	})
+
+	t.Run("issuer unreachable at start", func(t *testing.T) {
+		as.Down()
+		late := &logLines{}
+		th2 := oauthHub(t, as, Config{Logger: late.logger()}, "")
+		require.Eventually(t, func() bool {
+			return strings.Contains(late.String(), "oauth: cannot fetch the issuer's metadata or keys")
+		},
+			wait, 10*time.Millisecond, "the log says why")
+		assert.Contains(t, late.String(), "level=WARN")
+		resp, err := http.Get(th2.srv.URL + "/readyz")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		assert.Contains(t, string(body), "not ready: access tokens cannot be verified yet: issuer "+as.Issuer())
+		assert.Contains(t, string(body), "connection refused")
+		// The hub serves meanwhile: static tokens, and a 401 (not a 500)
+		// for a token it cannot verify yet.
+		ops := th2.client(&mcp.ClientOptions{Token: "ops-secret"})
+		_, err = ops.AllTools(ctxFor(t))
+		require.NoError(t, err)
+		want := refusal{http.StatusUnauthorized, th2.challenge("/mcp", "mcp:client", oauth.ErrorInvalidToken,
+			"the token could not be verified now: the authorization server is unavailable")}
+		assert.Equal(t, want, initializeWith(t, th2.srv.URL+"/mcp", bearer(forge(t, jose.RS256, mustKey(t), "k", claimsFor(as.Issuer(), th2.resource("/mcp"))))))
+		as.Up()
+		require.Eventually(t, func() bool { return readyz(t, th2) == http.StatusOK }, wait, 20*time.Millisecond, "ready once the issuer is back")
+		require.NoError(t, oauthCall(t, th2.srv.URL+"/mcp", machineToken(as, th2.resource("/mcp"), "mcp:client")))
+	})
+}
+
+func mustKey(t *testing.T) *rsa.PrivateKey {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	return k
 }
