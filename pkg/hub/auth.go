@@ -547,7 +547,7 @@ func (h *Hub) authenticate(w http.ResponseWriter, r *http.Request, endpoint stri
 	}
 	tok, from := presentedToken(r)
 	p := (*principal)(nil)
-	if tok != "" && h.cfg.Tokens != nil {
+	if tok != "" && h.cfg.Tokens != nil && !h.oauth.knownAccessToken(h.cfg.Tokens, tok) {
 		p = h.cfg.Tokens.lookup(tok)
 	}
 	if p == nil && h.oauth != nil {

@@ -59,10 +59,12 @@ type DashboardLogin struct {
 // resourceServer is the hub's OAuth side.
 type resourceServer struct {
 	base      string // the public URL, without a trailing slash
+	mcp       string // base + "/mcp", the resource of most requests
 	issuers   []string
 	v         *oauth.Verifier
 	dashboard *DashboardLogin
 	cache     principalCache
+	known     knownTokens
 }
 
 // newResourceServer checks cfg and builds the verifier.
@@ -82,15 +84,16 @@ func newResourceServer(cfg *OAuthConfig, h *Hub) (*resourceServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
-	return &resourceServer{base: strings.TrimSuffix(cfg.PublicURL, "/"), issuers: cfg.Issuers, v: v, dashboard: cfg.Dashboard}, nil
+	base := strings.TrimSuffix(cfg.PublicURL, "/")
+	return &resourceServer{base: base, mcp: base + "/mcp", issuers: cfg.Issuers, v: v, dashboard: cfg.Dashboard}, nil
 }
 
 // resource returns the resource identifier of an endpoint ("/mcp",
 // "/servers/<name>/mcp", "/mcp/server"). /metrics takes the tokens of the
 // hub's own resource, /mcp.
 func (rs *resourceServer) resource(endpoint string) string {
-	if endpoint == "/metrics" {
-		endpoint = "/mcp"
+	if endpoint == "/mcp" || endpoint == "/metrics" {
+		return rs.mcp
 	}
 	return rs.base + endpoint
 }
@@ -145,6 +148,42 @@ func (c *principalCache) get(tok *oauth.Principal, pol *policy) *principal {
 	return p
 }
 
+// knownTokens remembers the access tokens that verified and are no static
+// token, so that their next requests skip the static tokens' lookup (a
+// SHA-256 of the token, which for a JWT of a few KiB is most of what a
+// verified token costs) and go to the verifier's cache at once. It is
+// emptied when the static tokens change (a reload: a token could become
+// a static one), and when full. Nothing is learnt from it that the
+// verifier's own cache, keyed the same way, would not tell.
+type knownTokens struct {
+	mu     sync.RWMutex
+	static *[]*principal // the static tokens it was made for
+	m      map[string]struct{}
+}
+
+// knownAccessToken reports whether tok verified as an access token, and is
+// no static token of t. A hub without OAuth knows none.
+func (rs *resourceServer) knownAccessToken(t *Tokens, tok string) bool {
+	if rs == nil {
+		return false
+	}
+	k := &rs.known
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	_, ok := k.m[tok]
+	return ok && k.static == t.set.Load()
+}
+
+func (k *knownTokens) add(t *Tokens, tok string) {
+	static := t.set.Load()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.static != static || len(k.m) >= principalCacheMax {
+		k.static, k.m = static, make(map[string]struct{})
+	}
+	k.m[strings.Clone(tok)] = struct{}{}
+}
+
 // authenticateOAuth admits a request whose token is no static one: a valid
 // access token for the endpoint's resource whose policy gives it one of
 // the roles allowed. It answers the refusal itself (401 with a challenge
@@ -153,11 +192,15 @@ func (c *principalCache) get(tok *oauth.Principal, pol *policy) *principal {
 func (h *Hub) authenticateOAuth(w http.ResponseWriter, r *http.Request, endpoint, tok string, from tokenSource, allowed []Role) *principal {
 	rs := h.oauth
 	pol := h.policy()
-	challenge := oauth.Bearer{ResourceMetadata: rs.metadataURL(endpoint), Scope: scopesFor(pol, allowed)}
+	// The challenge is made for a refusal only: an admitted request, the
+	// usual one, pays for none of it.
+	challenge := func(code, desc string) oauth.Bearer {
+		return oauth.Bearer{ResourceMetadata: rs.metadataURL(endpoint), Scope: scopesFor(pol, allowed), Error: code, Description: desc}
+	}
 	var err error
 	switch {
 	case tok == "":
-		h.refuseOAuth(w, r, endpoint, nil, http.StatusUnauthorized, challenge, "no token")
+		h.refuseOAuth(w, r, endpoint, nil, http.StatusUnauthorized, challenge("", ""), "no token")
 		return nil
 	case from == fromQuery:
 		err = errTokenInQuery
@@ -166,10 +209,13 @@ func (h *Hub) authenticateOAuth(w http.ResponseWriter, r *http.Request, endpoint
 	if err == nil {
 		p, err = rs.principal(r.Context(), tok, rs.resource(endpoint), pol)
 	}
+	if err == nil && h.cfg.Tokens != nil && !rs.knownAccessToken(h.cfg.Tokens, tok) {
+		rs.known.add(h.cfg.Tokens, tok)
+	}
 	if err != nil {
 		h.logRefusedToken(endpoint, err)
-		challenge.Error, challenge.Description = oauth.ErrorInvalidToken, describeToken(err)
-		h.refuseOAuth(w, r, endpoint, nil, http.StatusUnauthorized, challenge, "invalid_token: "+challenge.Description)
+		desc := describeToken(err)
+		h.refuseOAuth(w, r, endpoint, nil, http.StatusUnauthorized, challenge(oauth.ErrorInvalidToken, desc), "invalid_token: "+desc)
 		return nil
 	}
 	for _, role := range allowed {
@@ -178,8 +224,8 @@ func (h *Hub) authenticateOAuth(w http.ResponseWriter, r *http.Request, endpoint
 			return p
 		}
 	}
-	challenge.Error, challenge.Description = oauth.ErrorInsufficientScope, errNoScope.Error()
-	h.refuseOAuth(w, r, endpoint, p, http.StatusForbidden, challenge, "insufficient_scope: no role for this endpoint")
+	h.refuseOAuth(w, r, endpoint, p, http.StatusForbidden, challenge(oauth.ErrorInsufficientScope, errNoScope.Error()),
+		"insufficient_scope: no role for this endpoint")
 	return nil
 }
 

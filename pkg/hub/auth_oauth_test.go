@@ -12,6 +12,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	neturl "net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -758,4 +763,201 @@ func mustKey(t *testing.T) *rsa.PrivateKey {
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
 	return k
+}
+
+// TestOAuth_dashboardLogin: the dashboard logs in through the issuer
+// (authorization code with PKCE), and its WebSocket then carries the
+// access token in an HttpOnly, SameSite=Strict cookie; a callback that the
+// hub did not start is refused.
+func TestOAuth_dashboardLogin(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	// A native client: its loopback redirect URI matches the hub's on any
+	// port (RFC 8252).
+	dash := as.Register(map[string]any{
+		"client_name": "switchboard dashboard", "application_type": "native",
+		"redirect_uris": []string{"http://127.0.0.1/login/oauth/callback"}, "grant_types": []string{"authorization_code"},
+		"response_types": []string{"code"}, "token_endpoint_auth_method": "none",
+	})
+	th := oauthHub(t, as, Config{OAuth: &OAuthConfig{Dashboard: &DashboardLogin{ClientID: dash.ID}}}, "")
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Timeout: wait}
+	resp, page, err := as.Browse(browser, th.srv.URL+"/login/oauth", "dana")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", page)
+	assert.Equal(t, th.srv.URL+"/", resp.Request.URL.String(), "back on the dashboard")
+	var cookie *http.Cookie
+	for _, c := range jar.Cookies(resp.Request.URL) {
+		if c.Name == CookieName {
+			cookie = c
+		}
+	}
+	require.NotNil(t, cookie, "logged in")
+	assert.Equal(t, 3, strings.Count(cookie.Value, ".")+1, "the cookie holds the access token")
+
+	// The cookie's attributes, from the callback's own answer.
+	login, err := http.NewRequest(http.MethodGet, th.srv.URL+"/login/oauth", nil)
+	require.NoError(t, err)
+	noFollow := &http.Client{Jar: jar, Timeout: wait, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = noFollow.Do(login)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	loc, err := neturl.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	assert.Equal(t, "S256", loc.Query().Get("code_challenge_method"))
+	assert.Equal(t, th.resource("/mcp"), loc.Query().Get("resource"))
+	assert.Equal(t, th.srv.URL+"/login/oauth/callback", loc.Query().Get("redirect_uri"))
+	setCookie := resp.Header.Get("Set-Cookie")
+	assert.Contains(t, setCookie, "HttpOnly")
+	assert.Contains(t, setCookie, "SameSite=Lax", "the way back from the issuer is a cross-site navigation")
+
+	// The dashboard's WebSocket, with the cookie as a browser sends it.
+	header := http.Header{"Cookie": {CookieName + "=" + cookie.Value}}
+	c, err := mcp.Connect(ctxFor(t), th.wsURL("/mcp"), sessionOpts(&mcp.ClientOptions{Header: header}))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.AllTools(ctxFor(t))
+	require.NoError(t, err)
+
+	// A callback the hub did not start (login CSRF), or with another state.
+	for _, u := range []string{"/login/oauth/callback?code=x&state=y", "/login/oauth/callback?error=access_denied%3Cscript%3E"} {
+		resp, err := http.Get(th.srv.URL + u)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Contains(t, []int{http.StatusBadRequest, http.StatusUnauthorized}, resp.StatusCode, u)
+		assert.NotContains(t, string(body), "<script>")
+	}
+}
+
+// TestOAuth_metricsAreForAdmins: /metrics takes an access token of the
+// hub's resource with the admin scope.
+func TestOAuth_metricsAreForAdmins(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	th := oauthHub(t, as, Config{}, "")
+	get := func(token string) refusal {
+		req, _ := http.NewRequest(http.MethodGet, th.srv.URL+"/metrics", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := scrapeClient.Do(req)
+		require.NoError(t, err)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return refusal{resp.StatusCode, resp.Header.Get("WWW-Authenticate")}
+	}
+	resource := th.resource("/mcp")
+	assert.Equal(t, refusal{http.StatusOK, ""}, get(machineToken(as, resource, "mcp:admin")))
+	assert.Equal(t, refusal{http.StatusForbidden, th.challenge("/mcp", "mcp:admin", oauth.ErrorInsufficientScope, errNoScope.Error())},
+		get(machineToken(as, resource, "mcp:client")))
+	assert.Equal(t, refusal{http.StatusUnauthorized, th.challenge("/mcp", "mcp:admin", "", "")}, get(""))
+}
+
+// TestAudit_whoCalledWhat: the audit log has a line per authorization
+// decision and per routed call, with the principal and never a token or
+// an argument; it is reopened after a rotation.
+func TestAudit_whoCalledWhat(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	file := filepath.Join(t.TempDir(), "audit.log")
+	audit, err := OpenAuditLog(file)
+	require.NoError(t, err)
+	th := oauthHub(t, as, Config{Audit: audit}, stepUpPolicy)
+	url, resource := th.srv.URL+"/mcp", th.resource("/mcp")
+	client := as.MachineClient("mcp:client")
+	tok := as.Token(client, resource, "mcp:client")
+	const secretArgument = "an argument no log may hold"
+
+	c, err := mcp.Connect(ctxFor(t), url, sessionOpts(&mcp.ClientOptions{Token: tok}))
+	require.NoError(t, err)
+	_, err = c.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": secretArgument}, nil)
+	require.NoError(t, err)
+	c.Close()
+	ws := th.client(&mcp.ClientOptions{Token: tok})
+	_, err = ws.CallTool(ctxFor(t), "demo__add", map[string]any{"a": 1, "b": secretArgument}, nil)
+	require.Error(t, err, "refused: the token may call demo__echo only")
+	assert.Equal(t, http.StatusUnauthorized, initializeWith(t, url, bearer("forged."+tok)).Status)
+
+	// Rotated: moved away, then reopened at its path.
+	require.NoError(t, os.Rename(file, file+".1"))
+	require.NoError(t, audit.Reopen())
+	_, err = ws.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "after the rotation"}, nil)
+	require.NoError(t, err)
+	require.NoError(t, audit.Close())
+
+	var lines []auditRecord
+	for _, f := range []string{file + ".1", file} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), tok, "never a token")
+		assert.NotContains(t, string(b), secretArgument, "never an argument")
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var rec auditRecord
+			require.NoError(t, json.Unmarshal([]byte(l), &rec), l)
+			assert.Equal(t, th.ID(), rec.Instance)
+			lines = append(lines, rec)
+		}
+	}
+	who := oauthPrefix + as.Issuer() + " " + client.ID
+	find := func(ok func(auditRecord) bool) *auditRecord {
+		for i := range lines {
+			if ok(lines[i]) {
+				return &lines[i]
+			}
+		}
+		return nil
+	}
+	allowed := find(func(r auditRecord) bool { return r.Event == "authorization" && r.Principal == who && r.Method == http.MethodPost })
+	require.NotNil(t, allowed, "%+v", lines)
+	assert.Equal(t, auditRecord{Time: allowed.Time, Instance: th.ID(), Event: "authorization", Principal: who, Issuer: as.Issuer(),
+		Subject: client.ID, ClientID: client.ID, Endpoint: "/mcp", Remote: allowed.Remote, Method: http.MethodPost, Decision: "allow",
+		Status: http.StatusOK}, *allowed)
+	call := find(func(r auditRecord) bool { return r.Event == "call" && r.Tool == "echo" && r.Decision == "allow" })
+	require.NotNil(t, call)
+	assert.Equal(t, who, call.Principal)
+	assert.Equal(t, "demo", call.Server)
+	assert.Equal(t, mcp.MethodToolsCall, call.Method)
+	assert.Zero(t, call.Code)
+	assert.Positive(t, call.DurationMs)
+	refused := find(func(r auditRecord) bool { return r.Event == "call" && r.Decision == "deny" })
+	require.NotNil(t, refused)
+	assert.Equal(t, int64(mcp.CodeForbidden), refused.Code)
+	assert.Equal(t, "demo__add", refused.Tool)
+	assert.Contains(t, refused.Reason, "may not call tool")
+	bad := find(func(r auditRecord) bool { return r.Event == "authorization" && r.Decision == "deny" })
+	require.NotNil(t, bad)
+	assert.Equal(t, http.StatusUnauthorized, bad.Status)
+	assert.Equal(t, "invalid_token: the access token is malformed", bad.Reason)
+	assert.NotNil(t, find(func(r auditRecord) bool { return r.Event == "call" && r.Tool == "echo" && r.Time.After(call.Time) }),
+		"a line after the rotation, in the new file")
+	assert.Zero(t, audit.Dropped())
+}
+
+// TestOAuth_aStaticTokenIsAStaticToken: a bearer value that is a static
+// token is that token's principal, even one that verified as an access
+// token before (and was remembered as such) until the tokens file made it
+// a static one.
+func TestOAuth_aStaticTokenIsAStaticToken(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	th := oauthHub(t, as, Config{}, "")
+	tok := machineToken(as, th.resource("/mcp"), "mcp:client")
+	r := httptest.NewRequest(http.MethodPost, th.srv.URL+"/mcp", nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	p := th.authenticate(httptest.NewRecorder(), r, "/mcp", RoleClient)
+	require.NotNil(t, p)
+	assert.True(t, strings.HasPrefix(string(p.identity()), oauthPrefix), "an access token's principal")
+	assert.True(t, th.oauth.knownAccessToken(th.cfg.Tokens, tok))
+
+	file := th.cfg.Tokens.path
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, append(b, fmt.Sprintf("  - {name: pinned, token: %q, roles: [dashboard]}\n", tok)...), 0o600))
+	require.NoError(t, th.cfg.Tokens.Reload())
+	p = th.authenticate(httptest.NewRecorder(), r, "/mcp", RoleClient, RoleDashboard)
+	require.NotNil(t, p)
+	assert.Equal(t, identity("token:pinned"), p.identity())
 }

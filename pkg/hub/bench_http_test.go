@@ -36,7 +36,7 @@ func BenchmarkStreamableCall(b *testing.B) {
 	endpoint := th.srv.URL + "/mcp"
 	var slots []*benchHTTPSlot
 	for range sessions {
-		head, err := benchHTTPSession(endpoint)
+		head, err := benchHTTPSession(endpoint, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -73,8 +73,9 @@ func BenchmarkStreamableCall(b *testing.B) {
 }
 
 // benchHTTPSession opens a session (initialize, notifications/initialized)
-// and returns the head of its POSTs, up to Content-Length's value.
-func benchHTTPSession(endpoint string) (string, error) {
+// with the headers of auth (none, or Authorization), and returns the head
+// of its POSTs, up to Content-Length's value.
+func benchHTTPSession(endpoint string, auth http.Header) (string, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return "", err
@@ -85,6 +86,9 @@ func benchHTTPSession(endpoint string) (string, error) {
 			return nil, err
 		}
 		req.Header = header.Clone()
+		for k, vs := range auth {
+			req.Header[k] = vs
+		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		resp, err := http.DefaultClient.Do(req)
@@ -109,8 +113,14 @@ func benchHTTPSession(endpoint string) (string, error) {
 	if _, err := post(h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
 		return "", fmt.Errorf("notifications/initialized: %w", err)
 	}
+	var lines strings.Builder
+	for k, vs := range auth {
+		for _, v := range vs {
+			lines.WriteString(k + ": " + v + "\r\n")
+		}
+	}
 	return "POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host +
-		"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+		"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" + lines.String() +
 		mcp.HeaderSessionID + ": " + h.Get(mcp.HeaderSessionID) + "\r\n" +
 		mcp.HeaderProtocolVersion + ": " + mcp.LatestVersion + "\r\nContent-Length: ", nil
 }
