@@ -910,7 +910,9 @@ func TestAudit_whoCalledWhat(t *testing.T) {
 		}
 		return nil
 	}
-	allowed := find(func(r auditRecord) bool { return r.Event == "authorization" && r.Principal == who && r.Method == http.MethodPost })
+	allowed := find(func(r auditRecord) bool {
+		return r.Event == "authorization" && r.Principal == who && r.Method == http.MethodPost
+	})
 	require.NotNil(t, allowed, "%+v", lines)
 	assert.Equal(t, auditRecord{Time: allowed.Time, Instance: th.ID(), Event: "authorization", Principal: who, Issuer: as.Issuer(),
 		Subject: client.ID, ClientID: client.ID, Endpoint: "/mcp", Remote: allowed.Remote, Method: http.MethodPost, Decision: "allow",
