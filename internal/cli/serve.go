@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/demo"
 	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
 
@@ -48,6 +49,14 @@ type serveOptions struct {
 	maxListBytes   int
 	maxTemplates   int
 	reservation    time.Duration
+
+	publicURL       string
+	oauthIssuers    string
+	oauthAudiences  string
+	auditLog        string
+	dashClientID    string
+	dashSecretFile  string
+	dashboardScopes string
 }
 
 func serveCommand(o *serveOptions) *command {
@@ -61,7 +70,10 @@ func serveCommand(o *serveOptions) *command {
 		"hub --redis redis://10.0.0.2:6379/0            one of several instances sharing a Redis",
 	}
 	c.notes = "SIGTERM or SIGINT drains: new connections are refused and calls in flight get --drain-timeout to finish.\n" +
-		"SIGHUP reloads the tokens file."
+		"SIGHUP reloads the tokens file and reopens the audit log.\n" +
+		"With --oauth-issuer the hub is an OAuth 2.1 resource server (docs/security.md, \"Authorization\"): access tokens of\n" +
+		"those issuers are accepted beside the static tokens. The dashboard's client secret is read from\n" +
+		"--dashboard-client-secret-file, or " + dashboardSecretEnv + ": never from the command line."
 	fs := c.fs
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` shared by several instances: redis://host:port/db, or a Redis Cluster as redis+cluster://host:port,host:port; empty runs one instance on its in-memory broker")
@@ -88,6 +100,13 @@ func serveCommand(o *serveOptions) *command {
 	fs.IntVar(&o.maxListBytes, "max-list-bytes", hub.DefaultMaxListBytes, "bytes of all one server's lists together (the server is refused beyond)")
 	fs.IntVar(&o.maxTemplates, "max-templates", hub.DefaultMaxTemplates, "resource templates one server may list (the server is refused beyond)")
 	fs.DurationVar(&o.reservation, "reservation-period", hub.DefaultReservationPeriod, "how long a server that left keeps its URIs, templates and name for its token (a redeploy gets them back); negative disables")
+	fs.StringVar(&o.publicURL, "public-url", "", "the hub's canonical external `URL` (scheme, host, port): OAuth resource identifiers derive from it (<URL>/mcp, <URL>/servers/<name>/mcp, <URL>/mcp/server)")
+	fs.StringVar(&o.oauthIssuers, "oauth-issuer", "", "comma-separated `URLs` of the trusted OAuth authorization servers, exactly as their tokens' iss; needs --public-url")
+	fs.StringVar(&o.oauthAudiences, "oauth-audience", "", "comma-separated extra accepted token audiences, for authorization servers that cannot put the resource in aud")
+	fs.StringVar(&o.auditLog, "audit-log", "", "`file` (or - for the standard output) of the audit trail: a JSON line per authorization decision and per routed call; reopened on SIGHUP")
+	fs.StringVar(&o.dashClientID, "dashboard-client-id", "", "OAuth client `id` the dashboard logs in as, through the first --oauth-issuer (authorization code with PKCE; redirect URI <public-url>/login/oauth/callback)")
+	fs.StringVar(&o.dashSecretFile, "dashboard-client-secret-file", "", "`file` holding the dashboard client's secret, for a confidential client")
+	fs.StringVar(&o.dashboardScopes, "dashboard-scopes", "", "comma-separated `scopes` the dashboard's login asks for (default mcp:dashboard,mcp:client)")
 	return c
 }
 
@@ -122,14 +141,28 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 	if err != nil {
 		return err
 	}
-	if o.tokens == "" && !o.insecure && !isLoopback(o.addr) {
-		return fmt.Errorf("refusing to listen on %s without --tokens: anyone could connect; pass --tokens FILE, or --insecure if you mean it", o.addr)
+	if o.tokens == "" && o.oauthIssuers == "" && !o.insecure && !isLoopback(o.addr) {
+		return fmt.Errorf("refusing to listen on %s without --tokens or --oauth-issuer: anyone could connect; pass --tokens FILE, or --insecure if you mean it", o.addr)
 	}
 	var tokens *hub.Tokens
 	if o.tokens != "" {
 		if tokens, err = hub.LoadTokens(o.tokens); err != nil {
 			return err
 		}
+	}
+	oauthCfg, err := o.oauthConfig(env)
+	if err != nil {
+		return err
+	}
+	if oauthCfg != nil && tokens == nil && o.demo {
+		tokens = hub.NewTokens() // for the demo server's credentials alone
+	}
+	var audit *hub.AuditLog
+	if o.auditLog != "" {
+		if audit, err = hub.OpenAuditLog(o.auditLog); err != nil {
+			return err
+		}
+		defer audit.Close() // after the hub: deferred before it
 	}
 
 	ln, err := net.Listen("tcp", o.addr)
@@ -143,7 +176,7 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 		SessionIdleTimeout: o.sessionIdle, ReplayEvents: o.replayEvents,
 		MaxSubscriptions: o.maxSubs, MaxSubscriptionsPerToken: o.maxSubsToken,
 		ServerNotificationRate: o.serverNoteRate, MaxListBytes: o.maxListBytes, MaxTemplates: o.maxTemplates,
-		ReservationPeriod: o.reservation,
+		ReservationPeriod: o.reservation, OAuth: oauthCfg, Audit: audit,
 	}
 	cfg.AllowedHosts = splitList(o.allowedHosts)
 	if host, _, err := net.SplitHostPort(o.addr); err == nil && host != "" {
@@ -173,9 +206,9 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("switchboard listening", "addr", ln.Addr().String(), "dashboard", "http://"+ln.Addr().String()+"/",
-		"tokens", tokens != nil, "redis", o.redis != "")
+		"tokens", o.tokens != "", "redis", o.redis != "", "oauth_issuers", splitList(o.oauthIssuers), "audit_log", o.auditLog)
 
-	if tokens != nil {
+	if tokens != nil || audit != nil {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
@@ -188,11 +221,7 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 				case <-ctx.Done():
 					return
 				case <-hup:
-					if err := tokens.Reload(); err != nil {
-						log.Error("reloading tokens failed; keeping the old ones", "err", err)
-					} else {
-						log.Info("tokens reloaded")
-					}
+					reload(log, tokens, audit)
 				}
 			}
 		}()
@@ -243,6 +272,57 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 		return err
 	}
 	return nil
+}
+
+// reload is SIGHUP: the tokens file read again, the audit log reopened.
+func reload(log *slog.Logger, tokens *hub.Tokens, audit *hub.AuditLog) {
+	if tokens != nil {
+		if err := tokens.Reload(); err != nil {
+			log.Error("reloading tokens failed; keeping the old ones", "err", err)
+		} else {
+			log.Info("tokens reloaded")
+		}
+	}
+	if audit != nil {
+		if err := audit.Reopen(); err != nil {
+			log.Error("reopening the audit log failed; its lines are dropped until the next SIGHUP", "err", err)
+		} else {
+			log.Info("audit log reopened")
+		}
+	}
+}
+
+// dashboardSecretEnv holds the dashboard client's secret, when no file does.
+const dashboardSecretEnv = "SWITCHBOARD_DASHBOARD_CLIENT_SECRET"
+
+// oauthConfig returns the hub's OAuth configuration of the flags, or nil
+// without --oauth-issuer.
+func (o *serveOptions) oauthConfig(env *Env) (*hub.OAuthConfig, error) {
+	issuers := splitList(o.oauthIssuers)
+	if len(issuers) == 0 {
+		if o.dashClientID != "" {
+			return nil, usagef("serve", "--dashboard-client-id needs --oauth-issuer")
+		}
+		return nil, nil
+	}
+	if o.publicURL == "" {
+		return nil, usagef("serve", "--oauth-issuer needs --public-url: the hub's external URL, which names its resources")
+	}
+	cfg := &hub.OAuthConfig{PublicURL: o.publicURL, Issuers: issuers, Audiences: splitList(o.oauthAudiences)}
+	if o.dashClientID != "" {
+		d := &hub.DashboardLogin{ClientID: o.dashClientID, Scopes: splitList(o.dashboardScopes)}
+		if o.dashSecretFile != "" {
+			s, err := oauth.SecretFromFile(o.dashSecretFile)
+			if err != nil {
+				return nil, err
+			}
+			d.Secret = s
+		} else if v, ok := env.LookupEnv(dashboardSecretEnv); ok && v != "" {
+			d.Secret = oauth.NewSecret(v)
+		}
+		cfg.Dashboard = d
+	}
+	return cfg, nil
 }
 
 func newRedisBroker(ctx context.Context, url string, log *slog.Logger) (*pubsub.Redis, error) {

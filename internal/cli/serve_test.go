@@ -2,15 +2,21 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 )
 
 // envOf is an Env reading variables from vars only, writing to stderr.
@@ -110,4 +116,63 @@ func TestRun_demoWithTokens(t *testing.T) {
 		"the demo server never registered: %s", logs)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestRun_oauth: with --oauth-issuer and --public-url the hub takes access
+// tokens of the issuer (the demo server gets credentials of its own
+// without a tokens file), and --audit-log records who called what.
+func TestRun_oauth(t *testing.T) {
+	as := oauthtest.Start(t)
+	audit := filepath.Join(t.TempDir(), "audit.log")
+	const public = "http://hub.test"
+	logs := newSyncBuffer()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--demo", "--oauth-issuer", as.Issuer(),
+			"--public-url", public, "--audit-log", audit}, envOf(nil, logs))
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "server registered") }, 10*time.Second, 10*time.Millisecond,
+		"the demo server never registered: %s", logs)
+	_, rest, _ := strings.Cut(logs.String(), "addr=")
+	addr, _, _ := strings.Cut(rest, " ")
+
+	resp, err := http.Get("http://" + addr + "/.well-known/oauth-protected-resource/mcp")
+	require.NoError(t, err)
+	var md oauth.ResourceMetadata
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&md))
+	resp.Body.Close()
+	assert.Equal(t, public+"/mcp", md.Resource)
+	assert.Equal(t, []string{as.Issuer()}, md.AuthorizationServers)
+
+	tok := as.Token(as.MachineClient("mcp:client"), public+"/mcp", "mcp:client")
+	c, err := mcp.Connect(ctxFor(t), "http://"+addr+"/mcp", &mcp.ClientOptions{Token: tok, ProtocolVersion: mcp.LatestVersion})
+	require.NoError(t, err)
+	res, err := c.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "hi"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "hi", res.Content[0].Text)
+	c.Close()
+
+	cancel()
+	require.NoError(t, <-done)
+	b, err := os.ReadFile(audit)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"event":"call"`)
+	assert.Contains(t, string(b), `"tool":"echo"`)
+	assert.NotContains(t, string(b), tok)
+}
+
+func TestRun_oauthFlags(t *testing.T) {
+	env := envOf(nil, io.Discard)
+	err := Run(context.Background(), []string{"--oauth-issuer", "https://idp.example"}, env)
+	assert.ErrorContains(t, err, "--oauth-issuer needs --public-url")
+	assert.ErrorIs(t, err, ErrUsage)
+	err = Run(context.Background(), []string{"--dashboard-client-id", "x"}, env)
+	assert.ErrorContains(t, err, "--dashboard-client-id needs --oauth-issuer")
+	err = Run(context.Background(), []string{"--oauth-issuer", "ftp://idp.example", "--public-url", "http://hub.test"}, env)
+	assert.ErrorContains(t, err, "issuer")
+	err = Run(context.Background(), []string{"--oauth-issuer", "https://idp.example", "--public-url", "http://hub.test/some/path"}, env)
+	assert.ErrorContains(t, err, "must be an http(s) URL with a host and no path")
+	err = Run(context.Background(), []string{"--audit-log", "/nonexistent/dir/audit.log"}, env)
+	assert.ErrorContains(t, err, "audit log")
 }

@@ -294,6 +294,16 @@ type Tokens struct {
 	extra  []*principal // made in process (AddEphemeral); kept across reloads
 }
 
+// NewTokens returns an empty set of static tokens, of no file (Reload does
+// nothing): for credentials made in process alone (AddEphemeral), beside
+// OAuth.
+func NewTokens() *Tokens {
+	t := &Tokens{}
+	t.set.Store(&[]*principal{})
+	t.policy.Store(defaultPolicy)
+	return t
+}
+
 // LoadTokens reads a tokens file.
 //
 //	tokens:
@@ -323,6 +333,9 @@ func LoadTokens(file string) (*Tokens, error) {
 // Reload reads the file again. Connections made with a token that is gone
 // stay up; new ones are refused.
 func (t *Tokens) Reload() error {
+	if t.path == "" {
+		return nil // NewTokens: no file
+	}
 	b, err := os.ReadFile(t.path)
 	if err != nil {
 		return fmt.Errorf("tokens: %w", err)
