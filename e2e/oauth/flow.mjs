@@ -1,0 +1,93 @@
+// The parts of an MCP client's OAuth flow a test plays itself, shared by
+// sdkflow.mjs and the end-to-end tests of the hub (e2e/test/oauth.test.mjs):
+// an OAuthClientProvider for the official TypeScript SDK's auth(), which
+// keeps what it is given in memory, and a "browser" that follows the
+// authorization URL through the login and consent pages of server.mjs.
+// It imports nothing, so that it loads from any package.
+
+/**
+ * Provider is an OAuthClientProvider of a public client (PKCE, no secret)
+ * whose redirect URI nothing listens on: browse reads the code from the
+ * redirect. steps records what the SDK did, in order; client, when given,
+ * is a client registered beforehand (by an administrator), which the SDK
+ * then does not register itself.
+ */
+export class Provider {
+  #client;
+  #tokens;
+  #verifier;
+  authorizationUrl;
+
+  constructor(steps = [], client = undefined) {
+    this.steps = steps;
+    this.#client = client;
+  }
+
+  get redirectUrl() { return 'http://127.0.0.1/callback'; }
+
+  get clientMetadata() {
+    return {
+      client_name: 'sdk-oauth-test',
+      redirect_uris: [this.redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+      application_type: 'native',
+    };
+  }
+
+  clientInformation() { return this.#client; }
+
+  saveClientInformation(info) { this.#client = info; this.steps.push('registered'); }
+
+  tokens() { return this.#tokens; }
+
+  saveTokens(tokens) { this.#tokens = tokens; this.steps.push('token'); }
+
+  redirectToAuthorization(url) { this.authorizationUrl = url; this.steps.push('redirect'); }
+
+  saveCodeVerifier(v) { this.#verifier = v; }
+
+  codeVerifier() { return this.#verifier; }
+}
+
+// browse follows the authorization URL like a browser: redirects (with
+// cookies), the login form (user name), the consent form, until the
+// redirect to redirectUrl, and returns its code.
+export async function browse(start, redirectUrl, user, steps = []) {
+  const cookies = new Map();
+  let url = start.toString();
+  let init = {};
+  for (let i = 0; i < 20; i += 1) {
+    const headers = { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; '), ...init.headers };
+    const res = await fetch(url, { ...init, headers, redirect: 'manual' });
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(';');
+      const eq = pair.indexOf('=');
+      cookies.set(pair.slice(0, eq), pair.slice(eq + 1));
+    }
+    const location = res.headers.get('location');
+    if (location) {
+      const next = new URL(location, url);
+      if (next.href.startsWith(redirectUrl)) {
+        if (next.searchParams.get('error')) throw new Error(`refused: ${next.searchParams.get('error_description')}`);
+        return next.searchParams.get('code');
+      }
+      url = next.href;
+      init = {};
+      continue;
+    }
+    const page = await res.text();
+    const m = /<form method="post" action="([^"]+)" data-prompt="([^"]+)"/.exec(page);
+    if (!m) throw new Error(`${res.status} at ${url}: ${page}`);
+    steps.push(m[2]);
+    url = new URL(m[1], url).href;
+    init = {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ login: user }).toString(),
+    };
+  }
+  throw new Error('no code after 20 pages');
+}
+
