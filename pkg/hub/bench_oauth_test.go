@@ -62,8 +62,9 @@ tokens:
 // or an access token (a JWT of a real authorization server, RS256), which
 // the verified-token cache answers after its first request. Both run on
 // one hub, in alternating rounds (so that a machine busy with something
-// else slows both alike); it reports each one's ns per call and their
-// ratio, static/jwt (0.95 or more is the goal: docs/benchmarks.md).
+// else slows both alike); it reports each one's wall time and process CPU
+// per call, and the ratios static/jwt of both (0.95 or more is the goal:
+// docs/performance.md).
 func BenchmarkStreamableCallAuth(b *testing.B) {
 	as := oauthtest.Start(b)
 	th := benchAuthHub(b, as)
@@ -82,25 +83,30 @@ func BenchmarkStreamableCallAuth(b *testing.B) {
 	defer oauth.close()
 	b.ReportAllocs()
 	b.ResetTimer()
-	var took [2]time.Duration
+	var took, cpu [2]time.Duration
 	done := 0
 	for r := range rounds {
 		n := (b.N - done) / (2 * (rounds - r))
 		for i, load := range []*benchAuthLoad{static, oauth} {
+			cpu0 := processCPU()
 			d, err := load.run(n)
 			if err != nil {
 				b.Fatal(err)
 			}
 			took[i] += d
+			cpu[i] += processCPU() - cpu0
 			done += n
 		}
 	}
 	b.StopTimer()
 	calls := float64(done / 2)
-	if calls > 0 {
+	if calls > 0 && took[1] > 0 && cpu[1] > 0 {
 		b.ReportMetric(float64(took[0])/calls, "static-ns/call")
 		b.ReportMetric(float64(took[1])/calls, "jwt-ns/call")
 		b.ReportMetric(float64(took[0])/float64(took[1]), "static/jwt")
+		b.ReportMetric(float64(cpu[0])/calls, "static-cpu-ns/call")
+		b.ReportMetric(float64(cpu[1])/calls, "jwt-cpu-ns/call")
+		b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "cpu-static/jwt")
 	}
 }
 

@@ -20,6 +20,9 @@
 //	                    while the broker is unreachable)
 //	GET /metrics        Prometheus metrics (an admin token when tokens are on)
 //	POST /login, /logout, GET /   the dashboard and its session cookie
+//	GET /.well-known/oauth-protected-resource/...  with OAuthConfig: each
+//	                    endpoint's Protected Resource Metadata
+//	GET /login/oauth    the dashboard's login through the issuer
 //
 // Drain stops taking connections and lets calls in flight finish; Close
 // ends everything and waits for every goroutine the hub started.
@@ -54,8 +57,18 @@
 //
 // Who may connect:
 //
-//	auth.go                the tokens file, roles and principals
+//	auth.go                the tokens file, roles and principals, their
+//	                       identity, where a request's token is found
+//	auth_policy.go         the policy: OAuth scopes and claims as roles and
+//	                       allow-lists; step-up scopes
+//	auth_oauth.go          the hub as an OAuth resource server: OAuthConfig,
+//	                       access tokens verified for each endpoint's
+//	                       resource, challenges, expiry of WebSocket sessions
+//	http_oauth.go          Protected Resource Metadata, the step-up 403 of a
+//	                       POST, the dashboard's login through the issuer
 //	admission.go           who may connect: draining, origin, token, limits
+//	audit.go               the audit trail: a line per authorization and per
+//	                       routed call
 //
 // Sessions, a client's side, and their faces:
 //
@@ -157,13 +170,15 @@
 //	  -> Hub.mu                         its cancellation runs on a goroutine
 //	                                    the hub owns (goOwned)
 //	replica.mu -> bucket.mu             held updates drawn on the rate
+//	Hub.mu -> bucket.mu                 idle rate limits forgotten
+//	                                    (sweepBuckets)
 //
 // Every other mutex is a leaf: nothing else is taken while it is held.
 // They are cluster.mu and cluster.inboxMu (cluster.go), subscriptions.mu,
 // session.mu, flight.mu (routing.go), inputs.mu, leases.mu,
 // elicitations.mu, departures.mu, Tokens.mu, bucket.mu, coalescer.mu,
-// internTable.mu (cluster_wire.go), recorder.mu, stats.mu, stats.rmu and
-// callLog.mu.
+// internTable.mu (cluster_wire.go), recorder.mu, stats.mu, stats.rmu,
+// callLog.mu, principalCache.mu and knownTokens.mu (auth_oauth.go).
 //
 // One change of a modern server's listen stream holds a turn across its
 // round trip to the server (upstreamListen, replica_modern.go); the turn is
