@@ -9,7 +9,7 @@ import { SwitchboardClient, defaultHubURL, State } from './switchboard.js';
 import { jsonTree } from './ui/render.js';
 import * as dialogs from './ui/dialogs.js';
 import { client, setClient, store } from './panels/session.js';
-import { showState, tokenHint, login, bindForm, urlInput } from './panels/connection.js';
+import { showState, tokenHint, login, bindForm, urlInput, offerOAuthLogin } from './panels/connection.js';
 import { log, applyLogLevel } from './panels/log.js';
 import { SERVERS_URI, refreshServers, resetServers } from './panels/servers.js';
 import { refreshTools, resetTools } from './panels/tools.js';
@@ -107,6 +107,7 @@ function onNotification({ method, params }) {
 }
 
 bindForm(connect);
+offerOAuthLogin();
 
 /** resetWorkspace empties the panels that show what the hub offers. */
 function resetWorkspace() {

@@ -3,7 +3,15 @@
 // an OAuthClientProvider for the official TypeScript SDK's auth(), which
 // keeps what it is given in memory, and a "browser" that follows the
 // authorization URL through the login and consent pages of server.mjs.
-// It imports nothing, so that it loads from any package.
+// And a way to run server.mjs itself, for the tests that start no Go. It
+// imports node's own modules only, so that it loads from any package.
+
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const DIR = path.dirname(fileURLToPath(import.meta.url));
 
 /**
  * Provider is an OAuthClientProvider of a public client (PKCE, no secret)
@@ -91,3 +99,55 @@ export async function browse(start, redirectUrl, user, steps = []) {
   throw new Error('no code after 20 pages');
 }
 
+/**
+ * startAuthorizationServer runs server.mjs on a free port, its issuer the
+ * address it listens on, and resolves once it is ready, with its issuer,
+ * register (a client registered by dynamic registration) and stop.
+ */
+export async function startAuthorizationServer() {
+  if (!existsSync(path.join(DIR, 'node_modules', 'oidc-provider'))) {
+    throw new Error(`oidc-provider is not installed in ${DIR}: run \`make deps\``);
+  }
+  const proc = spawn(process.execPath, [path.join(DIR, 'server.mjs'), '--issuer', 'auto'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  let resolveReady;
+  let rejectReady;
+  const ready = new Promise((res, rej) => { resolveReady = res; rejectReady = rej; });
+  let out = '';
+  let err = '';
+  proc.stdout.setEncoding('utf8');
+  proc.stdout.on('data', (chunk) => {
+    out += chunk;
+    const line = out.split('\n')[0];
+    if (out.includes('\n') && line.includes('"ready":true')) {
+      resolveReady(JSON.parse(line).issuer);
+    }
+  });
+  proc.stderr.setEncoding('utf8');
+  proc.stderr.on('data', (chunk) => { err += chunk; });
+  exited.then((code) => rejectReady(new Error(`the authorization server exited (${code}): ${err}`)));
+  const timer = setTimeout(() => rejectReady(new Error('the authorization server did not start within 30 s')), 30_000);
+  let issuer;
+  try {
+    issuer = await ready;
+  } catch (err) {
+    proc.kill('SIGKILL');
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+  return {
+    issuer,
+    async register(metadata) {
+      const res = await fetch(`${issuer}/reg`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(metadata),
+      });
+      if (res.status !== 201) throw new Error(`registration: ${res.status} ${await res.text()}`);
+      return res.json();
+    },
+    async stop() {
+      proc.stdin.end(); // it exits when its stdin closes
+      await exited;
+    },
+  };
+}

@@ -5,10 +5,11 @@
 // logs in, without a password).
 //
 //   node server.mjs --issuer http://127.0.0.1:PORT
+//   node server.mjs --issuer auto      (the address it listens on)
 //
 // It serves the authorization server on a free loopback port and a control
 // API for the tests on another, then prints one line of JSON on stdout:
-// {"ready":true,"port":N,"control":M}. The issuer is usually the address of
+// {"ready":true,"issuer":"...","port":N,"control":M}. The issuer is usually the address of
 // a proxy in front of port N (the tests' way to make it unreachable), hence
 // given on the command line.
 //
@@ -42,7 +43,7 @@ const { values: args } = parseArgs({
   },
 });
 if (!args.issuer) {
-  console.error('server.mjs: --issuer URL is required');
+  console.error('server.mjs: --issuer URL (or auto) is required');
   process.exit(2);
 }
 
@@ -141,8 +142,9 @@ function newProvider() {
   return provider;
 }
 
-let provider = newProvider();
-let handle = provider.callback();
+// Made once the issuer is known: with --issuer auto, once listening.
+let provider;
+let handle;
 
 const html = (body) => `<!doctype html><html><body>${body}</body></html>`;
 
@@ -240,7 +242,12 @@ const control = http.createServer(async (req, res) => {
 
 await new Promise((resolve) => server.listen(Number(args.port), args.host, resolve));
 await new Promise((resolve) => control.listen(0, args.host, resolve));
-console.log(JSON.stringify({ ready: true, port: server.address().port, control: control.address().port }));
+if (args.issuer === 'auto') {
+  args.issuer = `http://${args.host}:${server.address().port}`;
+}
+provider = newProvider();
+handle = provider.callback();
+console.log(JSON.stringify({ ready: true, issuer: args.issuer, port: server.address().port, control: control.address().port }));
 
 // The tests stop it with SIGTERM, or by closing its stdin when they die.
 const stop = () => process.exit(0);

@@ -10,9 +10,7 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,58 +19,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 
-import { startHub, withTimeout, deferred, DEADLINE_MS } from './helpers.mjs';
+import { startHub, withTimeout, freePort, DEADLINE_MS } from './helpers.mjs';
 
 const OAUTH_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'oauth');
-const { Provider, browse } = await import(path.join(OAUTH_DIR, 'flow.mjs'));
-
-/** freePort returns a loopback port free a moment ago. */
-function freePort() {
-    return new Promise((resolve, reject) => {
-        const srv = net.createServer();
-        srv.once('error', reject);
-        srv.listen(0, '127.0.0.1', () => {
-            const { port } = srv.address();
-            srv.close(() => resolve(port));
-        });
-    });
-}
-
-/**
- * startAuthorizationServer runs ../oauth/server.mjs on a free port, its
- * issuer the address it listens on, and resolves once it is ready.
- */
-async function startAuthorizationServer() {
-    if (!existsSync(path.join(OAUTH_DIR, 'node_modules', 'oidc-provider'))) {
-        throw new Error(`oidc-provider is not installed in ${OAUTH_DIR}: run \`make deps\``);
-    }
-    const port = await freePort();
-    const issuer = `http://127.0.0.1:${port}`;
-    const proc = spawn(process.execPath, [path.join(OAUTH_DIR, 'server.mjs'), '--issuer', issuer, '--port', String(port)],
-        { stdio: ['pipe', 'pipe', 'pipe'] });
-    const exited = new Promise((resolve) => proc.once('exit', resolve));
-    const ready = deferred();
-    let out = '';
-    let err = '';
-    proc.stdout.setEncoding('utf8');
-    proc.stdout.on('data', (chunk) => {
-        out += chunk;
-        if (out.includes('"ready":true')) {
-            ready.resolve();
-        }
-    });
-    proc.stderr.setEncoding('utf8');
-    proc.stderr.on('data', (chunk) => { err += chunk; });
-    exited.then((code) => ready.reject(new Error(`the authorization server exited (${code}): ${err}`)));
-    await withTimeout(ready.promise, 30_000, 'the authorization server to start');
-    return {
-        issuer,
-        async stop() {
-            proc.stdin.end(); // it exits when its stdin closes
-            await exited;
-        },
-    };
-}
+const { Provider, browse, startAuthorizationServer } = await import(path.join(OAUTH_DIR, 'flow.mjs'));
 
 /** The hub's policy: mcp:client may call demo__echo only, crm:write every demo tool. */
 const TOKENS = `
@@ -141,13 +91,7 @@ describe('TS SDK OAuth flow through the hub (Streamable HTTP)', () => {
         // A client an administrator registered for both scopes (the SDK
         // registers itself with the scope of the first challenge only,
         // and oidc-provider holds a client to its registered scope).
-        const reg = await fetch(`${as.issuer}/reg`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ ...provider.clientMetadata, scope: 'mcp:client crm:write' }),
-        });
-        assert.equal(reg.status, 201);
-        const admin = new Provider([], await reg.json());
+        const admin = new Provider([], await as.register({ ...provider.clientMetadata, scope: 'mcp:client crm:write' }));
         const login = async (what) => {
             const asked = admin.authorizationUrl;
             admin.authorizationUrl = undefined;

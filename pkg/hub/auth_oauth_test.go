@@ -31,6 +31,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/demo"
 	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
+	"github.com/switchboard-mcp/switchboard/internal/proctest"
 	"github.com/switchboard-mcp/switchboard/internal/redistest"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -598,25 +599,8 @@ func TestOAuth_expiryClosesWebSockets(t *testing.T) {
 	assert.Equal(t, "unaffected", res.Content[0].Text)
 }
 
-// logLines collects a logger's lines.
-type logLines struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logLines) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+// logsTo returns a logger writing to b.
+func logsTo(b *proctest.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // TestOAuth_sessionsBelongToTheirPrincipal: an HTTP session that one
 // principal opened is no one else's, whichever instance a request reaches
@@ -661,8 +645,8 @@ func TestOAuth_faults(t *testing.T) {
 	t.Parallel()
 	as := oauthtest.Start(t)
 	var skew atomic.Int64
-	logs := &logLines{}
-	th := oauthHub(t, as, Config{Logger: logs.logger(), RateLimit: -1, OAuth: &OAuthConfig{Verification: oauth.Config{
+	logs := &proctest.Buffer{}
+	th := oauthHub(t, as, Config{Logger: logsTo(logs), RateLimit: -1, OAuth: &OAuthConfig{Verification: oauth.Config{
 		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) },
 	}}}, "")
 	url, resource := th.srv.URL+"/mcp", th.resource("/mcp")
@@ -730,8 +714,8 @@ func TestOAuth_faults(t *testing.T) {
 
 	t.Run("issuer unreachable at start", func(t *testing.T) {
 		as.Down()
-		late := &logLines{}
-		th2 := oauthHub(t, as, Config{Logger: late.logger()}, "")
+		late := &proctest.Buffer{}
+		th2 := oauthHub(t, as, Config{Logger: logsTo(late)}, "")
 		require.Eventually(t, func() bool {
 			return strings.Contains(late.String(), "oauth: cannot fetch the issuer's metadata or keys")
 		},

@@ -25,8 +25,17 @@ import (
 // wellKnownResource is where Protected Resource Metadata is served.
 const wellKnownResource = "/.well-known/oauth-protected-resource"
 
-// oauthRoutes adds the metadata and login endpoints, when OAuth is on.
+// oauthRoutes adds the metadata and login endpoints, when OAuth is on, and
+// the dashboard's question whether to offer a login through the issuer.
 func (h *Hub) oauthRoutes(mux *http.ServeMux) {
+	// HEAD /login/oauth: 204 either way (a browser logs every 404 of a
+	// page as an error), with "Switchboard-Login: oauth" where there is one.
+	mux.HandleFunc("HEAD /login/oauth", func(w http.ResponseWriter, r *http.Request) {
+		if h.oauth != nil && h.oauth.dashboard != nil {
+			w.Header().Set("Switchboard-Login", "oauth")
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 	if h.oauth == nil {
 		return
 	}

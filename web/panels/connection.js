@@ -11,6 +11,7 @@ const connectForm = $('#connect-form');
 export const urlInput = $('#hub-url');
 const tokenInput = $('#hub-token');
 const disconnectBtn = $('#disconnect-btn');
+const oauthLoginBtn = $('#oauth-login');
 let retryTicker = null;
 
 /** showState shows the connection state d (a state event's detail) in the top bar. */
@@ -84,8 +85,21 @@ export async function login(url, token) {
 }
 
 /**
+ * offerOAuthLogin shows "Sign in" when the hub that served this page logs
+ * the dashboard in through its identity provider (HEAD /login/oauth says
+ * "Switchboard-Login: oauth"): the button goes to the provider, which sends
+ * the browser back logged in, its access token in the same HttpOnly cookie
+ * as a token's.
+ */
+export async function offerOAuthLogin() {
+  const res = await fetch('login/oauth', { method: 'HEAD', credentials: 'same-origin' }).catch(() => null);
+  oauthLoginBtn.hidden = res?.headers.get('Switchboard-Login') !== 'oauth';
+}
+
+/**
  * bindForm makes the Connect button call connect with the form's URL and
- * token, and the Disconnect button close the current client.
+ * token, the Disconnect button close the current client, and Sign in go to
+ * the identity provider.
  */
 export function bindForm(connect) {
   connectForm.addEventListener('submit', (ev) => {
@@ -98,4 +112,6 @@ export function bindForm(connect) {
   disconnectBtn.addEventListener('click', () => {
     client?.close(1000, 'disconnected by the user');
   });
+
+  oauthLoginBtn.addEventListener('click', () => location.assign('login/oauth'));
 }

@@ -10,6 +10,10 @@ import { startHub, startDemo, startConnect, tokensFile } from '../helpers/hub.js
 import { startFakeServer, FORM_SCHEMA } from '../helpers/fake-server.js';
 import { launch, openDashboard, poll, horizontalOverflow, ARTIFACTS, STRICT_CSP } from '../helpers/browser.js';
 import { startCspProxy } from '../helpers/csp-proxy.js';
+import { ROOT } from '../helpers/hub.js';
+import { freePort } from '../helpers/redis.js';
+
+const { startAuthorizationServer } = await import(path.join(ROOT, 'e2e', 'oauth', 'flow.mjs'));
 
 /** tool returns the list item of a tool, found by its aggregated name. */
 const tool = (page, name) =>
@@ -622,5 +626,49 @@ describe('dashboard with a hub that requires tokens', () => {
     await connected(page);
     // Chromium logs the refused token-less WebSocket and the refused login (401s).
     page.problems = page.problems.filter((p) => !/WebSocket connection to .* failed|status of 401/.test(p));
+  });
+});
+
+describe('dashboard behind an identity provider', () => {
+  let as;
+  let hub;
+  before(async () => {
+    as = await startAuthorizationServer();
+    // The dashboard's client, registered as an operator would: a native
+    // client, whose loopback redirect URI matches the hub's on any port.
+    const client = await as.register({
+      client_name: 'switchboard dashboard', application_type: 'native', token_endpoint_auth_method: 'none',
+      redirect_uris: ['http://127.0.0.1/login/oauth/callback'], grant_types: ['authorization_code'], response_types: ['code'],
+    });
+    const port = await freePort();
+    [hub, browser] = await Promise.all([
+      startHub({ port, args: ['--public-url', `http://127.0.0.1:${port}`, '--oauth-issuer', as.issuer, '--dashboard-client-id', client.client_id] }),
+      launch(),
+    ]);
+  });
+  after(async () => {
+    await browser?.close();
+    await hub?.stop();
+    await as?.stop();
+  });
+
+  it('signs in through the provider (its login and consent pages) and comes back connected, the token in an HttpOnly cookie', async () => {
+    const page = await newPage(hub.httpURL);
+    const sockets = [];
+    page.on('websocket', (ws) => sockets.push(ws.url()));
+    await page.getByRole('status').filter({ hasText: 'if the hub requires a token' }).waitFor();
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('input[name="login"]').fill('dana'); // the provider's login page
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByRole('button', { name: 'Continue' }).click(); // its consent page
+    await connected(page);
+    const cookie = (await page.context().cookies()).find((c) => c.name === 'switchboard_token');
+    assert.ok(cookie, 'logged in');
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.sameSite, 'Strict');
+    assert.ok(sockets.every((u) => !u.includes('token=')), `no token in WebSocket URLs: ${sockets}`);
+    // Chromium logs the refused WebSocket before the login (a 401), and the
+    // provider's favicon, which the test server has not (a 404).
+    page.problems = page.problems.filter((p) => !/WebSocket connection to .* failed|status of 40[14]/.test(p));
   });
 });

@@ -5,7 +5,7 @@ import net from 'node:net';
 import { withDeadline } from './hub.js';
 
 /** freePort asks the kernel for a loopback port nobody uses. */
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
