@@ -332,6 +332,13 @@ func (h *Hub) closeAtExpiry(s *session) {
 	})
 }
 
+// stopExpiry stops the timer of closeAtExpiry, if any.
+func (s *session) stopExpiry() {
+	if s.expiry != nil {
+		s.expiry.Stop()
+	}
+}
+
 // oauthReady reports why the hub cannot verify tokens yet: an issuer whose
 // metadata or keys it never got.
 func (h *Hub) oauthReady() error {

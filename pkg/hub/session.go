@@ -114,6 +114,7 @@ func (s *session) start(conn peer.Conn) bool {
 	if h.closed {
 		h.mu.Unlock()
 		s.initTimer.Stop()
+		s.stopExpiry()
 		s.release()
 		conn.Close(peer.CloseGoingAway, "hub shutting down")
 		return false
@@ -131,9 +132,7 @@ func (s *session) onClose(err error) {
 	h := s.hub
 	s.closed.Store(true)
 	s.initTimer.Stop()
-	if s.expiry != nil {
-		s.expiry.Stop()
-	}
+	s.stopExpiry()
 	s.listChanges.stop()
 	s.rootChanges.stop()
 	if errors.Is(err, peer.ErrSlowConsumer) {
