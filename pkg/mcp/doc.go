@@ -118,7 +118,8 @@
 // on it: a cancelled request's stream is never resumed); sessions end on
 // DELETE, when idle, or when the owner
 // closes the conn. The Open and Check hooks let an owner refuse sessions
-// and requests with an HTTP status; Stateless is the place for 2026-07-28
+// and requests with an HTTP status, and Screen a POST by what it carries
+// (the hub's step-up 403); Stateless is the place for 2026-07-28
 // requests without a session: it gets a session of one request, whose
 // answer goes with the HTTP status of its error. docs/protocol.md says
 // which stream each message takes and every status.
