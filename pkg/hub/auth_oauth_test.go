@@ -920,6 +920,18 @@ func TestAudit_whoCalledWhat(t *testing.T) {
 	assert.NotNil(t, find(func(r auditRecord) bool { return r.Event == "call" && r.Tool == "echo" && r.Time.After(call.Time) }),
 		"a line after the rotation, in the new file")
 	assert.Zero(t, audit.Dropped())
+
+	// What cannot be written is counted, never waited for: here, after Close.
+	_, err = ws.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "unrecorded"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), audit.Dropped())
+	req, _ := http.NewRequest(http.MethodGet, th.srv.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+machineToken(as, resource, "mcp:admin"))
+	resp, err := scrapeClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), "switchboard_audit_dropped_total 2", "the call, and the authorization of /metrics itself")
 }
 
 // TestOAuth_aStaticTokenIsAStaticToken: a bearer value that is a static
