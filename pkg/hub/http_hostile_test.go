@@ -120,11 +120,16 @@ func TestHTTP_slowBodies(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		// Paced, as a well-behaved client is: calls back to back drew the
+		// token's rate limit dry on a quiet machine, and the calls below
+		// were refused with -32004.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
 				return
-			default:
+			case <-tick.C:
 			}
 			if _, err := good.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "still here"}, nil); err != nil {
 				failures.Add(1)
