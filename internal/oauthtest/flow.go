@@ -9,6 +9,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,7 @@ func (s *Server) PublicClient() Client {
 // Authorize runs the authorization code flow with PKCE (S256) for client c
 // and resource, as a browser would, logging in as user and consenting on
 // the server's pages, and returns the token the code is exchanged for.
+// With offline_access among the scopes it holds a refresh token too.
 func (s *Server) Authorize(c Client, user, resource string, scopes ...string) *oauth2.Token {
 	s.tb.Helper()
 	tok, err := s.authorize(c, user, resource, scopes)
@@ -56,7 +58,13 @@ func (s *Server) authorize(c Client, user, resource string, scopes []string) (*o
 	}
 	verifier := oauth2.GenerateVerifier()
 	state := oauth2.GenerateVerifier()
-	next := conf.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", resource))
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", resource)}
+	if slices.Contains(scopes, "offline_access") {
+		// OpenID Connect grants offline_access (a refresh token) only
+		// with the user's consent asked for.
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", "consent"))
+	}
+	next := conf.AuthCodeURL(state, opts...)
 
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second,
