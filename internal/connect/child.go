@@ -104,12 +104,22 @@ func startChild(srv *Server, readLimit int, log *slog.Logger) (*child, error) {
 	return c, nil
 }
 
-// childEnv is the connector's environment, without its token (the child
-// has no use for it), plus the server's own variables.
+// The environment variables that may hold the connector's secrets, which
+// a child never sees: the hub's token, the OAuth client secrets of the
+// connector for the hub and for an upstream server.
+const (
+	TokenEnv                = "SWITCHBOARD_TOKEN"
+	ClientSecretEnv         = "SWITCHBOARD_OAUTH_CLIENT_SECRET"
+	UpstreamClientSecretEnv = "SWITCHBOARD_UPSTREAM_OAUTH_CLIENT_SECRET"
+)
+
+// childEnv is the connector's environment, without its secrets (the child
+// has no use for them), plus the server's own variables.
 func childEnv(base []string, extra map[string]string) []string {
 	env := make([]string, 0, len(base)+len(extra))
 	for _, kv := range base {
-		if k, _, _ := strings.Cut(kv, "="); k == "SWITCHBOARD_TOKEN" || extra[k] != "" {
+		switch k, _, _ := strings.Cut(kv, "="); {
+		case k == TokenEnv, k == ClientSecretEnv, k == UpstreamClientSecretEnv, extra[k] != "":
 			continue
 		}
 		env = append(env, kv)

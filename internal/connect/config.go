@@ -32,6 +32,17 @@ type configServer struct {
 	Disabled bool              `yaml:"disabled"`
 	Pool     string            `yaml:"pool"`
 	Shared   bool              `yaml:"shared"`
+	OAuth    *configOAuth      `yaml:"oauth"`
+}
+
+// configOAuth is an upstream's Server.OAuth. Secrets only in files.
+type configOAuth struct {
+	ClientID         string `yaml:"clientId"`
+	ClientSecretFile string `yaml:"clientSecretFile"`
+	RefreshTokenFile string `yaml:"refreshTokenFile"`
+	Scope            string `yaml:"scope"`
+	Issuer           string `yaml:"issuer"`
+	Audience         string `yaml:"audience"`
 }
 
 // LoadConfig reads a file of servers in the shape desktop clients use, YAML
@@ -49,6 +60,9 @@ type configServer struct {
 //	  remote:
 //	    url: http://10.0.0.5:3001/mcp
 //	    headers: {Authorization: "Bearer ..."}
+//	  crm:
+//	    url: https://crm.example/mcp
+//	    oauth: {clientId: crm-connector, clientSecretFile: /run/secrets/crm}
 //	  everything:
 //	    command: npx
 //	    args: ["-y", "@modelcontextprotocol/server-everything"]
@@ -58,7 +72,9 @@ type configServer struct {
 // read like "mcpServers"; "cwd" sets the working directory; an entry with
 // "disabled: true" is skipped; "type" (VS Code's) may say "sse" for an
 // upstream on the older HTTP+SSE transport; "pool" (MIN..MAX, or N) and
-// "shared" are Server.Pool and Server.Shared; other members are ignored.
+// "shared" are Server.Pool and Server.Shared; "oauth" is an upstream's
+// Server.OAuth (clientId, clientSecretFile, refreshTokenFile, scope,
+// issuer, audience: a secret only in a file); other members are ignored.
 // Servers come back sorted by name.
 func LoadConfig(path string) ([]Server, error) {
 	b, err := os.ReadFile(path)
@@ -109,6 +125,10 @@ func ParseConfig(b []byte) ([]Server, error) {
 		default:
 			return nil, fmt.Errorf("servers file: server %q: unknown type %q (stdio, http or sse)", name, e.Type)
 		}
+		if a := e.OAuth; a != nil {
+			s.OAuth = &OAuthClient{ClientID: a.ClientID, SecretFile: a.ClientSecretFile, RefreshTokenFile: a.RefreshTokenFile,
+				Scopes: strings.Fields(a.Scope), Issuer: a.Issuer, Audience: a.Audience}
+		}
 		if len(e.Headers) > 0 {
 			s.Header = http.Header{}
 			for k, v := range e.Headers {
@@ -120,6 +140,8 @@ func ParseConfig(b []byte) ([]Server, error) {
 			return nil, fmt.Errorf("servers file: server %q has neither a command nor a url", name)
 		case s.Command != "" && s.Upstream != "":
 			return nil, fmt.Errorf("servers file: server %q has both a command and a url", name)
+		case s.OAuth != nil && s.Upstream == "":
+			return nil, fmt.Errorf("servers file: server %q: oauth is for a server with a url", name)
 		}
 		out = append(out, s)
 	}

@@ -26,8 +26,9 @@ type Server struct {
 	Name string
 
 	// Command and Args start a stdio server; Env adds to (or replaces in)
-	// the connector's environment, less SWITCHBOARD_TOKEN, which the child
-	// never sees; Dir is its working directory (empty: the connector's).
+	// the connector's environment, less the connector's secrets (TokenEnv,
+	// ClientSecretEnv, UpstreamClientSecretEnv), which the child never
+	// sees; Dir is its working directory (empty: the connector's).
 	Command string
 	Args    []string
 	Env     map[string]string
@@ -44,6 +45,12 @@ type Server struct {
 	Upstream  string
 	Header    http.Header
 	Transport string
+	// OAuth, for an upstream server that wants access tokens, are the
+	// connector's own credentials as a client of that server (never the
+	// hub's): on the server's first 401 the connector discovers its
+	// authorization server and sends a token with every request from then
+	// on.
+	OAuth *OAuthClient
 
 	// Pool keeps between Pool.Min and Pool.Max runs of the server at once
 	// (children of the command, or sessions with the HTTP server), each a
@@ -110,6 +117,11 @@ type Options struct {
 	URL string
 	// Header is sent with every handshake to the hub (Authorization).
 	Header http.Header
+	// OAuth, when set, gets the connector an access token for the hub
+	// (usually by client credentials), sent on every handshake in place of
+	// a static token: renewed before it expires, and replaced at once when
+	// the hub refuses it.
+	OAuth *OAuthClient
 	// Logger receives the connector's log and each server's standard error,
 	// line by line, with the attribute server=<name>.
 	Logger *slog.Logger
@@ -134,6 +146,8 @@ type Options struct {
 	ReadLimit int
 	// WebSocket tunes the connections to the hub.
 	WebSocket peer.WebSocketOptions
+
+	hubCreds *credentials // of OAuth, made by Run
 }
 
 func (o *Options) withDefaults() Options {
@@ -170,7 +184,9 @@ func (o *Options) withDefaults() Options {
 }
 
 // ErrRefused matches the error Run returns when the hub refuses the
-// connector's credentials (HTTP 401 or 403): retrying would not help.
+// connector's static token (HTTP 401 or 403): retrying would not help.
+// Access tokens (Options.OAuth) are never given up on: the authorization
+// server may grant tomorrow what it refuses today.
 var ErrRefused = errors.New("the hub refused the credentials")
 
 // Run puts every server on the hub and keeps them there until ctx ends:
@@ -181,8 +197,11 @@ var ErrRefused = errors.New("the hub refused the credentials")
 // ErrRefused, only when the hub refuses the credentials for every server.
 func Run(ctx context.Context, servers []Server, opts *Options) error {
 	o := opts.withDefaults()
-	if err := check(o.URL, servers); err != nil {
+	if err := check(&o, servers); err != nil {
 		return err
+	}
+	if o.OAuth != nil {
+		o.hubCreds = newCredentials(ctx, o.OAuth, httpURL(o.URL), "the hub", o.Logger)
 	}
 	var (
 		wg   sync.WaitGroup
@@ -191,6 +210,10 @@ func Run(ctx context.Context, servers []Server, opts *Options) error {
 	)
 	for i := range servers {
 		p := newPool(servers[i], &o)
+		if s := &servers[i]; s.OAuth != nil {
+			creds := newCredentials(ctx, s.OAuth, s.Upstream, "the upstream server", o.Logger.With("server", s.label()))
+			p.upstreamClient = &http.Client{Transport: newOAuthTransport(creds, s.Upstream)}
+		}
 		wg.Go(func() {
 			if err := p.run(ctx); err != nil {
 				mu.Lock()
@@ -204,10 +227,13 @@ func Run(ctx context.Context, servers []Server, opts *Options) error {
 }
 
 // check refuses what could never work, before anything starts.
-func check(hub string, servers []Server) error {
-	u, err := url.Parse(hub)
+func check(o *Options, servers []Server) error {
+	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-		return fmt.Errorf("the hub's URL must be ws://HOST:PORT/mcp/server or wss://..., not %q", link.Redact(hub))
+		return fmt.Errorf("the hub's URL must be ws://HOST:PORT/mcp/server or wss://..., not %q", link.Redact(o.URL))
+	}
+	if err := checkOAuth(o.OAuth, o.Header); err != nil {
+		return fmt.Errorf("the hub's credentials: %w", err)
 	}
 	if len(servers) == 0 {
 		return errors.New("no server to connect")
@@ -227,6 +253,11 @@ func check(hub string, servers []Server) error {
 			if t := s.Transport; t != "" && t != TransportStreamable && t != TransportSSE {
 				return fmt.Errorf("server %q: transport %q is neither %q nor %q", s.Name, t, TransportStreamable, TransportSSE)
 			}
+			if err := checkOAuth(s.OAuth, s.Header); err != nil {
+				return fmt.Errorf("server %q: the upstream's credentials: %w", s.Name, err)
+			}
+		case s.OAuth != nil:
+			return fmt.Errorf("server %q: OAuth credentials are for an upstream URL", s.label())
 		}
 		if err := s.Pool.check(); err != nil {
 			return fmt.Errorf("server %q: pool %w", s.label(), err)
@@ -239,6 +270,18 @@ func check(hub string, servers []Server) error {
 		}
 	}
 	return nil
+}
+
+// checkOAuth refuses incomplete OAuth credentials, or credentials beside a
+// static Authorization header.
+func checkOAuth(o *OAuthClient, header http.Header) error {
+	if o == nil {
+		return nil
+	}
+	if header.Get("Authorization") != "" {
+		return errors.New("an Authorization header or OAuth credentials, not both")
+	}
+	return o.check()
 }
 
 // connector keeps one run of a server on the hub: session after session
@@ -308,12 +351,17 @@ func (c *connector) run(ctx context.Context) error {
 // error when there should be none.
 func (c *connector) session(ctx context.Context) (time.Duration, error) {
 	log := c.logger()
-	hub, err := link.Dial(ctx, c.dialURL(), c.opts.Header, c.opts.WebSocket)
+	hub, err := c.dialHub(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
+		var noToken *noTokenError
+		switch {
+		case ctx.Err() != nil:
 			return 0, nil
-		}
-		if link.Refused(err) {
+		case errors.As(err, &noToken): // the credentials logged why
+			wait := c.back.Next()
+			log.Debug("no access token for the hub yet; waiting", "retry_in", link.Round(wait))
+			return wait, nil
+		case link.Refused(err) && c.opts.hubCreds == nil:
 			log.Error("giving up on this server: "+err.Error(), "url", link.Redact(c.opts.URL))
 			return 0, fmt.Errorf("server %s: %w: %w", c.srv.label(), ErrRefused, err)
 		}
@@ -372,11 +420,48 @@ func (c *connector) session(ctx context.Context) (time.Duration, error) {
 	return wait, nil
 }
 
+// dialHub dials the hub, with an access token when the connector has
+// OAuth credentials: a token the hub refuses with 401 is replaced, and the
+// hub dialed again, once.
+func (c *connector) dialHub(ctx context.Context) (*peer.WebSocket, error) {
+	creds := c.opts.hubCreds
+	if creds == nil {
+		return link.Dial(ctx, c.dialURL(), c.opts.Header, c.opts.WebSocket)
+	}
+	var refusedTok string // refused with 401 once already
+	var refusedErr error
+	for {
+		tok, err := creds.token(ctx, nil)
+		if err != nil {
+			if refusedErr != nil {
+				return nil, creds.refusal(ctx, refusedTok, refusedErr)
+			}
+			return nil, &noTokenError{err}
+		}
+		header := c.opts.Header.Clone()
+		if header == nil {
+			header = http.Header{}
+		}
+		header.Set("Authorization", "Bearer "+tok)
+		hub, err := link.Dial(ctx, c.dialURL(), header, c.opts.WebSocket)
+		if !link.Refused(err) {
+			return hub, err
+		}
+		if status(err) == http.StatusUnauthorized {
+			creds.refused(tok)
+		}
+		if refusedErr != nil || status(err) != http.StatusUnauthorized {
+			return nil, creds.refusal(ctx, tok, err)
+		}
+		refusedTok, refusedErr = tok, err
+	}
+}
+
 // start starts the server's side of a session: its command, or a session
 // with its HTTP server. attrs name it in logs.
 func (c *connector) start(ctx context.Context, log *slog.Logger) (up upstream, conn peer.Conn, attrs []any, err error) {
 	if c.srv.Upstream != "" {
-		h, err := dialUpstream(ctx, &c.srv, c.opts.ReadLimit, log)
+		h, err := dialUpstream(ctx, &c.srv, c.pool.upstreamClient, c.opts.ReadLimit, log)
 		if err != nil {
 			return nil, nil, nil, err
 		}

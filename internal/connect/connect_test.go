@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -19,6 +20,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/connect"
 	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 )
 
 // running is a connector started by a test.
@@ -290,13 +292,22 @@ func TestRun_rejectsBadInput(t *testing.T) {
 		{"no command", "ws://127.0.0.1:1/mcp/server", []connect.Server{{Name: "a"}}, "a command or an upstream URL is needed"},
 		{"both", "ws://127.0.0.1:1/mcp/server", []connect.Server{{Name: "a", Command: "x", Upstream: "http://h/mcp"}}, "not both"},
 		{"same name", "ws://127.0.0.1:1/mcp/server", []connect.Server{{Name: "a", Command: "x"}, {Name: "a", Command: "y"}}, "twice"},
-		{"token in URL is not echoed", "http://u:secret@h/?token=secret", []connect.Server{{Command: "x"}}, "ws://"},
+		{"token in URL is not echoed", "http://u:s3cr3t@h/?token=s3cr3t", []connect.Server{{Command: "x"}}, "ws://"},
+		{"OAuth of a command", "ws://127.0.0.1:1/mcp/server", []connect.Server{{Name: "a", Command: "x",
+			OAuth: &connect.OAuthClient{ClientID: "c", Secret: oauth.NewSecret("s3cr3t")}}}, "OAuth credentials are for an upstream URL"},
+		{"OAuth beside a header", "ws://127.0.0.1:1/mcp/server", []connect.Server{{Name: "a", Upstream: "http://h/mcp",
+			Header: http.Header{"Authorization": {"Bearer s3cr3t"}}, OAuth: &connect.OAuthClient{ClientID: "c", Secret: oauth.NewSecret("s3cr3t")}}},
+			`server "a": the upstream's credentials: an Authorization header or OAuth credentials, not both`},
+		{"OAuth without secret", "ws://127.0.0.1:1/mcp/server", []connect.Server{{Name: "a", Upstream: "http://h/mcp",
+			OAuth: &connect.OAuthClient{ClientID: "c"}}}, "an OAuth client secret (client credentials) or a refresh token file is needed"},
+		{"OAuth with a secret file missing", "ws://127.0.0.1:1/mcp/server", []connect.Server{{Name: "a", Upstream: "http://h/mcp",
+			OAuth: &connect.OAuthClient{ClientID: "c", SecretFile: "/nonexistent/secret"}}}, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := connect.Run(context.Background(), tc.servers, &connect.Options{URL: tc.url})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
-			assert.NotContains(t, err.Error(), "secret")
+			assert.NotContains(t, err.Error(), "s3cr3t")
 		})
 	}
 }
@@ -308,11 +319,16 @@ func TestParseConfig(t *testing.T) {
     "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "cwd": "/tmp", "roots": ["file:///tmp"]},
     "off": {"command": "nothing", "disabled": true},
     "remote": {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer x"}},
-    "legacy": {"type": "sse", "url": "http://127.0.0.1:3002/events"}
+    "legacy": {"type": "sse", "url": "http://127.0.0.1:3002/events"},
+    "crm": {"url": "https://crm.example/mcp", "oauth": {"clientId": "c", "clientSecretFile": "/run/secrets/c", "scope": "a b",
+      "issuer": "https://idp.example", "audience": "crm"}}
   }
 }`))
 	require.NoError(t, err)
-	require.Len(t, servers, 4)
+	require.Len(t, servers, 5)
+	assert.Equal(t, &connect.OAuthClient{ClientID: "c", SecretFile: "/run/secrets/c", Scopes: []string{"a", "b"},
+		Issuer: "https://idp.example", Audience: "crm"}, servers[0].OAuth)
+	servers = servers[1:]
 	assert.Equal(t, "files", servers[0].Name, "sorted by name")
 	assert.Equal(t, "/tmp", servers[0].Dir)
 	assert.Equal(t, []string{"file:///tmp"}, servers[0].Roots)
@@ -336,6 +352,7 @@ func TestParseConfig(t *testing.T) {
 		"mcpServers: {a: {command: x, disabled: true}}":             "every server is disabled",
 		"mcpServers: {a: {command: x}}\nservers: {b: {command: y}}": "not both",
 		"mcpServers: [":                                             "servers file",
+		"mcpServers: {a: {command: x, oauth: {clientId: c}}}":       "oauth is for a server with a url",
 	} {
 		_, err := connect.ParseConfig([]byte(in))
 		assert.ErrorContains(t, err, want, in)
@@ -349,6 +366,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"mcpServers": {"m": {"command": "npx", "args": ["-y", "x"], "env": {"A": "b"}}}}`))
 	f.Add([]byte("servers:\n  a: {url: http://h/mcp, headers: {X: y}}\n  b: {command: c, disabled: true}\n"))
 	f.Add([]byte("mcpServers: {a: {command: x, roots: [file:///tmp]}, '': {command: y}}"))
+	f.Add([]byte("mcpServers: {a: {url: https://h/mcp, oauth: {clientId: c, refreshTokenFile: /f, scope: 'x y'}}}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		servers, err := connect.ParseConfig(b)
 		if err != nil {
@@ -358,6 +376,7 @@ func FuzzParseConfig(f *testing.F) {
 		for _, s := range servers {
 			assert.NotEmpty(t, s.Name)
 			assert.True(t, (s.Command == "") != (s.Upstream == ""), "%+v", s)
+			assert.True(t, s.OAuth == nil || s.Upstream != "", "OAuth credentials are an upstream's: %+v", s)
 		}
 	})
 }

@@ -54,8 +54,27 @@
 // When the hub goes away, the connector stops the child and dials again.
 // Every next session waits a backoff that doubles from MinBackoff to
 // MaxBackoff, with jitter, and starts over once a server has run for
-// ResetAfter. A hub that refuses the credentials (HTTP 401 or 403) ends that
+// ResetAfter. A hub that refuses a static token (HTTP 401 or 403) ends that
 // server's loop with ErrRefused; nothing else does.
+//
+// # Credentials
+//
+// With Options.OAuth the connector gets access tokens for the hub (oauth.go):
+// the first handshake's token is asked for after discovery (the hub's 401
+// without a token names its Protected Resource Metadata, which names the
+// resource and the authorization server, unless OAuthClient.Issuer does),
+// by client credentials; every handshake of every server of the process
+// carries the same token, renewed before it expires, and one the hub
+// refuses is replaced at once, once per dial. A connection outlives its
+// token: the hub checks a server's token when it connects. Failures to get
+// a token, and new tokens refused one after another, wait from 1 s to 30 s
+// before the authorization server is asked again, so that nothing loops.
+//
+// With Server.OAuth an upstream HTTP server is reached as an OAuth client of
+// its own (upstream_oauth.go), never with the hub's token: the first 401
+// starts the discovery, then every request to the server's origin carries a
+// token for it, got by client credentials or from a refresh token kept in
+// a file, which is rewritten when the server rotates it (oauth_refresh.go).
 //
 // # Requests to clients, leases and pools
 //

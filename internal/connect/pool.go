@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,10 @@ type pool struct {
 	opts     *Options
 	min, max int
 	grow     chan struct{} // a run became busy while every other was
+	// upstreamClient sends the requests of every run to an HTTP server
+	// (nil: http.DefaultClient): with Server.OAuth, one client keeps the
+	// runs' access tokens.
+	upstreamClient *http.Client
 
 	// mu is taken under a relay's mu (relay.count tells loaded), never
 	// the other way.

@@ -3,6 +3,7 @@ package connect
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -43,12 +44,13 @@ var _ upstream = (*httpUpstream)(nil)
 // dialUpstream opens a session with srv's HTTP server. Streamable HTTP sends
 // nothing yet (the hub's initialize opens the session); HTTP+SSE opens its
 // event stream and waits for the server to name its message endpoint.
-func dialUpstream(ctx context.Context, srv *Server, readLimit int, log *slog.Logger) (*httpUpstream, error) {
+// client sends the requests (nil: http.DefaultClient).
+func dialUpstream(ctx context.Context, srv *Server, client *http.Client, readLimit int, log *slog.Logger) (*httpUpstream, error) {
 	// NameRelated: the hub learns which call each of the server's requests
 	// serves from the POST stream that carried it, so that one session
 	// serves every client at once (an HTTP+SSE server's requests all come
 	// on one stream: its session is leased to one client at a time).
-	opts := &mcp.StreamableClientOptions{Header: srv.Header, MaxMessageBytes: readLimit, Logger: log, NameRelated: true}
+	opts := &mcp.StreamableClientOptions{HTTPClient: client, Header: srv.Header, MaxMessageBytes: readLimit, Logger: log, NameRelated: true}
 	if srv.transport() == TransportSSE {
 		ctx, cancel := context.WithTimeout(ctx, link.DialTimeout)
 		defer cancel()
