@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/connect"
+	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 )
 
 // connectOptions are the flags of `hub connect`.
@@ -30,6 +31,10 @@ type connectOptions struct {
 	shared      bool
 	initTimeout time.Duration
 	log         logFlags
+
+	// The connector's OAuth client of the hub, and of an --upstream server.
+	oauthClientID, oauthSecretFile, oauthIssuer, oauthScope, oauthAudience, oauthResource string
+	upClientID, upSecretFile, upRefreshFile, upScope                                      string
 }
 
 func connectCommand(o *connectOptions) *command {
@@ -50,6 +55,9 @@ func connectCommand(o *connectOptions) *command {
 		"hub connect --hub wss://hub.example --token-file /run/secrets/hub-token --config claude_desktop_config.json",
 		"hub connect --hub ws://127.0.0.1:8080 --name remote --upstream http://10.0.0.5:3001/mcp --header 'Authorization: Bearer x'",
 		"hub connect --hub ws://127.0.0.1:8080 --pool 1..8 -- npx -y @modelcontextprotocol/server-everything",
+		"hub connect --hub wss://hub.example --oauth-client-id weather-connector --oauth-client-secret-file /run/secrets/weather -- ./weather-server",
+		"hub connect --hub wss://hub.example --name crm --upstream https://crm.example/mcp \\",
+		"    --upstream-oauth-client-id crm-connector --upstream-oauth-client-secret-file /run/secrets/crm",
 	}
 	c.notes = "--config reads the shape desktop clients use, in YAML or JSON:\n" +
 		"  mcpServers:\n" +
@@ -59,7 +67,11 @@ func connectCommand(o *connectOptions) *command {
 		"so the hub lets each child serve one client's calls at a time; --pool keeps more children for more\n" +
 		"clients at once, and --shared says the server needs none of that.\n" +
 		"The child's stderr goes to the log line by line, marked server=NAME. SIGTERM or SIGINT stops every\n" +
-		"child (its whole process group: SIGTERM, then SIGKILL after 5s) and closes the connections."
+		"child (its whole process group: SIGTERM, then SIGKILL after 5s) and closes the connections.\n" +
+		"With --oauth-client-id the connector gets access tokens for the hub by client credentials (docs/connect.md,\n" +
+		"\"Credentials\"): the issuer is found from the hub's metadata unless --oauth-issuer names it. Client secrets are\n" +
+		"read from a file, or from " + connect.ClientSecretEnv + " and " + connect.UpstreamClientSecretEnv + ":\n" +
+		"never from the command line, and no child sees them."
 	c.noEnv["root"], c.noEnv["header"] = true, true
 	fs := c.fs
 	fs.StringVar(&o.hub, "hub", "", "the hub: `URL` ws://HOST:PORT (or wss://, http://, https://; the path defaults to /mcp/server)")
@@ -75,6 +87,16 @@ func connectCommand(o *connectOptions) *command {
 	fs.DurationVar(&o.poolIdle, "pool-idle", connect.DefaultPoolIdle, "how long a child beyond the pool's MIN may have no call before it is stopped")
 	fs.BoolVar(&o.shared, "shared", false, "every child serves every client's calls at once: for a server that asks clients nothing during a call (no sampling, elicitation or roots), or names the call when it does")
 	fs.DurationVar(&o.initTimeout, "init-timeout", connect.DefaultInitTimeout, "how long a server may take to answer the hub's initialize (or server/discover) before it is restarted")
+	fs.StringVar(&o.oauthClientID, "oauth-client-id", "", "OAuth client `id` the connector gets access tokens for the hub as (client credentials), instead of a static --token")
+	fs.StringVar(&o.oauthSecretFile, "oauth-client-secret-file", "", "`file` holding that client's secret (or "+connect.ClientSecretEnv+"; never on the command line)")
+	fs.StringVar(&o.oauthIssuer, "oauth-issuer", "", "the authorization server's issuer `URL` (default: the first one the hub's resource metadata names)")
+	fs.StringVar(&o.oauthScope, "oauth-scope", "mcp:server", "`scopes` to ask for, space- or comma-separated")
+	fs.StringVar(&o.oauthAudience, "oauth-audience", "", "`value` of the token request's audience parameter, for authorization servers that read it instead of the resource (Auth0)")
+	fs.StringVar(&o.oauthResource, "oauth-resource", "", "the hub's resource identifier `URL`, <public-url>/mcp/server (default: what its metadata says, which must match --hub's address)")
+	fs.StringVar(&o.upClientID, "upstream-oauth-client-id", "", "OAuth client `id` of the connector at the --upstream server's authorization server (found from the server's 401)")
+	fs.StringVar(&o.upSecretFile, "upstream-oauth-client-secret-file", "", "`file` holding that client's secret (or "+connect.UpstreamClientSecretEnv+"): client credentials, or a confidential client's refreshes")
+	fs.StringVar(&o.upRefreshFile, "upstream-oauth-refresh-token-file", "", "`file` holding a refresh token for the --upstream server: tokens by the refresh grant; a rotated refresh token is written back")
+	fs.StringVar(&o.upScope, "upstream-oauth-scope", "", "`scopes` to ask the --upstream server's authorization server for (default: those of its 401, else its metadata's)")
 	o.log.add(fs)
 	return c
 }
@@ -83,6 +105,10 @@ func connectCommand(o *connectOptions) *command {
 func runConnect(ctx context.Context, args []string, env *Env) error {
 	var o connectOptions
 	c := connectCommand(&o)
+	if flag := secretOnCommandLine(args); flag != "" {
+		return usagef("connect", "%s: a client secret is never taken on the command line, where every user sees it: "+
+			"give %s-file FILE, or the environment variable", flag, flag)
+	}
 	if err := c.parse(args, env); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -92,6 +118,16 @@ func runConnect(ctx context.Context, args []string, env *Env) error {
 	servers, err := o.servers(c.fs.Args())
 	if err != nil {
 		return err
+	}
+	upOAuth, err := o.upstreamOAuth(env)
+	if err != nil {
+		return err
+	}
+	if upOAuth != nil {
+		if o.upstream == "" {
+			return usagef("connect", "--upstream-oauth-client-id applies to --upstream (in a --config file, give the server oauth: {clientId: ...})")
+		}
+		servers[0].OAuth = upOAuth
 	}
 	if o.hub == "" {
 		return usagef("connect", "--hub is required (or SWITCHBOARD_HUB): the hub's URL, e.g. ws://127.0.0.1:8080")
@@ -104,6 +140,13 @@ func runConnect(ctx context.Context, args []string, env *Env) error {
 	if err != nil {
 		return usagef("connect", "--hub: %w", err)
 	}
+	hubOAuth, err := o.hubOAuth(env)
+	if err != nil {
+		return err
+	}
+	if hubOAuth != nil && header != nil {
+		return usagef("connect", "give the hub a static token (--token, --token-file, SWITCHBOARD_TOKEN, ?token=) or --oauth-client-id, not both")
+	}
 	log, err := o.log.logger("connect", env.Stderr)
 	if err != nil {
 		return err
@@ -112,7 +155,75 @@ func runConnect(ctx context.Context, args []string, env *Env) error {
 		log.Warn("the token is on the command line (" + visible + "), where every user of this machine sees it in the process list; " +
 			"use --token-file FILE or SWITCHBOARD_TOKEN instead")
 	}
-	return connect.Run(ctx, servers, &connect.Options{URL: hubURL, Header: header, Logger: log, InitTimeout: o.initTimeout, PoolIdle: o.poolIdle})
+	return connect.Run(ctx, servers, &connect.Options{URL: hubURL, Header: header, OAuth: hubOAuth, Logger: log,
+		InitTimeout: o.initTimeout, PoolIdle: o.poolIdle})
+}
+
+// secretOnCommandLine names a flag that would put a client secret on the
+// command line (which has none: secrets come from files or variables), so
+// that the refusal says where to put it; "" when there is none.
+func secretOnCommandLine(args []string) string {
+	for _, a := range args {
+		if a == "--" {
+			return ""
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "oauth-client-secret" || name == "upstream-oauth-client-secret") {
+			return "--" + name
+		}
+	}
+	return ""
+}
+
+// hubOAuth returns the connector's OAuth client of the hub, or nil without
+// --oauth-client-id.
+func (o *connectOptions) hubOAuth(env *Env) (*connect.OAuthClient, error) {
+	if o.oauthClientID == "" {
+		if o.oauthSecretFile != "" || o.oauthIssuer != "" || o.oauthAudience != "" || o.oauthResource != "" {
+			return nil, usagef("connect", "--oauth-client-secret-file, --oauth-issuer, --oauth-audience and --oauth-resource need --oauth-client-id")
+		}
+		return nil, nil
+	}
+	c := &connect.OAuthClient{ClientID: o.oauthClientID, SecretFile: o.oauthSecretFile, Issuer: o.oauthIssuer,
+		Scopes: scopes(o.oauthScope), Audience: o.oauthAudience, Resource: o.oauthResource}
+	if c.SecretFile == "" {
+		c.Secret = envSecret(env, connect.ClientSecretEnv)
+	}
+	if c.SecretFile == "" && c.Secret.Reveal() == "" {
+		return nil, usagef("connect", "--oauth-client-id needs the client's secret: --oauth-client-secret-file FILE or %s", connect.ClientSecretEnv)
+	}
+	return c, nil
+}
+
+// upstreamOAuth returns the connector's OAuth client of the --upstream
+// server, or nil without --upstream-oauth-client-id.
+func (o *connectOptions) upstreamOAuth(env *Env) (*connect.OAuthClient, error) {
+	if o.upClientID == "" {
+		if o.upSecretFile != "" || o.upRefreshFile != "" || o.upScope != "" {
+			return nil, usagef("connect", "--upstream-oauth-client-secret-file, --upstream-oauth-refresh-token-file and --upstream-oauth-scope need --upstream-oauth-client-id")
+		}
+		return nil, nil
+	}
+	c := &connect.OAuthClient{ClientID: o.upClientID, SecretFile: o.upSecretFile, RefreshTokenFile: o.upRefreshFile, Scopes: scopes(o.upScope)}
+	if c.SecretFile == "" {
+		c.Secret = envSecret(env, connect.UpstreamClientSecretEnv)
+	}
+	if c.SecretFile == "" && c.Secret.Reveal() == "" && c.RefreshTokenFile == "" {
+		return nil, usagef("connect", "--upstream-oauth-client-id needs the client's secret (--upstream-oauth-client-secret-file FILE or %s) "+
+			"or --upstream-oauth-refresh-token-file FILE", connect.UpstreamClientSecretEnv)
+	}
+	return c, nil
+}
+
+// envSecret is the client secret in the environment variable name, if any.
+func envSecret(env *Env, name string) oauth.Secret {
+	v, _ := env.LookupEnv(name)
+	return oauth.NewSecret(v)
+}
+
+// scopes splits a list of scopes given with spaces or commas.
+func scopes(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 // readToken returns the token for the hub: --token's (or SWITCHBOARD_TOKEN),
