@@ -23,6 +23,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/e2e/gosdk/askserver"
 	hubconnect "github.com/switchboard-mcp/switchboard/internal/connect"
+	"github.com/switchboard-mcp/switchboard/internal/link"
 	"github.com/switchboard-mcp/switchboard/internal/redistest"
 	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
@@ -124,9 +125,9 @@ func runConnector(t *testing.T, h *httptest.Server, srv hubconnect.Server) {
 	done := make(chan error, 1)
 	go func() {
 		done <- hubconnect.Run(ctx, []hubconnect.Server{srv}, &hubconnect.Options{
-			URL:        "ws" + strings.TrimPrefix(h.URL, "http") + "/mcp/server",
-			Logger:     slog.New(slog.NewTextHandler(&log, nil)),
-			MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+			URL:    "ws" + strings.TrimPrefix(h.URL, "http") + "/mcp/server",
+			Logger: slog.New(slog.NewTextHandler(&log, nil)),
+			Retry:  link.Retry{MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
 		})
 	}()
 	t.Cleanup(func() {

@@ -128,13 +128,11 @@ type Options struct {
 	// InitTimeout is how long a server may take to answer the hub's
 	// initialize before it is restarted. Default 30 s.
 	InitTimeout time.Duration
-	// MinBackoff and MaxBackoff bound the wait before a restart or a
-	// reconnection (it doubles after each failure, with jitter). Defaults
-	// 1 s and 30 s.
-	MinBackoff, MaxBackoff time.Duration
-	// ResetAfter: a server that ran this long since it was initialized is
-	// restarted after MinBackoff again. Default 30 s.
-	ResetAfter time.Duration
+	// Retry spaces out restarts and reconnections: the wait doubles after
+	// each failure from MinBackoff to MaxBackoff (defaults 1 s and 30 s),
+	// and a server that ran ResetAfter (default 30 s) since it was
+	// initialized is restarted after MinBackoff again.
+	link.Retry
 	// StopGrace is how long a child has to exit after SIGTERM before its
 	// process group is killed. Default 5 s.
 	StopGrace time.Duration
@@ -161,16 +159,7 @@ func (o *Options) withDefaults() Options {
 	if v.InitTimeout <= 0 {
 		v.InitTimeout = DefaultInitTimeout
 	}
-	if v.MinBackoff <= 0 {
-		v.MinBackoff = DefaultMinBackoff
-	}
-	if v.MaxBackoff <= 0 {
-		v.MaxBackoff = DefaultMaxBackoff
-	}
-	v.MaxBackoff = max(v.MaxBackoff, v.MinBackoff)
-	if v.ResetAfter <= 0 {
-		v.ResetAfter = DefaultResetAfter
-	}
+	v.Retry = v.Retry.Or(link.Retry{MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff, ResetAfter: DefaultResetAfter})
 	if v.StopGrace <= 0 {
 		v.StopGrace = DefaultStopGrace
 	}

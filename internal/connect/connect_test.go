@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-mcp/switchboard/internal/connect"
+	"github.com/switchboard-mcp/switchboard/internal/link"
 	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/oauth"
@@ -218,7 +219,7 @@ func TestRun_initializeTimeout(t *testing.T) {
 func TestRun_exitingChildBacksOff(t *testing.T) {
 	th := startHub(t, hub.Config{})
 	r := runConnector(t, []connect.Server{selfServer("quitter", "exit")}, connect.Options{
-		URL: th.url("/mcp/server"), MinBackoff: 20 * time.Millisecond, MaxBackoff: 80 * time.Millisecond})
+		URL: th.url("/mcp/server"), Retry: link.Retry{MinBackoff: 20 * time.Millisecond, MaxBackoff: 80 * time.Millisecond}})
 	r.log.waitLog(t, 3, "the server exited with status 3; restarting", "server=quitter")
 	assert.GreaterOrEqual(t, r.log.count("server stderr", "giving up at once"), 2)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchboard-mcp/switchboard/internal/connect"
 	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/internal/link"
 	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
 	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
@@ -229,7 +230,7 @@ func TestOAuth_hubRefusesAToken(t *testing.T) {
 	creds, m := machine(as, "mcp:server")
 	oh := startOAuthHub(t, as, map[string]string{m.ID: "fake"})
 	r := runConnector(t, []connect.Server{selfServer("fake", "server")},
-		connect.Options{URL: oh.url("/mcp/server"), OAuth: creds, MinBackoff: 100 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+		connect.Options{URL: oh.url("/mcp/server"), OAuth: creds, Retry: link.Retry{MinBackoff: 100 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}})
 	c := oh.client(t)
 	waitTool(t, c, "fake__echo", true)
 	as.Rotate(true)
@@ -246,7 +247,7 @@ func TestOAuth_hubRefusesAToken(t *testing.T) {
 	// Tokens for /mcp, refused at /mcp/server.
 	creds.Issuer, creds.Resource = as.Issuer(), "http://"+oh.addr+"/mcp"
 	r = runConnector(t, []connect.Server{selfServer("fake", "server")},
-		connect.Options{URL: oh.url("/mcp/server"), OAuth: creds, MinBackoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+		connect.Options{URL: oh.url("/mcp/server"), OAuth: creds, Retry: link.Retry{MinBackoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}})
 	r.log.waitLog(t, 2, "the hub refused the access token (HTTP 401 invalid_token: the access token is not meant for this resource); retrying")
 	time.Sleep(2500 * time.Millisecond) // the waits of the credentials, not the connector's 50 ms, pace the token requests
 	got := r.log.count("got an access token for the hub")
@@ -264,7 +265,7 @@ func TestOAuth_wrongSecret(t *testing.T) {
 	oh := startOAuthHub(t, as, map[string]string{m.ID: "fake"})
 	creds.Secret = oauth.NewSecret("not-the-secret-at-all")
 	r := runConnector(t, []connect.Server{selfServer("fake", "server")},
-		connect.Options{URL: oh.url("/mcp/server"), OAuth: creds, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+		connect.Options{URL: oh.url("/mcp/server"), OAuth: creds, Retry: link.Retry{MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}})
 	r.log.waitLog(t, 1, "cannot get an access token for the hub",
 		`the authorization server refused the token request (HTTP 401 invalid_client)`, "check the client id and its secret", "retry_in=1s")
 	before := as.Requests("/token")

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/switchboard-mcp/switchboard/internal/link"
 )
 
 // Pool bounds the runs of one server the connector keeps at once
@@ -171,7 +169,7 @@ func (p *pool) add(permanent bool) *connector {
 	defer p.mu.Unlock()
 	p.count++
 	c := &connector{srv: p.srv, opts: p.opts, pool: p, permanent: permanent, n: p.count, retire: make(chan struct{}),
-		back: link.Backoff{Min: p.opts.MinBackoff, Max: p.opts.MaxBackoff}}
+		back: p.opts.Backoff()}
 	p.runs = append(p.runs, c)
 	return c
 }

@@ -105,6 +105,37 @@ func Redact(raw string) string {
 	return u.String()
 }
 
+// Retry is how a connection to the hub is tried again: waits that double
+// from MinBackoff up to MaxBackoff, with jitter, and start over from
+// MinBackoff after a connection that lasted ResetAfter. `hub connect` and
+// `hub stdio` take it in their options, each with defaults of its own.
+type Retry struct {
+	// MinBackoff and MaxBackoff bound the wait between attempts.
+	MinBackoff, MaxBackoff time.Duration
+	// ResetAfter: a connection that lasted this long makes the next wait
+	// MinBackoff again.
+	ResetAfter time.Duration
+}
+
+// Or returns r with each field that is not set (not positive) taken from
+// def, and MaxBackoff at least MinBackoff.
+func (r Retry) Or(def Retry) Retry {
+	if r.MinBackoff <= 0 {
+		r.MinBackoff = def.MinBackoff
+	}
+	if r.MaxBackoff <= 0 {
+		r.MaxBackoff = def.MaxBackoff
+	}
+	if r.ResetAfter <= 0 {
+		r.ResetAfter = def.ResetAfter
+	}
+	r.MaxBackoff = max(r.MaxBackoff, r.MinBackoff)
+	return r
+}
+
+// Backoff returns a Backoff from MinBackoff to MaxBackoff.
+func (r Retry) Backoff() Backoff { return Backoff{Min: r.MinBackoff, Max: r.MaxBackoff} }
+
 // Backoff spaces out attempts: each wait doubles the last, from Min up to
 // Max, and is drawn at random from its upper half, so that many that failed
 // together do not retry together.

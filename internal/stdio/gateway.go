@@ -40,12 +40,11 @@ type Options struct {
 	// Logger receives what a person should know: connected, lost,
 	// reconnecting, refused. Nil discards it.
 	Logger *slog.Logger
-	// MinBackoff and MaxBackoff bound the wait between attempts to reach
-	// the hub (doubling, with jitter). Defaults 500 ms and 10 s.
-	MinBackoff, MaxBackoff time.Duration
-	// ResetAfter: a connection that lasted this long makes the next wait
-	// MinBackoff again. Default 30 s.
-	ResetAfter time.Duration
+	// Retry spaces out the attempts to reach the hub: the wait doubles
+	// from MinBackoff to MaxBackoff (defaults 500 ms and 10 s), and a
+	// connection that lasted ResetAfter (default 30 s) makes the next wait
+	// MinBackoff again.
+	link.Retry
 	// MaxHeld bounds the client's frames held while the hub is not
 	// reachable; requests beyond it fail at once with -32000. Default 1024.
 	MaxHeld int
@@ -61,15 +60,7 @@ func (o *Options) withDefaults() Options {
 	if v.Logger == nil {
 		v.Logger = slog.New(slog.DiscardHandler)
 	}
-	if v.MinBackoff <= 0 {
-		v.MinBackoff = DefaultMinBackoff
-	}
-	if v.MaxBackoff <= 0 {
-		v.MaxBackoff = DefaultMaxBackoff
-	}
-	if v.ResetAfter <= 0 {
-		v.ResetAfter = DefaultResetAfter
-	}
+	v.Retry = v.Retry.Or(link.Retry{MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff, ResetAfter: DefaultResetAfter})
 	if v.MaxHeld <= 0 {
 		v.MaxHeld = DefaultMaxHeld
 	}
@@ -318,7 +309,7 @@ func (g *gateway) toClient(frame []byte) {
 // link keeps a connection to the hub until ctx ends, reconnecting with
 // backoff. It returns an error only when the hub refuses the credentials.
 func (g *gateway) link(ctx context.Context) error {
-	back := link.Backoff{Min: g.opts.MinBackoff, Max: g.opts.MaxBackoff}
+	back := g.opts.Backoff()
 	where := link.Redact(g.opts.URL)
 	for {
 		conn, err := link.Dial(ctx, g.opts.URL, g.opts.Header, g.opts.WebSocket)

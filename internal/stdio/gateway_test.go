@@ -192,7 +192,7 @@ func start(t *testing.T, cfg hub.Config, path string, header map[string][]string
 	go func() {
 		s.done <- stdio.Serve(ctx, ours, &stdio.Options{
 			URL: s.proxy.url(path), Header: header, Logger: testLogger(s.log),
-			MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
+			Retry: link.Retry{MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
 		})
 	}()
 	t.Cleanup(func() {
