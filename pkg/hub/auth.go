@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -190,9 +191,9 @@ func (p *principal) sees(k listKind, it *aggItem, sep string) bool {
 	}
 	switch k {
 	case kindTools, kindPrompts:
-		return g.admits(it.key)
+		return g.admits(cmp.Or(it.canon, it.key))
 	}
-	return g.mayUseServer(it.server, sep) && g.mayUseURI(uriOf(k, it))
+	return g.mayUseServer(cmp.Or(it.via, it.server), sep) && g.mayUseURI(uriOf(k, it))
 }
 
 // admits reports whether the token's tools patterns admit a tool or prompt

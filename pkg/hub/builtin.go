@@ -2,10 +2,13 @@ package hub
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/pkg/catalog"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
@@ -17,6 +20,7 @@ const (
 	uriClients   = "switchboard://clients"           // stats_clients.go; operators only
 	uriCalls     = "switchboard://calls"             // stats_calls.go; operators only
 	uriCallsArgs = "switchboard://calls?arguments=1" // the same with arguments; admins only
+	uriCatalog   = "switchboard://catalog"           // catalog.go; operators only
 )
 
 func isBuiltin(uri string) bool { return strings.HasPrefix(uri, "switchboard://") }
@@ -34,6 +38,9 @@ var builtinItems = func() []*aggItem {
 			MIMEType:    "application/json"},
 		{URI: uriClients, Name: "clients", Title: "Connected clients",
 			Description: "Every client connected to the cluster: name, version, transport, token, instance, connected since, calls in flight. Operators only.",
+			MIMEType:    "application/json"},
+		{URI: uriCatalog, Name: "catalog", Title: "Catalog",
+			Description: "The catalog in force: each virtual server's members, effective names and warnings, the aggregate's naming policy, and why the last catalog offered was refused, if it was. Operators only; admins also get its source.",
 			MIMEType:    "application/json"},
 		{URI: uriCalls, Name: "calls", Title: "Call log",
 			Description: "The cluster's last calls: time, client, tool, duration, outcome. Operators only; switchboard://calls?arguments=1 adds the arguments, for admins.",
@@ -58,6 +65,22 @@ type serversDoc struct {
 	// Departed are servers that left lately and have not come back, with
 	// why (a connector's child that exits, say).
 	Departed []departure `json:"departed,omitempty"`
+	// VirtualServers are the catalog's, served at /servers/<name>/mcp
+	// like a real server.
+	VirtualServers []virtualServerDoc `json:"virtualServers,omitempty"`
+}
+
+// virtualServerDoc is a virtual server in switchboard://servers.
+type virtualServerDoc struct {
+	Name      string            `json:"name"`
+	Title     string            `json:"title,omitempty"`
+	Discovery catalog.Discovery `json:"discovery"`
+	Members   []string          `json:"members"`
+	Tools     int               `json:"tools"`
+	Resources int               `json:"resources"`
+	Templates int               `json:"resourceTemplates"`
+	Prompts   int               `json:"prompts"`
+	Warnings  int               `json:"warnings,omitempty"`
 }
 
 type serverDoc struct {
@@ -162,6 +185,7 @@ func (h *Hub) readBuiltin(s *session, uri string) (any, error) {
 				d.Departed = append(d.Departed, dep)
 			}
 		}
+		d.VirtualServers = h.virtualServerDocs(s, v)
 		clients := 0
 		for _, in := range d.Instances {
 			clients += in.Clients
@@ -171,6 +195,15 @@ func (h *Hub) readBuiltin(s *session, uri string) (any, error) {
 		doc = d
 	case uriInstances:
 		doc = instancesDoc{Instance: h.id, Instances: instances}
+	case uriCatalog:
+		if err := h.builtinAccess(s, uri); err != nil {
+			return nil, err
+		}
+		text, err := h.readCatalog(s)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(text)}}}, nil
 	default:
 		return nil, errResourceNotFound(uri)
 	}
@@ -184,7 +217,7 @@ func (h *Hub) readBuiltin(s *session, uri string) (any, error) {
 // builtinsChanged tells the subscribers of the hub's own resources that they
 // changed.
 func (h *Hub) builtinsChanged() {
-	for _, uri := range []string{uriServers, uriInstances} {
+	for _, uri := range []string{uriServers, uriInstances, uriCatalog} {
 		h.subs.deliverLocal(uri, encodeNotification(mcp.NotificationResourceUpdated, &mcp.ResourceUpdatedParams{URI: uri}))
 	}
 }
@@ -194,7 +227,7 @@ func (h *Hub) builtinsChanged() {
 // of calls for admins.
 func (h *Hub) builtinAccess(s *session, uri string) error {
 	switch uri {
-	case uriClients, uriCalls:
+	case uriClients, uriCalls, uriCatalog:
 		if !s.who.has(RoleDashboard) {
 			return forbidden(s.who, "read "+uri+" (operators only: dashboard and admin tokens)")
 		}
@@ -227,4 +260,24 @@ func (h *Hub) readTraffic(s *session, uri string) (any, error) {
 		return nil, err
 	}
 	return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(text)}}}, nil
+}
+
+// virtualServerDocs describes the catalog's virtual servers the session's
+// token may use, for switchboard://servers: what each offers to it.
+func (h *Hub) virtualServerDocs(s *session, v *view) []virtualServerDoc {
+	if v.cat == nil {
+		return nil
+	}
+	var out []virtualServerDoc
+	for _, name := range slices.Sorted(maps.Keys(v.cat.virtual)) {
+		vl := v.virtualOf(name)
+		if vl == nil || !s.who.has(RoleDashboard) && !s.who.mayUseServer(name, h.cfg.Separator) {
+			continue
+		}
+		n := func(k listKind) int { return len(s.itemsOf(vl.lists[k], k)) } // the tools it has, in search mode too
+		out = append(out, virtualServerDoc{Name: name, Title: vl.vs.Title, Discovery: vl.vs.Discovery, Members: vl.vs.Members(),
+			Tools: n(kindTools), Resources: n(kindResources), Templates: n(kindTemplates), Prompts: n(kindPrompts),
+			Warnings: len(vl.view.Warnings)})
+	}
+	return out
 }

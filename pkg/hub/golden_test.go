@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-mcp/switchboard/internal/redistest"
+	"github.com/switchboard-mcp/switchboard/pkg/catalog"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
@@ -54,6 +55,13 @@ import (
 //	quiet C                      C has received nothing it was not expected to
 //	distinct V...                the values (JSON, or bound "$name"s) differ pairwise:
 //	                             e.g. the ids the hub gave two calls
+//	instance A catalog=F [discovery=search]
+//	                             A reads its catalog from a file of its own,
+//	                             written from the archive's section F
+//	catalog A F                  A's catalog file is rewritten from section F;
+//	                             wait until A serves it (or refused it: then
+//	                             until it says so)
+//	client C [on A] [path=P]     a raw client connection to P (default /mcp)
 //
 // In an expected frame, a string "$name" matches any value and binds it;
 // a batch's answers match in any order;
@@ -237,7 +245,40 @@ type goldenRun struct {
 	clients   map[string]*goldenHTTP
 	responses map[string]*goldenResponse
 	vars      map[string]any
+	arch      txtar // the archive: catalog files are its sections
 	wg        sync.WaitGroup
+}
+
+// section returns the archive's section name.
+func (r *goldenRun) section(n int, name string) string {
+	for _, f := range r.arch.files {
+		if f.name == name {
+			return f.data
+		}
+	}
+	r.t.Fatalf("line %d: the archive has no section %q", n, name)
+	return ""
+}
+
+// rewriteCatalog writes an instance's catalog file anew and waits until it
+// serves that catalog, or says it refused it.
+func (r *goldenRun) rewriteCatalog(n int, th *testHub, data string) {
+	t := r.t
+	path := th.cfg.CatalogFile
+	require.NotEmpty(t, path, "line %d: the instance has no catalog file", n)
+	th.catalog.mu.Lock()
+	before := th.catalog.refused
+	th.catalog.mu.Unlock()
+	require.NoError(t, os.WriteFile(path, []byte(data), 0o644), "line %d", n)
+	sum := catalogSum([]byte(data))
+	require.Eventually(t, func() bool {
+		if v := th.reg.view(); v.cat != nil && v.cat.source != nil && v.cat.source.sum == sum {
+			return true
+		}
+		th.catalog.mu.Lock()
+		defer th.catalog.mu.Unlock()
+		return th.catalog.refused != nil && th.catalog.refused != before
+	}, wait, time.Millisecond, "line %d: the instance never took or refused its new catalog", n)
 }
 
 func runGolden(t *testing.T, file string) {
@@ -263,6 +304,7 @@ func runGolden(t *testing.T, file string) {
 		r.wg.Wait()
 	})
 
+	r.arch = arch
 	lines := strings.Split(arch.files[scriptIdx].data, "\n")
 	for i := 0; i < len(lines); i++ {
 		if name, ok := unordered(lines[i]); ok {
@@ -345,6 +387,11 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 			require.NoError(t, err, "line %d", n)
 			cfg.RateBurst = b
 		}
+		if sec := opts["catalog"]; sec != "" {
+			cfg.CatalogFile = filepath.Join(r.t.TempDir(), "catalog.yaml")
+			require.NoError(t, os.WriteFile(cfg.CatalogFile, []byte(r.section(n, sec)), 0o644), "line %d", n)
+		}
+		cfg.Discovery = catalog.Discovery(opts["discovery"])
 		switch opts["responses"] {
 		case "", "auto":
 		case "sse":
@@ -365,6 +412,9 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 		}
 		th := r.instance(n, opts["on"])
 		path := "/mcp"
+		if p := opts["path"]; p != "" {
+			path = p
+		}
 		if words[0] == "server" {
 			name := words[1]
 			if opts["name"] != "" {
@@ -395,6 +445,10 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 			return "", false
 		}
 		r.conn(n, words[1]).conn.Close(peer.CloseNormal, "")
+		return "", false
+	case "catalog":
+		require.Len(t, words, 3, "line %d: catalog INSTANCE SECTION", n)
+		r.rewriteCatalog(n, r.instance(n, words[1]), r.section(n, words[2]))
 		return "", false
 	case "distinct":
 		var vals []string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/switchboard-mcp/switchboard/pkg/catalog"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
@@ -163,6 +164,20 @@ type Config struct {
 	// with an id, so a client can resume it with Last-Event-ID).
 	HTTPResponses mcp.ResponseMode
 
+	// CatalogFile is the catalog file (YAML or JSON: virtual servers, the
+	// aggregate's naming policy; pkg/catalog); "" for none. It must parse
+	// when the hub starts; later it is read again when it changes (looked
+	// at every CatalogPoll, default 250 ms) and on ReloadCatalog, and a
+	// catalog that does not parse is refused, the one in force kept.
+	// Instances with a catalog file share the newest catalog through the
+	// broker (catalog_cluster.go).
+	CatalogFile string
+	CatalogPoll time.Duration
+	// Discovery is how /mcp offers tools: catalog.DiscoveryList (the
+	// default) lists them all, catalog.DiscoverySearch lists the
+	// meta-tools search_tools and call_tool.
+	Discovery catalog.Discovery
+
 	// WebSocket tunes every connection (keepalive, write timeout).
 	WebSocket peer.WebSocketOptions
 	// Logger receives the hub's logs; nil means slog.Default().
@@ -252,6 +267,7 @@ func (cfg *Config) setDefaults() {
 	def(&cfg.ReplayEvents, mcp.DefaultReplayEvents)
 	def(&cfg.ReplayBytes, mcp.DefaultReplayBytes)
 	def(&cfg.SendQueue, DefaultSendQueue)
+	defDur(&cfg.CatalogPoll, DefaultCatalogPoll)
 	if cfg.InstanceID == "" {
 		cfg.InstanceID = uuid.NewString()
 	}
@@ -283,6 +299,7 @@ type Hub struct {
 	elicits    elicitations           // where URL-mode elicitations went (routing_elicitation.go)
 	stats      *stats                 // traffic statistics: switchboard://stats, clients, calls
 	oauth      *resourceServer        // nil without OAuthConfig
+	catalog    *catalogKeeper         // the catalog in force (catalog.go)
 	mux        http.Handler
 
 	changedMu sync.Mutex
@@ -308,6 +325,11 @@ type Hub struct {
 // New returns a hub. Close it to release its goroutines and connections.
 func New(cfg Config) (*Hub, error) {
 	cfg.setDefaults()
+	switch cfg.Discovery {
+	case "", catalog.DiscoveryList, catalog.DiscoverySearch:
+	default:
+		return nil, fmt.Errorf("hub: discovery is %q or %q, not %q", catalog.DiscoveryList, catalog.DiscoverySearch, cfg.Discovery)
+	}
 	h := &Hub{
 		cfg:      cfg,
 		log:      cfg.Logger,
@@ -338,6 +360,8 @@ func New(cfg Config) (*Hub, error) {
 	h.broker = &meteredBroker{Broker: h.broker, m: h.metrics}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.reg = newRegistry(cfg.ReservationPeriod, h.viewChanged)
+	h.reg.derive = h.deriveCatalog
+	h.catalog = newCatalogKeeper(h, cfg.CatalogFile)
 	h.subs = newSubscriptions(h)
 	h.inputs = newInputs(h)
 	h.leases = newLeases(h)
@@ -360,6 +384,11 @@ func New(cfg Config) (*Hub, error) {
 	if h.oauth != nil {
 		h.goOwned(func() { _ = h.oauth.v.Run(h.ctx) }) // the issuers' keys ahead of need; logs an issuer down
 	}
+	if err := h.catalog.start(h.ctx); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	h.reg.reannounce() // what the catalog, or the search mode, makes of the (empty) view
 	return h, nil
 }
 
@@ -447,6 +476,7 @@ func (h *Hub) Close() error {
 	h.cancel()
 	h.wg.Wait()
 	h.subs.close()
+	h.catalog.stopSharing()
 	h.cluster.close()
 	h.stats.close()
 	var err error

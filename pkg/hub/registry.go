@@ -153,6 +153,13 @@ type aggItem struct {
 	replicas []*replicaInfo  // the server's replicas that offer it
 	tmpl     *mcp.URITemplate
 	owner    string // its server's token
+	// canon is the name tokens check, where it is not key: the aggregated
+	// <server><sep><name> of a tool or prompt the catalog's policy lists
+	// bare or under an alias (registry_catalog.go).
+	canon string
+	// via is the virtual server that offers it, whose name tokens check
+	// for its resources ("" on a real server's list).
+	via string
 	// reserved marks the URI or template of a server that left and keeps
 	// its place (registry_departures.go): indexed, so that no one else serves it,
 	// but in no list, and with no replica to serve it.
@@ -190,6 +197,7 @@ type view struct {
 	conflicts []conflict
 	reserved  []*reservation // the places kept for servers that left
 	gen       uint64         // counts views: a later view has a larger one
+	cat       *catalogView   // what the catalog makes of it (registry_catalog.go); nil without one
 }
 
 // lookup finds an item of a list by the key clients use.
@@ -216,20 +224,11 @@ func (v *view) replicasForURI(server, uri string) []*replicaInfo {
 }
 
 // changed returns the list_changed notifications that tell a client of
-// the whole hub (scope "") or of one server how its lists differ between
-// two views. Resources and templates are one list to clients: both change
-// resources/list_changed.
+// the endpoint of scope (the whole hub's for "", a real or a virtual
+// server's) how its lists differ between two views. Resources and
+// templates are one list to clients: both change resources/list_changed.
 func (v *view) changed(old *view, scope string) []string {
-	cur, prev := v.hash, old.hash
-	if scope != "" {
-		cur, prev = [numKinds]uint64{}, [numKinds]uint64{}
-		if sl := v.own[scope]; sl != nil {
-			cur = sl.hash
-		}
-		if sl := old.own[scope]; sl != nil {
-			prev = sl.hash
-		}
-	}
+	cur, prev := v.hashes(scope), old.hashes(scope)
 	var methods []string
 	if cur[kindTools] != prev[kindTools] {
 		methods = append(methods, mcp.NotificationToolsListChanged)
@@ -296,7 +295,10 @@ type registry struct {
 	reserved       map[string]*reservation            // the places this instance saw left, by server name
 	remoteReserved map[string][]*reservation          // those other instances published, by instance
 	cur            atomic.Pointer[view]
-	onChange       func(old, cur *view) // called under mu, in order; must not block
+	// derive completes a view before it is swapped in: what the catalog
+	// makes of it (registry_catalog.go). Called under mu, in order.
+	derive   func(old, cur *view)
+	onChange func(old, cur *view) // called under mu, in order; must not block
 }
 
 func newRegistry(period time.Duration, onChange func(old, cur *view)) *registry {
@@ -531,11 +533,32 @@ func (r *registry) rebuildLocked() {
 		sets = append(sets, set)
 	}
 	v := buildView(all, activeReservations(sets, live, now))
+	r.swapLocked(old, v)
+}
+
+// swapLocked makes v, the view after old, the current one: completed
+// (derive), swapped in, and announced (onChange).
+func (r *registry) swapLocked(old, v *view) {
 	v.gen = old.gen + 1
+	if r.derive != nil {
+		r.derive(old, v)
+	}
 	r.cur.Store(v)
 	if r.onChange != nil {
 		r.onChange(old, v)
 	}
+}
+
+// reannounce makes a new view of the same servers, for a change that is
+// not theirs (the catalog's): derived again, and announced, so that
+// clients hear of the lists that changed.
+func (r *registry) reannounce() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.cur.Load()
+	v := *old
+	v.cat = nil
+	r.swapLocked(old, &v)
 }
 
 // buildView aggregates every replica's lists. Servers are taken in the

@@ -220,6 +220,8 @@ func (rp *replica) handshake(nameHint string) error {
 		return errors.New("server name is empty: set serverInfo.name or ?name=")
 	case name == reservedName:
 		return fmt.Errorf("server name %q is reserved", name)
+	case h.reg.view().isVirtual(name):
+		return fmt.Errorf("server name %q is a virtual server's (the catalog)", name)
 	case h.authOn() && !rp.who.mayRegister(name):
 		return fmt.Errorf("token %q may not register server name %q", rp.who.name, name)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/pkg/catalog"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
@@ -324,15 +325,28 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 		}
 		return &target{server: server, replicas: v.replicasForURI(server, uri), params: req.Params}, nil
 	}
-	k, what := kindTools, "tool"
+	k := kindTools
 	if req.Method == mcp.MethodPromptsGet {
-		k, what = kindPrompts, "prompt"
+		k = kindPrompts
+	}
+	return h.resolveNamed(s, v, k, req.Params, true)
+}
+
+// resolveNamed finds the target of a tools/call (k kindTools) or a
+// prompts/get by the name in params, as the session's endpoint names it:
+// the aggregate's names, a real server's own, a virtual server's
+// (routing_virtual.go). In search mode the meta-tools come first (meta:
+// a call_tool's own tool is called by name, not through them again).
+func (h *Hub) resolveNamed(s *session, v *view, k listKind, params json.RawMessage, meta bool) (*target, error) {
+	what := "tool"
+	if k == kindPrompts {
+		what = "prompt"
 	}
 	// One pass over params finds the name; the arguments, usually most of
 	// the bytes, are then copied once, around the new name.
 	var rawName []byte
 	names, metas := 0, 0
-	for key, value := range jsonrpc.Members(req.Params) {
+	for key, value := range jsonrpc.Members(params) {
 		switch string(key) {
 		case "name":
 			rawName, names = value, names+1
@@ -347,9 +361,28 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 	if name == "" {
 		return nil, errNotString("name")
 	}
+	if meta && k == kindTools && v.searching(s.scope) {
+		switch name {
+		case catalog.SearchToolsName:
+			if !s.who.has(RoleClient) {
+				return nil, forbidden(s.who, "call tool "+strconv.Quote(name))
+			}
+			return nil, nil // the hub answers (session_search.go)
+		case catalog.CallToolName:
+			return h.resolveCallTool(s, v, params)
+		}
+	}
+	if vl := v.virtualOf(s.scope); vl != nil {
+		if names > 1 {
+			return nil, errDuplicateName
+		}
+		return h.resolveVirtual(s, v, vl, k, name, rawName, params)
+	}
 	aggName := name
 	if s.scope != "" {
 		aggName = s.scope + h.cfg.Separator + name
+	} else {
+		aggName = v.canonical(k, name) // a name the catalog's policy lists
 	}
 	switch {
 	case k == kindTools && !s.who.mayCall(aggName):
@@ -365,23 +398,36 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 		if names > 1 {
 			return nil, errDuplicateName
 		}
-		return &target{server: it.server, replicas: it.replicas, params: req.Params, item: it.orig}, nil // already the server's own name
+		return &target{server: it.server, replicas: it.replicas, params: params, item: it.orig}, nil // already the server's own name
 	}
-	params, ok := jsonrpc.SpliceString(req.Params, rawName, it.orig)
+	params, err := renamed(params, rawName, it.orig, names)
+	if err != nil {
+		return nil, err
+	}
+	return &target{server: it.server, replicas: it.replicas, params: params, item: it.orig}, nil
+}
+
+// renamed returns params with the name (rawName, as the client sent it,
+// names times) replaced by the server's own, byte for byte but for it.
+func renamed(params json.RawMessage, rawName []byte, orig string, names int) (json.RawMessage, error) {
+	out, ok := jsonrpc.SpliceString(params, rawName, orig)
 	if names > 1 || !ok {
 		// Rename every one of them: a server that reads the first must not
 		// see the hub's name either.
 		var err error
-		if params, err = jsonrpc.SetMember(req.Params, "name", jsonrpc.AppendString(nil, it.orig)); err != nil {
+		if out, err = jsonrpc.SetMember(params, "name", jsonrpc.AppendString(nil, orig)); err != nil {
 			return nil, errParamsNotObject
 		}
 	}
-	return &target{server: it.server, replicas: it.replicas, params: params, item: it.orig}, nil
+	return out, nil
 }
 
 // resourceServer finds the server of a resource the session may use: one
 // of its scope, one its token may read.
 func (h *Hub) resourceServer(s *session, v *view, uri string) (string, error) {
+	if vl := v.virtualOf(s.scope); vl != nil {
+		return h.virtualResourceServer(s, vl, uri)
+	}
 	server, ok := v.serverOfURI(uri)
 	if !ok || s.scope != "" && server != s.scope {
 		return "", errResourceNotFound(uri)
@@ -430,7 +476,10 @@ func (h *Hub) resolveComplete(s *session, raw json.RawMessage) (*target, error) 
 		if err != nil {
 			return nil, err
 		}
-		aggName := name
+		if vl := v.virtualOf(s.scope); vl != nil {
+			return h.completeVirtualPrompt(s, v, vl, params, ref, name)
+		}
+		aggName := v.canonical(kindPrompts, name)
 		if s.scope != "" {
 			aggName = s.scope + h.cfg.Separator + name
 		}
@@ -452,7 +501,11 @@ func (h *Hub) resolveComplete(s *session, raw json.RawMessage) (*target, error) 
 		if err != nil {
 			return nil, err
 		}
-		if it := v.lookup(kindTemplates, uri); it != nil && (s.scope == "" || it.server == s.scope) {
+		if vl := v.virtualOf(s.scope); vl != nil {
+			if t, err := h.completeVirtualTemplate(s, v, vl, raw, uri); t != nil || err != nil {
+				return t, err
+			}
+		} else if it := v.lookup(kindTemplates, uri); it != nil && (s.scope == "" || it.server == s.scope) {
 			if !s.who.sees(kindTemplates, it, h.cfg.Separator) {
 				return nil, forbidden(s.who, "use resource template "+strconv.Quote(uri))
 			}

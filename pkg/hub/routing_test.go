@@ -93,7 +93,7 @@ func TestHub_aggregatesAndRoutes(t *testing.T) {
 	for _, r := range resources {
 		uris = append(uris, r.URI)
 	}
-	assert.Equal(t, []string{"demo://clock", "demo://counter", "switchboard://calls", "switchboard://clients", "switchboard://instances",
+	assert.Equal(t, []string{"demo://clock", "demo://counter", "switchboard://calls", "switchboard://catalog", "switchboard://clients", "switchboard://instances",
 		"switchboard://servers", "switchboard://stats"}, uris)
 	templates, err := c.AllResourceTemplates(ctx)
 	require.NoError(t, err)

@@ -451,6 +451,9 @@ func (s *session) route(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	if t == nil && req.Method == mcp.MethodToolsCall {
+		return s.searchTools(req.Params) // search mode (session_search.go)
+	}
 	if t == nil {
 		uri, _ := jsonrpc.StringMember(req.Params, "uri")
 		return h.readBuiltin(s, uri)
@@ -531,6 +534,9 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 // initializeResult is what the hub (or, on a server's own endpoint, that
 // server) says of itself to a client of version.
 func (s *session) initializeResult(version string) *mcp.InitializeResult {
+	if vl := s.hub.reg.view().virtualOf(s.scope); vl != nil {
+		return s.hub.virtualInitialize(vl, version)
+	}
 	if s.scope != "" {
 		return s.hub.scopedInitialize(s.scope, version)
 	}
@@ -581,17 +587,10 @@ func (h *Hub) scopedInitialize(server, version string) *mcp.InitializeResult {
 }
 
 // items returns the list of kind k as this session sees it: the whole
-// hub's, or its server's own; only what its token may see.
+// hub's, or its server's own (a real or a virtual server's); only what its
+// token may see.
 func (s *session) items(v *view, k listKind) []*aggItem {
-	items := v.lists[k]
-	if s.scope != "" {
-		sl := v.own[s.scope]
-		if sl == nil {
-			return nil
-		}
-		items = sl.lists[k]
-	}
-	return s.itemsOf(items, k)
+	return s.itemsOf(v.listOf(s.scope, k), k)
 }
 
 // itemsOf returns the items of kind k that the session's token may see.

@@ -52,13 +52,15 @@ func endpoint(scope string) string {
 }
 
 // scopeAllowed reports whether a session of who may be scoped to server:
-// the server must be connected and visible to the token. Otherwise it
+// the server must be connected (or be a virtual server of the catalog)
+// and visible to the token. Otherwise it
 // answers 404: the endpoint does not exist for this client.
 func (h *Hub) scopeAllowed(w http.ResponseWriter, who *principal, scope string) bool {
 	if scope == "" {
 		return true
 	}
-	if len(h.reg.view().servers[scope]) == 0 || !who.mayUseServer(scope, h.cfg.Separator) {
+	v := h.reg.view()
+	if len(v.servers[scope]) == 0 && !v.isVirtual(scope) || !who.mayUseServer(scope, h.cfg.Separator) {
 		http.Error(w, "404 not found: no server "+scope+" here", http.StatusNotFound)
 		return false
 	}

@@ -96,7 +96,7 @@ func (s *subscriptions) subscribe(ctx context.Context, ss *session, uri string) 
 	server := reservedName
 	if !isBuiltin(uri) {
 		var ok bool
-		if server, ok = h.reg.view().serverOfURI(uri); !ok {
+		if server, ok = ss.serverOfURI(h.reg.view(), uri); !ok {
 			return errResourceNotFound(uri)
 		}
 	} else if err := h.builtinAccess(ss, uri); err != nil {
