@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/pkg/catalog"
 	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/oauth"
@@ -57,6 +58,8 @@ type serveOptions struct {
 	dashClientID    string
 	dashSecretFile  string
 	dashboardScopes string
+	catalog         string
+	discovery       string
 }
 
 func serveCommand(o *serveOptions) *command {
@@ -70,7 +73,7 @@ func serveCommand(o *serveOptions) *command {
 		"hub --redis redis://10.0.0.2:6379/0            one of several instances sharing a Redis",
 	}
 	c.notes = "SIGTERM or SIGINT drains: new connections are refused and calls in flight get --drain-timeout to finish.\n" +
-		"SIGHUP reloads the tokens file and reopens the audit log.\n" +
+		"SIGHUP reloads the tokens file and the catalog file, and reopens the audit log.\n" +
 		"With --oauth-issuer the hub is an OAuth 2.1 resource server (docs/security.md, \"Authorization\"): access tokens of\n" +
 		"those issuers are accepted beside the static tokens. The dashboard's client secret is read from\n" +
 		"--dashboard-client-secret-file, or " + dashboardSecretEnv + ": never from the command line."
@@ -78,6 +81,8 @@ func serveCommand(o *serveOptions) *command {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` shared by several instances: redis://host:port/db, or a Redis Cluster as redis+cluster://host:port,host:port; empty runs one instance on its in-memory broker")
 	fs.StringVar(&o.tokens, "tokens", "", "`file` of tokens and roles (YAML or JSON); reloaded on SIGHUP")
+	fs.StringVar(&o.catalog, "catalog", "", "catalog `file` (YAML or JSON): virtual servers at /servers/<name>/mcp and the naming of /mcp; reloaded when it changes and on SIGHUP, shared with the other instances")
+	fs.StringVar(&o.discovery, "discovery", "list", "how /mcp offers tools: list (every tool) or search (the meta-tools search_tools and call_tool)")
 	fs.StringVar(&o.allowedOrigins, "allowed-origins", "", "comma-separated `origins` (host patterns) whose pages may open WebSockets, besides the hub's own")
 	fs.BoolVar(&o.demo, "demo", false, "run a demo MCP server beside the hub")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow listening beyond loopback without --tokens")
@@ -177,6 +182,7 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 		MaxSubscriptions: o.maxSubs, MaxSubscriptionsPerToken: o.maxSubsToken,
 		ServerNotificationRate: o.serverNoteRate, MaxListBytes: o.maxListBytes, MaxTemplates: o.maxTemplates,
 		ReservationPeriod: o.reservation, OAuth: oauthCfg, Audit: audit,
+		CatalogFile: o.catalog, Discovery: catalog.Discovery(o.discovery),
 	}
 	cfg.AllowedHosts = splitList(o.allowedHosts)
 	if host, _, err := net.SplitHostPort(o.addr); err == nil && host != "" {
@@ -208,7 +214,7 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 	log.Info("switchboard listening", "addr", ln.Addr().String(), "dashboard", "http://"+ln.Addr().String()+"/",
 		"tokens", o.tokens != "", "redis", o.redis != "", "oauth_issuers", splitList(o.oauthIssuers), "audit_log", o.auditLog)
 
-	if tokens != nil || audit != nil {
+	if tokens != nil || audit != nil || o.catalog != "" {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
@@ -222,6 +228,7 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 					return
 				case <-hup:
 					reload(log, tokens, audit)
+					_ = h.ReloadCatalog() // it logs what it did, or why it refused
 				}
 			}
 		}()
