@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/internal/redistest"
 	"github.com/switchboard-mcp/switchboard/pkg/catalog"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
@@ -263,4 +265,57 @@ func structured(t *testing.T, res *mcp.CallToolResult) string {
 	raw, err := json.Marshal(res.StructuredContent)
 	require.NoError(t, err)
 	return string(raw)
+}
+
+// Two instances on a real redis-server, each with a catalog file of its
+// own: a change of A's file is served by B within a second, though B's
+// file never changes; a client on A uses a virtual server whose member
+// lives on B; B restarted with its old file takes the cluster's newer
+// catalog.
+func TestCatalog_twoInstances(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	first := `
+virtualServers:
+  - name: support
+    tools: [{server: demo, include: ["add"]}]
+`
+	second := `
+virtualServers:
+  - name: support
+    tools: [{server: demo, tool: add, as: plus}, {server: demo, include: ["echo"]}]
+`
+	pathA, pathB := writeCatalog(t, first), writeCatalog(t, first)
+	a := startHubOn(t, rs, prefix, Config{CatalogFile: pathA})
+	b := startHubOn(t, rs, prefix, Config{CatalogFile: pathB})
+	b.runServer(demo.New(nil).Server, "")
+	a.waitServer("demo", 1)
+
+	c := a.clientAt("/servers/support/mcp", nil)
+	assert.Equal(t, []string{"add"}, toolNames(t, c))
+	res, err := c.CallTool(ctxFor(t), "add", map[string]any{"a": 20, "b": 22}, nil)
+	require.NoError(t, err, "a call on A to a member on B")
+	assert.JSONEq(t, `{"sum":42}`, structured(t, res))
+
+	// A's file changes: both serve the new catalog within a second.
+	require.NoError(t, os.WriteFile(pathA, []byte(second), 0o644))
+	start := time.Now()
+	for _, th := range []*testHub{a, b} {
+		th.waitCatalog(second)
+	}
+	assert.Less(t, time.Since(start), time.Second, "both instances serve the change")
+	res, err = b.clientAt("/servers/support/mcp", nil).CallTool(ctxFor(t), "plus", map[string]any{"a": 1, "b": 2}, nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"sum":3}`, structured(t, res))
+	assert.Equal(t, []string{"echo", "plus"}, toolNames(t, c))
+
+	// A third instance whose file is older than the cluster's catalog
+	// takes the cluster's.
+	pathC := writeCatalog(t, first)
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(pathC, old, old))
+	d := startHubOn(t, rs, prefix, Config{CatalogFile: pathC})
+	d.waitCatalog(second)
+	a.waitCatalog(second) // and gives nothing back
 }
