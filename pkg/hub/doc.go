@@ -12,7 +12,8 @@
 //	/mcp                clients: a GET with a WebSocket upgrade (subprotocol
 //	                    "mcp"), or MCP Streamable HTTP (POST, GET, DELETE)
 //	/servers/<name>/mcp the same two transports, scoped to one server: its
-//	                    own names, serverInfo and instructions
+//	                    own names, serverInfo and instructions; or to a
+//	                    virtual server of the catalog (Config.CatalogFile)
 //	GET /mcp/server     MCP servers dialing out (named by their token, else
 //	                    by ?name=, else by serverInfo.name)
 //	GET /healthz        the process is up
@@ -110,6 +111,19 @@
 //	                       a while (their URIs, templates and name)
 //	registry_names.go      server names: normalised, and leased in the broker
 //
+// The catalog, virtual servers and search:
+//
+//	catalog.go             the catalog file: read at start, on change and on
+//	                       SIGHUP, refused when bad (the old one stays);
+//	                       switchboard://catalog
+//	catalog_cluster.go     the newest catalog shared through the broker
+//	registry_catalog.go    what the catalog makes of each view: virtual
+//	                       servers' lists, the aggregate's names under its
+//	                       policy, the search indexes
+//	routing_virtual.go     a virtual server's names back to its members',
+//	                       fixed arguments spliced in; call_tool
+//	session_search.go      search mode: search_tools, filtered per principal
+//
 // Subscriptions:
 //
 //	subscriptions.go       resource subscriptions counted cluster-wide; fan-out
@@ -157,8 +171,10 @@
 // broker. Each guards the fields written beside it. When two are held,
 // they are taken in this order, and in no other:
 //
-//	registry.mu     (a change is announced under it, in order: the view's
-//	                observers run holding it)
+//	registry.mu     (a change is derived and announced under it, in order:
+//	                the view's observers run holding it)
+//	  -> search.Index.mu                a search index follows the view
+//	                                    (deriveCatalog; internal/search)
 //	  -> Hub.changedMu                  a view was swapped in (viewChanged)
 //	  -> Hub.mu -> replica.mu           sessions listed; a client's roots
 //	                                    changed (rootsChanged)
@@ -176,9 +192,10 @@
 // Every other mutex is a leaf: nothing else is taken while it is held.
 // They are cluster.mu and cluster.inboxMu (cluster.go), subscriptions.mu,
 // session.mu, flight.mu (routing.go), inputs.mu, leases.mu,
-// elicitations.mu, departures.mu, Tokens.mu, bucket.mu, coalescer.mu,
-// internTable.mu (cluster_wire.go), recorder.mu, stats.mu, stats.rmu,
-// callLog.mu, principalCache.mu and knownTokens.mu (auth_oauth.go).
+// elicitations.mu, departures.mu, catalogKeeper.mu (catalog.go),
+// Tokens.mu, bucket.mu, coalescer.mu, internTable.mu (cluster_wire.go),
+// recorder.mu, stats.mu, stats.rmu, callLog.mu, principalCache.mu and
+// knownTokens.mu (auth_oauth.go).
 //
 // One change of a modern server's listen stream holds a turn across its
 // round trip to the server (upstreamListen, replica_modern.go); the turn is
