@@ -17,6 +17,7 @@ import { refreshResources, resetResources, resourceUpdated, want } from './panel
 import { refreshPrompts, resetPrompts } from './panels/prompts.js';
 import { roots, renderRoots } from './panels/roots.js';
 import { trafficOpened, trafficUpdated, resetTraffic } from './panels/traffic.js';
+import { CATALOG_URI, refreshCatalog, resetCatalog } from './panels/catalog.js';
 
 let connectGen = 0;
 
@@ -83,7 +84,7 @@ async function onOpen(reconnected) {
     applyLogLevel(c);
   }
   trafficOpened();
-  await Promise.all([refreshServers(), refreshTools(), refreshResources(), refreshPrompts()]);
+  await Promise.all([refreshServers(), refreshTools(), refreshResources(), refreshPrompts(), refreshCatalog()]);
 }
 
 function onNotification({ method, params }) {
@@ -100,6 +101,7 @@ function onNotification({ method, params }) {
       break;
     case 'notifications/resources/updated':
       if (params.uri === SERVERS_URI) refreshServers();
+      if (params.uri === CATALOG_URI) refreshCatalog();
       trafficUpdated(params.uri);
       resourceUpdated(params.uri);
       break;
@@ -116,6 +118,7 @@ function resetWorkspace() {
   resetResources();
   resetPrompts();
   resetTraffic();
+  resetCatalog();
 }
 
 const params = new URLSearchParams(location.search);
