@@ -181,7 +181,14 @@ func hubURL(t *testing.T, s *mcp.Server, rec *recorder) (string, *http.Client) {
 // startHub starts a hub instance on broker (nil: its own).
 func startHub(t *testing.T, broker pubsub.Broker, rec *recorder) *httptest.Server {
 	t.Helper()
-	h, err := hub.New(hub.Config{Broker: broker, Logger: slog.New(slog.DiscardHandler)})
+	return startHubConfig(t, hub.Config{Broker: broker}, rec)
+}
+
+// startHubConfig starts a hub instance configured by cfg.
+func startHubConfig(t *testing.T, cfg hub.Config, rec *recorder) *httptest.Server {
+	t.Helper()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	h, err := hub.New(cfg)
 	require.NoError(t, err)
 	handler := h.Handler()
 	if rec != nil {
