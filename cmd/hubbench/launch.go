@@ -30,11 +30,12 @@ var roleReady = regexp.MustCompile(`^hubbench: ready addr=(\S+)`)
 // user's, plus SWITCHBOARD_RATE_LIMIT=-1: the per-connection rate limit is
 // a policy, not a cost, and a benchmark that hits it measures the policy.
 // (Set through the environment, which a hub without that flag ignores.)
-func startHub(ctx context.Context, sup *benchlab.Supervisor, name, bin, redisURL string) (*hubRef, error) {
+func startHub(ctx context.Context, sup *benchlab.Supervisor, name, bin, redisURL string, extra ...string) (*hubRef, error) {
 	argv := []string{bin, "--addr", "127.0.0.1:0", "--log-level", "info"}
 	if redisURL != "" {
 		argv = append(argv, "--redis", redisURL)
 	}
+	argv = append(argv, extra...)
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SWITCHBOARD_") {

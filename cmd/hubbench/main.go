@@ -81,6 +81,8 @@ type options struct {
 	poolsOnly bool
 	pool      int
 	base      string
+	// catalogOnly measures the catalog's costs only (catalog.go).
+	catalogOnly bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
@@ -99,12 +101,13 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.profileOnly, "profile-only", false, "take the CPU profiles only (into -profile DIR, else a temporary directory), print their summaries and write no report")
 	fs.IntVar(&o.servers, "servers", 1, "MCP server processes behind each hub path, replicas of one server that the hub spreads calls over")
 	fs.BoolVar(&o.poolsOnly, "pools-only", false, "measure the connector pools (hub connect: one child, a pool, --shared) and the cost of leases only, print the table and write no report")
+	fs.BoolVar(&o.catalogOnly, "catalog-only", false, "measure the catalog's costs only (tool search over 10,000 tools, a server of 500 joining the index, a call through a virtual server against the per-server endpoint), print them and write no report")
 	fs.IntVar(&o.pool, "pool", 8, "children of the connector pool measured")
 	fs.StringVar(&o.base, "base", "main", "git revision whose hub the cost of leases is measured against (built from git archive); empty for none")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if o.fanoutOnly || o.poolsOnly {
+	if o.fanoutOnly || o.poolsOnly || o.catalogOnly {
 		o.out, o.profile = "-", "off"
 	}
 	if o.pool < 1 {
@@ -201,6 +204,15 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if o.catalogOnly {
+		cat, err := runCatalog(ctx, cfg, sup, root, hubBin, tmp, progress)
+		if err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		sup.StopAll()
+		cat.print(stdout)
+		return nil
+	}
 	if o.poolsOnly {
 		if rep.pools, err = runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress); err != nil {
 			return fmt.Errorf("connector pools: %w", err)
@@ -250,6 +262,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		}
 		if rep.pools, err = runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress); err != nil {
 			return fmt.Errorf("connector pools: %w", err)
+		}
+		if rep.catalog, err = runCatalog(ctx, cfg, sup, root, hubBin, tmp, progress); err != nil {
+			return fmt.Errorf("catalog: %w", err)
 		}
 	}
 	fresh, err := startHub(ctx, sup, "hub (fan-out)", hubBin, "")

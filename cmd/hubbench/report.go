@@ -51,6 +51,7 @@ type report struct {
 	churn      *churnResult
 	statsCost  *statsCostResult // statscost.go
 	pools      *poolsResult     // pools.go
+	catalog    *catalogResult   // catalog.go
 	profiles   []*profileResult
 	profileDir string
 	notes      []string // what could not be measured, and why
@@ -198,6 +199,9 @@ func (r *report) verdicts() []verdict {
 	}
 	if v, ok := r.poolVerdict(); ok {
 		out = append(out, v)
+	}
+	if r.catalog != nil {
+		out = append(out, r.catalog.verdicts()...)
 	}
 	return out
 }
