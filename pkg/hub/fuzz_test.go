@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/oauth"
@@ -135,6 +138,33 @@ func FuzzElicitationIDs(f *testing.F) {
 			if id == "" {
 				t.Fatalf("an empty id from %s", raw)
 			}
+		}
+	})
+}
+
+// FuzzCatalogMessage feeds arbitrary payloads to the catalog's handler, as
+// a hostile or broken instance sharing the broker could: nothing panics,
+// and the catalog in force is always one that parses and says what its
+// hash says.
+func FuzzCatalogMessage(f *testing.F) {
+	f.Add([]byte(`{"from":"other","origin":"other","written":"2030-01-01T00:00:00Z","sha256":"x","source":"dmlydHVhbFNlcnZlcnM6IFtd"}`))
+	f.Add([]byte(`{"from":"other","written":"2030-01-01T00:00:00Z","source":null}`))
+	f.Add([]byte(`{"from":""}`))
+	f.Add([]byte(`not json`))
+	file := filepath.Join(f.TempDir(), "catalog.yaml")
+	if err := os.WriteFile(file, []byte("virtualServers: [{name: kept}]\n"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	h, err := New(Config{Logger: testLogger(), CatalogFile: file, CatalogPoll: time.Hour})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer h.Close()
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		h.catalog.onMessage(context.Background(), catalogTopic, payload)
+		lc := h.catalog.current()
+		if lc == nil || lc.cat == nil || catalogSum(lc.raw) != lc.sum {
+			t.Fatalf("the catalog in force is %+v", lc)
 		}
 	})
 }
