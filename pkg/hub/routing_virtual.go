@@ -157,14 +157,8 @@ func (h *Hub) completeVirtualTemplate(s *session, v *view, vl *virtualLists, raw
 func (h *Hub) virtualInitialize(vl *virtualLists, version string) *mcp.InitializeResult {
 	return &mcp.InitializeResult{
 		ProtocolVersion: version,
-		Capabilities: mcp.ServerCapabilities{
-			Tools:       &mcp.ListChangedCap{ListChanged: true},
-			Resources:   &mcp.ResourcesCap{Subscribe: true, ListChanged: true},
-			Prompts:     &mcp.ListChangedCap{ListChanged: true},
-			Completions: &struct{}{},
-			Logging:     &struct{}{},
-		},
-		ServerInfo:   mcp.Implementation{Name: vl.vs.Name, Title: vl.vs.Title, Version: Version},
-		Instructions: vl.vs.Instructions,
+		Capabilities:    aggregateCapabilities(),
+		ServerInfo:      mcp.Implementation{Name: vl.vs.Name, Title: vl.vs.Title, Version: Version},
+		Instructions:    vl.vs.Instructions,
 	}
 }

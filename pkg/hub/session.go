@@ -542,15 +542,21 @@ func (s *session) initializeResult(version string) *mcp.InitializeResult {
 	}
 	return &mcp.InitializeResult{
 		ProtocolVersion: version,
-		Capabilities: mcp.ServerCapabilities{
-			Tools:       &mcp.ListChangedCap{ListChanged: true},
-			Resources:   &mcp.ResourcesCap{Subscribe: true, ListChanged: true},
-			Prompts:     &mcp.ListChangedCap{ListChanged: true},
-			Completions: &struct{}{},
-			Logging:     &struct{}{},
-		},
-		ServerInfo:   mcp.Implementation{Name: "switchboard", Title: "Switchboard", Version: Version},
-		Instructions: "Switchboard aggregates the tools, resources and prompts of many MCP servers. Tool and prompt names are <server>" + s.hub.cfg.Separator + "<name>.",
+		Capabilities:    aggregateCapabilities(),
+		ServerInfo:      mcp.Implementation{Name: "switchboard", Title: "Switchboard", Version: Version},
+		Instructions:    "Switchboard aggregates the tools, resources and prompts of many MCP servers. Tool and prompt names are <server>" + s.hub.cfg.Separator + "<name>.",
+	}
+}
+
+// aggregateCapabilities is what the hub offers where it aggregates: on
+// /mcp, and on a virtual server's endpoint, whose members come and go.
+func aggregateCapabilities() mcp.ServerCapabilities {
+	return mcp.ServerCapabilities{
+		Tools:       &mcp.ListChangedCap{ListChanged: true},
+		Resources:   &mcp.ResourcesCap{Subscribe: true, ListChanged: true},
+		Prompts:     &mcp.ListChangedCap{ListChanged: true},
+		Completions: &struct{}{},
+		Logging:     &struct{}{},
 	}
 }
 
