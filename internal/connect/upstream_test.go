@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,7 +116,10 @@ func TestRun_streamableHTTPUpstream(t *testing.T) {
 // refuses initialize with -32022, as the revision says, and answers
 // server/discover and every request on POSTs of their own, without a
 // session.
-func modernOnly(t *testing.T) *httptest.Server {
+func modernOnly(t *testing.T) *httptest.Server { return modernOnlyWatched(t, nil) }
+
+// modernOnlyWatched is modernOnly, telling seen of every request's headers.
+func modernOnlyWatched(t *testing.T, seen func(http.Header)) *httptest.Server {
 	s := mcp.NewServer(mcp.Implementation{Name: "modern-only", Version: "1.0.0"},
 		&mcp.ServerOptions{ProtocolVersions: []string{mcp.ModernVersion}})
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echo text."},
@@ -130,6 +135,9 @@ func modernOnly(t *testing.T) *httptest.Server {
 		},
 	})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if seen != nil {
+			seen(r.Header.Clone())
+		}
 		if r.Method == http.MethodPost && r.Header.Get(mcp.HeaderSessionID) == "" && r.Header.Get(mcp.HeaderMethod) == "" {
 			body, _ := io.ReadAll(r.Body)
 			if m, err := jsonrpc.DecodeMessage(body); err == nil {
@@ -175,4 +183,33 @@ func TestRun_modernUpstreamIsStarted(t *testing.T) {
 	assert.Equal(t, 1, r.log.count("upstream session opened"), "one session all along; the log:\n%s", r.log)
 	assert.Zero(t, r.log.count("did not answer initialize"), "the log:\n%s", r.log)
 	assert.Equal(t, 1, r.log.count("the server answered the hub's server/discover", "server_info=modern-only"))
+}
+
+// TestRun_modernUpstreamOfVirtualServer: a 2026-07-28 server renamed by a
+// virtual server of the catalog (SEP-2243): the client calls the alias, and
+// the Mcp-Name header the server receives is its own name for the tool.
+func TestRun_modernUpstreamOfVirtualServer(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "catalog.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("virtualServers:\n  - name: curated\n    tools: [{server: modern, tool: echo, as: shout}]\n"), 0o644))
+	th := startHub(t, hub.Config{CatalogFile: file})
+	var mu sync.Mutex
+	var names []string
+	srv := modernOnlyWatched(t, func(h http.Header) {
+		if h.Get(mcp.HeaderMethod) == mcp.MethodToolsCall {
+			mu.Lock()
+			names = append(names, h.Get(mcp.HeaderName))
+			mu.Unlock()
+		}
+	})
+	runConnector(t, []connect.Server{{Name: "modern", Upstream: srv.URL + "/mcp"}}, connect.Options{URL: th.url("/mcp/server")})
+	waitTool(t, th.client(t, nil), "modern__echo", true)
+	c, err := mcp.Connect(ctxFor(t), th.url("/servers/curated/mcp"), &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion})
+	require.NoError(t, err)
+	defer c.Close()
+	res, err := c.CallTool(ctxFor(t), "shout", map[string]string{"text": "hi"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "hi", text(t, res))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"echo"}, names, "the server's own name in its Mcp-Name header")
 }
