@@ -207,24 +207,24 @@ func (h *Hub) deriveCatalog(old, cur *view) {
 // its members' lists changed.
 func virtualListsOf(vs *catalog.VirtualServer, v *view, was *virtualLists, sep string) *virtualLists {
 	sums := map[string][numKinds]uint64{}
-	members := map[string]*catalog.Lists{}
 	for _, m := range vs.Members() {
-		sl := v.own[m]
-		if sl == nil {
-			continue
+		if sl := v.own[m]; sl != nil {
+			sums[m] = sl.hash
 		}
-		sums[m] = sl.hash
-		l := &catalog.Lists{}
+	}
+	clash := len(v.servers[vs.Name]) > 0
+	if was != nil && was.vs == vs && was.clash == clash && maps.Equal(was.sums, sums) {
+		return was
+	}
+	members := map[string]*catalog.Lists{}
+	for m := range sums {
+		sl, l := v.own[m], &catalog.Lists{}
 		for k, dst := range map[listKind]*[]json.RawMessage{kindTools: &l.Tools, kindPrompts: &l.Prompts, kindResources: &l.Resources, kindTemplates: &l.Templates} {
 			for _, it := range sl.lists[k] {
 				*dst = append(*dst, it.own)
 			}
 		}
 		members[m] = l
-	}
-	clash := len(v.servers[vs.Name]) > 0
-	if was != nil && was.vs == vs && was.clash == clash && maps.Equal(was.sums, sums) {
-		return was
 	}
 	vl := &virtualLists{vs: vs, view: catalog.Build(vs, members), clash: clash, sums: sums}
 	if clash {
