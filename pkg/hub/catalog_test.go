@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
 	"github.com/switchboard-mcp/switchboard/internal/redistest"
 	"github.com/switchboard-mcp/switchboard/pkg/catalog"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
@@ -318,4 +320,23 @@ virtualServers:
 	d := startHubOn(t, rs, prefix, Config{CatalogFile: pathC})
 	d.waitCatalog(second)
 	a.waitCatalog(second) // and gives nothing back
+}
+
+// An OAuth access token for a virtual server's endpoint works there like
+// one for a real server's (its audience names /servers/<virtual>/mcp), and
+// a token for the member's own endpoint does not.
+func TestCatalog_oauthVirtualServer(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	th := oauthHub(t, as, Config{CatalogFile: writeCatalog(t, supportCatalog)}, "")
+	forSupport := machineToken(as, th.resource("/servers/support/mcp"), "mcp:client")
+	forDemo := machineToken(as, th.resource("/servers/demo/mcp"), "mcp:client")
+	c, err := mcp.Connect(ctxFor(t), th.srv.URL+"/servers/support/mcp", sessionOpts(&mcp.ClientOptions{Token: forSupport}))
+	require.NoError(t, err)
+	defer c.Close()
+	res, err := c.CallTool(ctxFor(t), "add", map[string]any{"a": 1, "b": 2}, nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"sum":3}`, structured(t, res))
+	want := refusal{401, th.challenge("/servers/support/mcp", "mcp:client", oauth.ErrorInvalidToken, "the access token is not meant for this resource")}
+	assert.Equal(t, want, initializeWith(t, th.srv.URL+"/servers/support/mcp", bearer(forDemo)))
 }
