@@ -8,6 +8,7 @@
 //	as := oauthtest.Start(t)
 //	c := as.MachineClient("mcp:client")
 //	token := as.Token(c, "http://127.0.0.1:8080/mcp", "mcp:client")
+//	as.Revoke(c, token)    // an opaque token no longer active
 //	as.Rotate(false)       // a new signing key, the old one still published
 //	as.FailPath("/jwks")   // the JWKS endpoint drops every connection
 //	as.Down()              // the issuer is unreachable (connection refused)
@@ -238,6 +239,13 @@ func (s *Server) Token(c Client, resource string, scopes ...string) string {
 		s.tb.Fatal("oauthtest: token endpoint gave no access_token")
 	}
 	return out.AccessToken
+}
+
+// Revoke revokes token (RFC 7009) as client c, the client it was issued
+// to: introspection says it is not active from then on.
+func (s *Server) Revoke(c Client, token string) {
+	s.tb.Helper()
+	s.post(s.Issuer()+"/token/revocation", "application/x-www-form-urlencoded", url.Values{"token": {token}}, &c, nil)
 }
 
 // Resource says how the tokens for one resource are issued. Resources not

@@ -91,14 +91,24 @@
 // IssuerConfig.Introspection set, it is checked at that issuer's
 // introspection endpoint (RFC 7662) with the resource server's own client
 // credentials; the answer's "active", "iss", "token_type", "exp", "nbf",
-// "iat" and "aud" are checked as a JWT's claims. An active token is cached
-// until it expires (a revocation is seen then), an inactive one for 30 s
-// (so that a client repeating a dead token costs the issuer one request).
+// "iat" and "aud" are checked as a JWT's claims. An active token's answer
+// is trusted for Introspection.CacheFor (DefaultIntrospectionCache, a
+// minute), or until the token expires if sooner: a revoked token is
+// refused within that period. An inactive one is remembered for 30 s (so
+// that a client repeating a dead token costs the issuer one request).
+//
+// An endpoint that refuses the resource server's own credentials (a wrong
+// client id or secret) makes every opaque token ErrUnavailable, with
+// ErrIntrospectionRefused beside it: logged once, reported by Status and
+// Ready, and asked again only after a growing wait (1 s to a minute). Run
+// checks the credentials at start, with a made-up token, so that a
+// readiness probe fails before any client's token meets them.
 //
 // # Cache
 //
 // Verified tokens (and inactive opaque ones) are kept, keyed by the token
-// itself, until their expiry plus the leeway, up to Config.CacheEntries;
+// itself, until their expiry plus the leeway (an introspected one, at
+// most its issuer's CacheFor), up to Config.CacheEntries;
 // beyond that expired entries are swept and arbitrary ones displaced.
 // A cached token stays valid even if its key is retired meanwhile: until
 // it expires, as a token verified by every request would not be.

@@ -47,6 +47,13 @@ var (
 	ErrUnavailable = errors.New("authorization server unavailable")
 )
 
+// ErrIntrospectionRefused is wrapped, beside ErrUnavailable, when an
+// issuer's introspection endpoint refuses the resource server's own
+// credentials (a wrong client id or secret): a configuration error for the
+// operator, not the client's fault. Status reports it until the endpoint
+// takes them.
+var ErrIntrospectionRefused = errors.New("the introspection endpoint refused the resource server's credentials")
+
 // refusals lists the errors Verify returns, each with the description a
 // client may see.
 var refusals = []struct {

@@ -2,6 +2,9 @@ package oauth
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +24,28 @@ type Introspection struct {
 	Secret   Secret
 	// Endpoint overrides the issuer metadata's introspection_endpoint.
 	Endpoint string
+	// CacheFor bounds how long an active token's answer is trusted before
+	// the issuer is asked again, so that a revocation is seen within it: 0
+	// means DefaultIntrospectionCache, a negative value until the token's
+	// expiry (a revocation is then never seen before it).
+	CacheFor time.Duration
+}
+
+// DefaultIntrospectionCache is how long, by default, an introspected
+// token's "active" answer is trusted: a revoked token is refused within
+// it, and a busy client costs the issuer one request per token and period.
+const DefaultIntrospectionCache = time.Minute
+
+// cacheFor returns how long an active answer is trusted; 0 means until
+// the token's expiry.
+func (in *Introspection) cacheFor() time.Duration {
+	switch {
+	case in.CacheFor < 0:
+		return 0
+	case in.CacheFor == 0:
+		return DefaultIntrospectionCache
+	}
+	return in.CacheFor
 }
 
 // check validates an introspection configuration; nil is valid (none).
@@ -46,8 +71,10 @@ const introspectionNoExpiry = time.Minute
 // introspect checks an opaque token at the introspection endpoint of each
 // issuer that has one configured, in order, until one says it is active.
 // It checks what a JWT's claims are checked for, but the signature (the
-// issuer vouched for it) and the audience (Verify's).
-func (v *Verifier) introspect(ctx context.Context, token string, now time.Time) (*Principal, error) {
+// issuer vouched for it) and the audience (Verify's). It also returns
+// until when the answer may be trusted, by the issuer's CacheFor (zero: no
+// bound but the token's expiry).
+func (v *Verifier) introspect(ctx context.Context, token string, now time.Time) (*Principal, time.Time, error) {
 	var errs []error
 	for _, is := range v.order {
 		if is.introspection == nil {
@@ -61,17 +88,22 @@ func (v *Verifier) introspect(ctx context.Context, token string, now time.Time) 
 		if claims == nil {
 			continue // not active at this issuer
 		}
-		return v.activeToken(is, claims, now)
+		var until time.Time
+		if d := is.introspection.cacheFor(); d > 0 {
+			until = now.Add(d)
+		}
+		p, err := v.activeToken(is, claims, now)
+		return p, until, err
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, time.Time{}, errors.Join(errs...)
 	}
 	for _, is := range v.order {
 		if is.introspection != nil {
-			return nil, fmt.Errorf("%w: introspection says so", ErrInactive)
+			return nil, time.Time{}, fmt.Errorf("%w: introspection says so", ErrInactive)
 		}
 	}
-	return nil, fmt.Errorf("%w: not a JWT, and no issuer is configured for introspection", ErrMalformed)
+	return nil, time.Time{}, fmt.Errorf("%w: not a JWT, and no issuer is configured for introspection", ErrMalformed)
 }
 
 // activeToken checks the answer of is's introspection for a token it
@@ -98,8 +130,20 @@ func (v *Verifier) activeToken(is *issuer, claims map[string]any, now time.Time)
 }
 
 // introspect asks the issuer about token. It returns the answer's members
-// when the token is active, nil when it is not.
+// when the token is active, nil when it is not. While the endpoint refuses
+// the resource server's credentials, it asks again only when a retry is
+// due, and returns that refusal at once meanwhile.
 func (is *issuer) introspect(ctx context.Context, token string) (map[string]any, error) {
+	if err := is.credentialsRefused(); err != nil {
+		return nil, err
+	}
+	claims, err := is.askIntrospection(ctx, token)
+	is.credentialsAnswer(err)
+	return claims, err
+}
+
+// askIntrospection is one request to the introspection endpoint.
+func (is *issuer) askIntrospection(ctx context.Context, token string) (map[string]any, error) {
 	endpoint := is.introspection.Endpoint
 	if endpoint == "" {
 		m, err := is.metadata(ctx)
@@ -131,6 +175,11 @@ func (is *issuer) introspect(ctx context.Context, token string) (map[string]any,
 	if err != nil {
 		return nil, fmt.Errorf("%w: introspection at %s: %w", ErrUnavailable, is.id, err)
 	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		// RFC 7662 section 2.1: the endpoint authenticates its caller.
+		return nil, fmt.Errorf("%w: %w: introspection at %s: client %q: %w%s", ErrUnavailable, ErrIntrospectionRefused,
+			is.id, is.introspection.ClientID, statusError(resp.StatusCode), oauthErrorOf(body))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%w: introspection at %s: %w", ErrUnavailable, is.id, statusError(resp.StatusCode))
 	}
@@ -144,6 +193,22 @@ func (is *issuer) introspect(ctx context.Context, token string) (map[string]any,
 	return claims, nil
 }
 
+// oauthErrorOf returns ` (error: "...")` for an OAuth error response
+// (RFC 6749 section 5.2) whose "error" is a plain code, else "". The code
+// is the issuer's word for why, safe to log; the description is left out,
+// as any text the issuer chose.
+func oauthErrorOf(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error == "" || len(e.Error) > 64 || strings.ContainsFunc(e.Error, func(r rune) bool {
+		return r < 0x21 || r > 0x7e || r == '"' || r == '\\'
+	}) {
+		return ""
+	}
+	return fmt.Sprintf(" (error %q)", e.Error)
+}
+
 // ParseIntrospection decodes an introspection response (RFC 7662 section
 // 2.2): its members, and whether "active" is true (a boolean; anything
 // else is not active).
@@ -154,4 +219,71 @@ func ParseIntrospection(body []byte) (claims map[string]any, active bool, err er
 	}
 	active, _ = claims["active"].(bool)
 	return claims, active, nil
+}
+
+// credentialsRefused returns the endpoint's last refusal of the resource
+// server's credentials while a new attempt is not due: a wrong secret
+// costs the issuer one request per retry period, not one per token.
+func (is *issuer) credentialsRefused() error {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if is.credsErr != nil && is.now().Before(is.credsRetry) {
+		return is.credsErr
+	}
+	return nil
+}
+
+// credentialsAnswer records what an introspection request said of the
+// resource server's credentials (err is its outcome), and logs a change.
+func (is *issuer) credentialsAnswer(err error) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	now := is.now()
+	switch {
+	case errors.Is(err, ErrIntrospectionRefused):
+		if is.credsErr == nil {
+			is.log.Error("oauth: the issuer refused the introspection credentials: opaque tokens cannot be verified",
+				"issuer", is.id, "client_id", is.introspection.ClientID, "err", err)
+		}
+		is.credsErr, is.credsChecked = err, true
+	case err != nil && !is.credsChecked:
+		// Unreachable before it ever answered: the credentials are still
+		// to be checked, after the same wait.
+	case err != nil:
+		return // the endpoint failed otherwise: nothing learnt of the credentials
+	default:
+		if is.credsErr != nil {
+			is.log.Info("oauth: the issuer took the introspection credentials", "issuer", is.id)
+		}
+		is.credsErr, is.credsChecked, is.credsFails = nil, true, 0
+		return
+	}
+	is.credsFails++
+	is.credsRetry = now.Add(min(retryMin<<min(is.credsFails-1, 10), retryMax))
+}
+
+// credentialsDue returns when the resource server's introspection
+// credentials should next be checked (Run does, ahead of any token): at
+// once if never checked, at the retry time while refused or unreachable;
+// false when they need no check.
+func (is *issuer) credentialsDue() (time.Time, bool) {
+	if is.introspection == nil {
+		return time.Time{}, false
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if is.credsChecked && is.credsErr == nil {
+		return time.Time{}, false
+	}
+	return is.credsRetry, true
+}
+
+// checkCredentials asks the introspection endpoint about a token that
+// does not exist: with good credentials it answers "not active"; with bad
+// ones it refuses, which Status then reports before any client's token
+// meets it.
+func (is *issuer) checkCredentials(ctx context.Context) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	_, _ = is.introspect(ctx, "credentials-check-"+hex.EncodeToString(b[:])) // recorded by introspect
 }

@@ -47,6 +47,11 @@ type IssuerStatus struct {
 	Err error
 	// Retry is when a new attempt is allowed after that failure.
 	Retry time.Time
+	// Introspection is why the issuer's introspection endpoint refused the
+	// resource server's own credentials (ErrIntrospectionRefused), or nil:
+	// none configured, not tried yet, or accepted. It names the client id,
+	// never the secret.
+	Introspection error
 }
 
 // issuer is one trusted authorization server: its metadata and keys,
@@ -70,6 +75,13 @@ type issuer struct {
 	failures   int           // failed fetches in a row
 	retryAt    time.Time     // no new attempt before this, after a failure
 	inflight   chan struct{} // non-nil while a fetch runs; closed when it ends
+
+	// What the introspection endpoint made of the resource server's own
+	// credentials (introspect.go).
+	credsErr     error     // it refused them; nil once it took them
+	credsChecked bool      // it answered once, either way
+	credsFails   int       // failed attempts in a row
+	credsRetry   time.Time // no new attempt before this, after a failure
 }
 
 // status returns what is known of the issuer.
@@ -78,7 +90,7 @@ func (is *issuer) status() IssuerStatus {
 	defer is.mu.Unlock()
 	st := IssuerStatus{
 		Issuer: is.id, Ready: is.meta != nil && is.keys != nil, Keys: len(is.keys),
-		Fetched: is.keysAt, Err: is.err, Retry: is.retryAt,
+		Fetched: is.keysAt, Err: is.err, Retry: is.retryAt, Introspection: is.credsErr,
 	}
 	if !st.Ready && st.Err == nil {
 		st.Err = errNotReady

@@ -210,11 +210,12 @@ func (v *Verifier) Verify(ctx context.Context, token, resource string) (*Princip
 		return v.admit(e.p, resource)
 	}
 	var p *Principal
+	var until time.Time // for an introspected token, the end of its answer's trust
 	var err error
 	if isJWT(token) {
 		p, err = v.verifyJWT(ctx, token, now)
 	} else {
-		p, err = v.introspect(ctx, token, now)
+		p, until, err = v.introspect(ctx, token, now)
 		if errors.Is(err, ErrInactive) {
 			v.cache.put(token, cacheEntry{err: err, until: now.Add(inactiveFor)}, now)
 		}
@@ -222,7 +223,10 @@ func (v *Verifier) Verify(ctx context.Context, token, resource string) (*Princip
 	if err != nil {
 		return nil, err
 	}
-	v.cache.put(token, cacheEntry{p: p, until: p.Expiry.Add(v.leeway)}, now)
+	if exp := p.Expiry.Add(v.leeway); until.IsZero() || exp.Before(until) {
+		until = exp
+	}
+	v.cache.put(token, cacheEntry{p: p, until: until}, now)
 	return v.admit(p, resource)
 }
 
@@ -248,13 +252,17 @@ func (v *Verifier) Status() []IssuerStatus {
 }
 
 // Ready returns nil when every issuer's keys are at hand (even if a later
-// fetch failed), else an error naming each issuer that is not ready and
-// why. It fetches nothing: a readiness probe may call it freely.
+// fetch failed) and no introspection endpoint refuses the resource
+// server's credentials, else an error naming each issuer that is not ready
+// and why. It fetches nothing: a readiness probe may call it freely.
 func (v *Verifier) Ready() error {
 	var errs []error
 	for _, st := range v.Status() {
 		if !st.Ready {
 			errs = append(errs, fmt.Errorf("issuer %s: %w", st.Issuer, st.Err))
+		}
+		if st.Introspection != nil {
+			errs = append(errs, fmt.Errorf("issuer %s: %w", st.Issuer, st.Introspection))
 		}
 	}
 	return errors.Join(errs...)
@@ -263,6 +271,9 @@ func (v *Verifier) Ready() error {
 // Run keeps the issuers' metadata and keys at hand until ctx ends: it
 // fetches them at once, again after a failure (after a growing wait), and
 // shortly before they age out, so that no request waits for a fetch. It
+// also checks each introspecting issuer's credentials once (and again
+// while they are refused), so that Ready reports a wrong secret before a
+// client's token meets it. It
 // returns ctx's error. Running it is optional (Verify fetches what it
 // needs) but recommended: an issuer that is down at start is then logged
 // and retried without waiting for a token to need it.
@@ -282,6 +293,12 @@ func (v *Verifier) Run(ctx context.Context) error {
 				_ = is.refresh(ctx, false) // logged by refresh; Status reports it
 			}
 			next = minTime(next, is.due())
+			if at, ok := is.credentialsDue(); ok && !at.After(now) {
+				is.checkCredentials(ctx) // logged by credentialsAnswer; Status reports it
+			}
+			if at, ok := is.credentialsDue(); ok {
+				next = minTime(next, at)
+			}
 		}
 		timer.Reset(max(next.Sub(v.now()), retryMin))
 	}

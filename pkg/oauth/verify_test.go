@@ -4,7 +4,8 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"io"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
+	"github.com/switchboard-mcp/switchboard/internal/proctest"
 	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 )
 
@@ -367,9 +369,14 @@ func TestVerify_introspection(t *testing.T) {
 	as := oauthtest.Start(t)
 	as.SetResource(oauthtest.Resource{Resource: resource, Format: "opaque"})
 	rs := as.MachineClient() // the resource server's own credentials
-	v := newVerifier(t, as, func(c *oauth.Config) {
-		c.Issuers[0].Introspection = &oauth.Introspection{ClientID: rs.ID, Secret: oauth.NewSecret(rs.Secret)}
-	})
+	var clk clock
+	introspecting := func(secret string) func(*oauth.Config) {
+		return func(c *oauth.Config) {
+			c.Now = clk.now
+			c.Issuers[0].Introspection = &oauth.Introspection{ClientID: rs.ID, Secret: oauth.NewSecret(secret)}
+		}
+	}
+	v := newVerifier(t, as, introspecting(rs.Secret))
 	m := as.MachineClient("mcp:client")
 	token := as.Token(m, resource, "mcp:client")
 	require.NotContains(t, token, ".", "an opaque token")
@@ -383,44 +390,77 @@ func TestVerify_introspection(t *testing.T) {
 	assert.WithinDuration(t, time.Now().Add(time.Hour), p.Expiry, time.Minute)
 	_, err = verify(t, v, token, resource)
 	require.NoError(t, err)
-	assert.Equal(t, 1, as.Requests("/token/introspection"), "cached until expiry")
+	assert.Equal(t, 1, as.Requests("/token/introspection"), "cached")
 
 	_, err = verify(t, v, token, "http://127.0.0.1:9/servers/b/mcp")
 	assert.ErrorIs(t, err, oauth.ErrAudience)
 
-	revoke(t, as, m, token)
-	fresh := newVerifier(t, as, func(c *oauth.Config) {
-		c.Issuers[0].Introspection = &oauth.Introspection{ClientID: rs.ID, Secret: oauth.NewSecret(rs.Secret)}
-	})
-	_, err = verify(t, fresh, token, resource)
-	require.ErrorIs(t, err, oauth.ErrInactive)
-	_, err = verify(t, fresh, token, resource)
+	as.Revoke(m, token)
+	_, err = verify(t, v, token, resource)
+	require.NoError(t, err, "within the cache's period, the answer stands")
+	clk.advance(oauth.DefaultIntrospectionCache)
+	_, err = verify(t, v, token, resource)
+	require.ErrorIs(t, err, oauth.ErrInactive, "the revocation seen once the period is over")
+	_, err = verify(t, v, token, resource)
 	require.ErrorIs(t, err, oauth.ErrInactive)
 	assert.Equal(t, 2, as.Requests("/token/introspection"), "not active: remembered a while too")
 
-	_, err = verify(t, fresh, "made-up", resource)
+	_, err = verify(t, v, "made-up", resource)
 	assert.ErrorIs(t, err, oauth.ErrInactive)
 
-	wrong := newVerifier(t, as, func(c *oauth.Config) {
-		c.Issuers[0].Introspection = &oauth.Introspection{ClientID: rs.ID, Secret: oauth.NewSecret("wrong-secret")}
+	untilExpiry := newVerifier(t, as, func(c *oauth.Config) {
+		introspecting(rs.Secret)(c)
+		c.Issuers[0].Introspection.CacheFor = -1
 	})
-	_, err = verify(t, wrong, as.Token(m, resource), resource)
-	require.ErrorIs(t, err, oauth.ErrUnavailable, "the resource server's own credentials are refused: not the client's fault")
-	assert.NotContains(t, err.Error(), "wrong-secret")
+	other := as.Token(m, resource, "mcp:client")
+	_, err = verify(t, untilExpiry, other, resource)
+	require.NoError(t, err)
+	as.Revoke(m, other)
+	clk.advance(time.Hour - time.Minute)
+	_, err = verify(t, untilExpiry, other, resource)
+	assert.NoError(t, err, "CacheFor < 0: trusted until the token's expiry")
 }
 
-// revoke revokes token at as (RFC 7009) as client c.
-func revoke(t *testing.T, as *oauthtest.Server, c oauthtest.Client, token string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, as.Issuer()+"/token/revocation", strings.NewReader("token="+token))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(c.ID, c.Secret)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+// TestVerify_introspectionCredentials: an introspection endpoint that
+// refuses the resource server's own credentials refuses no client's fault:
+// ErrUnavailable beside ErrIntrospectionRefused, never the secret in the
+// error or the log; Ready says why (Run finds out before any token), and
+// the endpoint is asked again only when a retry is due.
+func TestVerify_introspectionCredentials(t *testing.T) {
+	as := oauthtest.Start(t)
+	as.SetResource(oauthtest.Resource{Resource: resource, Format: "opaque"})
+	rs := as.MachineClient()
+	m := as.MachineClient("mcp:client")
+	var clk clock
+	logs := &proctest.Buffer{}
+	wrong := newVerifier(t, as, func(c *oauth.Config) {
+		c.Now = clk.now
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		c.Issuers[0].Introspection = &oauth.Introspection{ClientID: rs.ID, Secret: oauth.NewSecret("wrong-secret")}
+	})
+	ctx, cancel := contextWithCancel(t)
+	done := make(chan error, 1)
+	go func() { done <- wrong.Run(ctx) }()
+	waitFor(t, func() bool { return wrong.Status()[0].Introspection != nil })
+	assert.ErrorIs(t, wrong.Status()[0].Introspection, oauth.ErrIntrospectionRefused)
+	assert.True(t, wrong.Status()[0].Ready, "its keys are at hand")
+	assert.Contains(t, wrong.Ready().Error(), fmt.Sprintf(`client %q: HTTP status 401 (error "invalid_client")`, rs.ID))
+	cancel()
+	<-done
+
+	asked := as.Requests("/token/introspection")
+	_, err := verify(t, wrong, as.Token(m, resource), resource)
+	require.ErrorIs(t, err, oauth.ErrUnavailable, "the resource server's own credentials are refused: not the client's fault")
+	require.ErrorIs(t, err, oauth.ErrIntrospectionRefused)
+	assert.Equal(t, asked, as.Requests("/token/introspection"), "refused a moment ago: not asked again before the retry")
+	clk.advance(oauth.DefaultIntrospectionCache)
+	_, err = verify(t, wrong, as.Token(m, resource), resource)
+	require.ErrorIs(t, err, oauth.ErrIntrospectionRefused)
+	assert.Equal(t, asked+1, as.Requests("/token/introspection"), "asked again once due")
+	assert.NotContains(t, err.Error(), "wrong-secret")
+	log := logs.String()
+	assert.Equal(t, 1, strings.Count(log, "oauth: the issuer refused the introspection credentials"), "logged once: %s", log)
+	assert.NotContains(t, log, "wrong-secret")
 }
 
 func fetchJWKS(t *testing.T, u string) jose.JSONWebKeySet {
