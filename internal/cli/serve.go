@@ -60,6 +60,10 @@ type serveOptions struct {
 	dashboardScopes string
 	catalog         string
 	discovery       string
+
+	introspectionIDs   string
+	introspectionFiles string
+	introspectionCache time.Duration
 }
 
 func serveCommand(o *serveOptions) *command {
@@ -76,7 +80,10 @@ func serveCommand(o *serveOptions) *command {
 		"SIGHUP reloads the tokens file and the catalog file, and reopens the audit log.\n" +
 		"With --oauth-issuer the hub is an OAuth 2.1 resource server (docs/security.md, \"Authorization\"): access tokens of\n" +
 		"those issuers are accepted beside the static tokens. The dashboard's client secret is read from\n" +
-		"--dashboard-client-secret-file, or " + dashboardSecretEnv + ": never from the command line."
+		"--dashboard-client-secret-file, or " + dashboardSecretEnv + ": never from the command line. Opaque access tokens are\n" +
+		"checked at an issuer's introspection endpoint with --oauth-introspection-client-id (one per --oauth-issuer, in its order,\n" +
+		"empty for an issuer without), its secret from --oauth-introspection-secret-file (the same way) or, when one issuer\n" +
+		"introspects, " + introspectionSecretEnv + "."
 	fs := c.fs
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`address` to listen on")
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` shared by several instances: redis://host:port/db, or a Redis Cluster as redis+cluster://host:port,host:port; empty runs one instance on its in-memory broker")
@@ -112,6 +119,9 @@ func serveCommand(o *serveOptions) *command {
 	fs.StringVar(&o.dashClientID, "dashboard-client-id", "", "OAuth client `id` the dashboard logs in as, through the first --oauth-issuer (authorization code with PKCE; redirect URI <public-url>/login/oauth/callback)")
 	fs.StringVar(&o.dashSecretFile, "dashboard-client-secret-file", "", "`file` holding the dashboard client's secret, for a confidential client")
 	fs.StringVar(&o.dashboardScopes, "dashboard-scopes", "", "comma-separated `scopes` the dashboard's login asks for (default mcp:dashboard,mcp:client)")
+	fs.StringVar(&o.introspectionIDs, "oauth-introspection-client-id", "", "the hub's client `ids` at the issuers' introspection endpoints (RFC 7662), for opaque access tokens: comma-separated, one per --oauth-issuer in its order, empty for an issuer without")
+	fs.StringVar(&o.introspectionFiles, "oauth-introspection-secret-file", "", "`files` holding those clients' secrets, comma-separated as --oauth-introspection-client-id")
+	fs.DurationVar(&o.introspectionCache, "oauth-introspection-cache", oauth.DefaultIntrospectionCache, "how long an introspected token's answer is trusted: a revoked token is refused within it; negative trusts it until the token's expiry")
 	return c
 }
 
@@ -316,6 +326,11 @@ func (o *serveOptions) oauthConfig(env *Env) (*hub.OAuthConfig, error) {
 		return nil, usagef("serve", "--oauth-issuer needs --public-url: the hub's external URL, which names its resources")
 	}
 	cfg := &hub.OAuthConfig{PublicURL: o.publicURL, Issuers: issuers, Audiences: splitList(o.oauthAudiences)}
+	in, err := o.introspection(issuers, env)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Introspection = in
 	if o.dashClientID != "" {
 		d := &hub.DashboardLogin{ClientID: o.dashClientID, Scopes: splitList(o.dashboardScopes)}
 		if o.dashSecretFile != "" {
@@ -332,6 +347,64 @@ func (o *serveOptions) oauthConfig(env *Env) (*hub.OAuthConfig, error) {
 	return cfg, nil
 }
 
+// introspectionSecretEnv holds the secret of the hub's introspection
+// client, when one issuer introspects and no file holds it.
+const introspectionSecretEnv = "SWITCHBOARD_OAUTH_INTROSPECTION_SECRET"
+
+// introspection returns the introspection credentials of each issuer, from
+// --oauth-introspection-client-id and --oauth-introspection-secret-file
+// (each comma-separated, one item per issuer, in the order of
+// --oauth-issuer) or the environment; nil when no issuer has any.
+func (o *serveOptions) introspection(issuers []string, env *Env) (map[string]*oauth.Introspection, error) {
+	if o.introspectionIDs == "" {
+		if o.introspectionFiles != "" {
+			return nil, usagef("serve", "--oauth-introspection-secret-file needs --oauth-introspection-client-id")
+		}
+		return nil, nil
+	}
+	ids := splitItems(o.introspectionIDs)
+	if len(ids) != len(issuers) {
+		return nil, usagef("serve", "--oauth-introspection-client-id has %d items for %d issuers: give one per --oauth-issuer, in its order (empty for an issuer without introspection)", len(ids), len(issuers))
+	}
+	var files []string
+	if o.introspectionFiles != "" {
+		if files = splitItems(o.introspectionFiles); len(files) != len(issuers) {
+			return nil, usagef("serve", "--oauth-introspection-secret-file has %d items for %d issuers: give one per --oauth-issuer, as --oauth-introspection-client-id", len(files), len(issuers))
+		}
+	}
+	out := make(map[string]*oauth.Introspection)
+	for i, id := range ids {
+		if id == "" {
+			if files != nil && files[i] != "" {
+				return nil, usagef("serve", "--oauth-introspection-secret-file names a file for %s, which has no introspection client id", issuers[i])
+			}
+			continue
+		}
+		out[issuers[i]] = &oauth.Introspection{ClientID: id, CacheFor: o.introspectionCache}
+	}
+	for i, iss := range issuers {
+		in := out[iss]
+		switch {
+		case in == nil:
+		case files != nil && files[i] != "":
+			s, err := oauth.SecretFromFile(files[i])
+			if err != nil {
+				return nil, fmt.Errorf("the introspection secret of %s: %w", iss, err)
+			}
+			in.Secret = s
+		case len(out) == 1:
+			v, ok := env.LookupEnv(introspectionSecretEnv)
+			if !ok || v == "" {
+				return nil, usagef("serve", "the introspection client of %s needs its secret: --oauth-introspection-secret-file or %s", iss, introspectionSecretEnv)
+			}
+			in.Secret = oauth.NewSecret(v)
+		default:
+			return nil, usagef("serve", "the introspection client of %s needs its secret in --oauth-introspection-secret-file (%s serves one issuer only)", iss, introspectionSecretEnv)
+		}
+	}
+	return out, nil
+}
+
 func newRedisBroker(ctx context.Context, url string, log *slog.Logger) (*pubsub.Redis, error) {
 	// go-redis logs dial failures through a global logger of its own; route
 	// them to ours, at debug: the broker already reports outages once.
@@ -344,6 +417,16 @@ type redisLogger struct{ log *slog.Logger }
 
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.log.Debug("redis: " + fmt.Sprintf(format, v...))
+}
+
+// splitItems splits a comma-separated flag into its items, empty ones
+// kept: the items of a list that follows another's order.
+func splitItems(s string) []string {
+	out := strings.Split(s, ",")
+	for i := range out {
+		out[i] = strings.TrimSpace(out[i])
+	}
+	return out
 }
 
 // splitList splits a comma-separated flag into its non-empty items.

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
+	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 )
@@ -175,4 +176,56 @@ func TestRun_oauthFlags(t *testing.T) {
 	assert.ErrorContains(t, err, "must be an http(s) URL with a host and no path")
 	err = Run(context.Background(), []string{"--audit-log", "/nonexistent/dir/audit.log"}, env)
 	assert.ErrorContains(t, err, "audit log")
+}
+
+// TestServe_introspectionFlags: the introspection clients follow the
+// issuers' order, each secret from its file (or, for one issuer, the
+// environment), never from the command line; mismatched lists are usage
+// errors that say what to give.
+func TestServe_introspectionFlags(t *testing.T) {
+	dir := t.TempDir()
+	secretA := filepath.Join(dir, "a")
+	require.NoError(t, os.WriteFile(secretA, []byte("secret-a\n"), 0o600))
+	issuers := "https://a.example,https://b.example"
+	parse := func(env map[string]string, args ...string) (*hub.OAuthConfig, error) {
+		var o serveOptions
+		e := envOf(env, io.Discard)
+		require.NoError(t, serveCommand(&o).parse(append([]string{"--public-url", "http://hub.test"}, args...), e))
+		return o.oauthConfig(e)
+	}
+
+	cfg, err := parse(nil, "--oauth-issuer", issuers, "--oauth-introspection-client-id", "hub-a,",
+		"--oauth-introspection-secret-file", secretA+",", "--oauth-introspection-cache", "10s")
+	require.NoError(t, err)
+	require.Len(t, cfg.Introspection, 1)
+	a := cfg.Introspection["https://a.example"]
+	require.NotNil(t, a)
+	assert.Equal(t, "hub-a", a.ClientID)
+	assert.Equal(t, "secret-a", a.Secret.Reveal())
+	assert.Equal(t, 10*time.Second, a.CacheFor)
+
+	cfg, err = parse(map[string]string{"SWITCHBOARD_OAUTH_INTROSPECTION_CLIENT_ID": ",hub-b", "SWITCHBOARD_OAUTH_INTROSPECTION_SECRET": "from-env"},
+		"--oauth-issuer", issuers)
+	require.NoError(t, err)
+	b := cfg.Introspection["https://b.example"]
+	require.NotNil(t, b)
+	assert.Equal(t, "from-env", b.Secret.Reveal())
+	assert.Equal(t, oauth.DefaultIntrospectionCache, b.CacheFor)
+
+	for _, tt := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"--oauth-issuer", issuers, "--oauth-introspection-client-id", "hub"}, "has 1 items for 2 issuers"},
+		{nil, []string{"--oauth-issuer", issuers, "--oauth-introspection-client-id", "a,b", "--oauth-introspection-secret-file", secretA}, "--oauth-introspection-secret-file has 1 items for 2 issuers"},
+		{nil, []string{"--oauth-issuer", issuers, "--oauth-introspection-client-id", "a,", "--oauth-introspection-secret-file", "," + secretA}, "names a file for https://b.example, which has no introspection client id"},
+		{nil, []string{"--oauth-issuer", issuers, "--oauth-introspection-secret-file", secretA + "," + secretA}, "needs --oauth-introspection-client-id"},
+		{nil, []string{"--oauth-issuer", issuers, "--oauth-introspection-client-id", "a,"}, "needs its secret: --oauth-introspection-secret-file or SWITCHBOARD_OAUTH_INTROSPECTION_SECRET"},
+		{map[string]string{"SWITCHBOARD_OAUTH_INTROSPECTION_SECRET": "x"}, []string{"--oauth-issuer", issuers, "--oauth-introspection-client-id", "a,b"}, "SWITCHBOARD_OAUTH_INTROSPECTION_SECRET serves one issuer only"},
+		{nil, []string{"--oauth-issuer", "https://a.example", "--oauth-introspection-client-id", "a", "--oauth-introspection-secret-file", filepath.Join(dir, "missing")}, "the introspection secret of https://a.example"},
+	} {
+		_, err := parse(tt.env, tt.args...)
+		assert.ErrorContains(t, err, tt.want, "%v", tt.args)
+	}
 }

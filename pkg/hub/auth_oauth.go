@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,10 @@ type OAuthConfig struct {
 	// Audiences are extra accepted "aud" values, for authorization servers
 	// that cannot put a resource indicator in their tokens.
 	Audiences []string
+	// Introspection, by issuer (a member of Issuers), lets opaque access
+	// tokens of that issuer be checked at its introspection endpoint (RFC
+	// 7662) with the hub's own client credentials there.
+	Introspection map[string]*oauth.Introspection
 	// Verification tunes the verifier (timeouts, cache, leeway; a clock for
 	// tests). Its Issuers, Audiences and Logger are set from the above and
 	// the hub's.
@@ -77,7 +82,12 @@ func newResourceServer(cfg *OAuthConfig, h *Hub) (*resourceServer, error) {
 	vc := cfg.Verification
 	vc.Issuers = nil
 	for _, iss := range cfg.Issuers {
-		vc.Issuers = append(vc.Issuers, oauth.IssuerConfig{Issuer: iss})
+		vc.Issuers = append(vc.Issuers, oauth.IssuerConfig{Issuer: iss, Introspection: cfg.Introspection[iss]})
+	}
+	for iss := range cfg.Introspection {
+		if !slices.Contains(cfg.Issuers, iss) {
+			return nil, fmt.Errorf("hub: introspection is configured for %s, which is not a trusted issuer", iss)
+		}
 	}
 	vc.Audiences, vc.Logger = cfg.Audiences, h.log
 	v, err := oauth.New(vc)
@@ -255,6 +265,11 @@ func (rs *resourceServer) principal(ctx context.Context, tok, resource string, p
 // must see), at debug level otherwise (a client's problem, which anyone
 // can cause at will). The error holds no token.
 func (h *Hub) logRefusedToken(endpoint string, err error) {
+	if errors.Is(err, oauth.ErrIntrospectionRefused) {
+		h.log.Warn("oauth: an opaque token could not be verified: the issuer refuses the hub's introspection credentials",
+			"endpoint", endpoint, "err", err)
+		return
+	}
 	if errors.Is(err, oauth.ErrUnavailable) {
 		h.log.Warn("oauth: a token could not be verified: its issuer is unavailable", "endpoint", endpoint, "err", err)
 		return

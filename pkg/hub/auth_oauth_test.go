@@ -959,3 +959,95 @@ func TestOAuth_aStaticTokenIsAStaticToken(t *testing.T) {
 	require.NotNil(t, p)
 	assert.Equal(t, identity("token:pinned"), p.identity())
 }
+
+// TestOAuth_opaqueTokens: an opaque access token is checked at the
+// issuer's introspection endpoint with the hub's own credentials, on both
+// faces (the header, and the subprotocol a browser sends); once revoked it
+// is refused when the introspection cache's period is over, and a client
+// with a token still active goes on.
+func TestOAuth_opaqueTokens(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	rs := as.MachineClient() // the hub's client at the introspection endpoint
+	var skew atomic.Int64
+	th := oauthHub(t, as, Config{RateLimit: -1, OAuth: &OAuthConfig{
+		Introspection: map[string]*oauth.Introspection{as.Issuer(): {ClientID: rs.ID, Secret: oauth.NewSecret(rs.Secret)}},
+		Verification:  oauth.Config{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }},
+	}}, "")
+	url, resource := th.srv.URL+"/mcp", th.resource("/mcp")
+	as.SetResource(oauthtest.Resource{Resource: resource, Format: "opaque"})
+	alice, bob := as.MachineClient("mcp:client"), as.MachineClient("mcp:client")
+	revoked, kept := as.Token(alice, resource, "mcp:client"), as.Token(bob, resource, "mcp:client")
+	require.NotContains(t, revoked, ".", "an opaque token")
+	require.Eventually(t, func() bool { return as.Requests("/token/introspection") == 1 }, wait, 10*time.Millisecond,
+		"the hub checks its credentials at start")
+
+	require.NoError(t, oauthCall(t, url, revoked), "Streamable HTTP")
+	ws := th.client(&mcp.ClientOptions{Token: revoked})
+	_, err := ws.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "hi"}, nil)
+	require.NoError(t, err, "WebSocket, the token in the Authorization header")
+	subprotocol := ProtocolTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(revoked))
+	assert.Equal(t, http.StatusSwitchingProtocols, upgradeWith(t, th.wsURL("/mcp"), nil, subprotocol).Status, "WebSocket, the token as a browser sends it")
+	assert.Equal(t, 2, as.Requests("/token/introspection"), "introspected once, then cached")
+	keeper, err := mcp.Connect(ctxFor(t), url, sessionOpts(&mcp.ClientOptions{Token: kept}))
+	require.NoError(t, err)
+	defer keeper.Close()
+
+	as.Revoke(alice, revoked)
+	require.NoError(t, oauthCall(t, url, revoked), "within the introspection cache's period, the answer stands")
+	skew.Add(int64(oauth.DefaultIntrospectionCache))
+	want := refusal{http.StatusUnauthorized, th.challenge("/mcp", "mcp:client", oauth.ErrorInvalidToken, "the access token is not active")}
+	assert.Equal(t, want, initializeWith(t, url, bearer(revoked)), "Streamable HTTP, once the period is over")
+	assert.Equal(t, want, upgradeWith(t, th.wsURL("/mcp"), nil, subprotocol), "WebSocket")
+	assert.Equal(t, want, upgradeWith(t, th.wsURL("/mcp"), bearer(revoked)), "WebSocket")
+
+	res, err := keeper.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "still here"}, nil)
+	require.NoError(t, err, "a token still active goes on, in its open session")
+	assert.Equal(t, "still here", res.Content[0].Text)
+}
+
+// TestOAuth_introspectionCredentials: an issuer that refuses the hub's
+// introspection credentials makes opaque tokens 401 (not the client's
+// fault: "could not be verified now"), never a 500; /readyz and the log say
+// why, never with the secret; JWTs and static tokens go on meanwhile.
+func TestOAuth_introspectionCredentials(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	rs := as.MachineClient()
+	logs := &proctest.Buffer{}
+	const secret = "a-wrong-secret-0123456789"
+	th := oauthHub(t, as, Config{Logger: logsTo(logs), OAuth: &OAuthConfig{
+		Introspection: map[string]*oauth.Introspection{as.Issuer(): {ClientID: rs.ID, Secret: oauth.NewSecret(secret)}},
+	}}, "")
+	url, resource := th.srv.URL+"/mcp", th.resource("/mcp")
+	jwtClient, err := mcp.Connect(ctxFor(t), url, sessionOpts(&mcp.ClientOptions{Token: machineToken(as, resource, "mcp:client")}))
+	require.NoError(t, err)
+	defer jwtClient.Close()
+	as.SetResource(oauthtest.Resource{Resource: resource, Format: "opaque"})
+	opaque := machineToken(as, resource, "mcp:client")
+
+	require.Eventually(t, func() bool { return readyz(t, th) == http.StatusServiceUnavailable }, wait, 20*time.Millisecond,
+		"the hub checks its credentials at start, before any token")
+	resp, err := http.Get(th.srv.URL + "/readyz")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), "not ready: access tokens cannot be verified yet: issuer "+as.Issuer())
+	assert.Contains(t, string(body), fmt.Sprintf(`the introspection endpoint refused the resource server's credentials: introspection at %s: client %q: HTTP status 401 (error "invalid_client")`, as.Issuer(), rs.ID))
+
+	want := refusal{http.StatusUnauthorized, th.challenge("/mcp", "mcp:client", oauth.ErrorInvalidToken,
+		"the token could not be verified now: the authorization server is unavailable")}
+	assert.Equal(t, want, initializeWith(t, url, bearer(opaque)))
+	assert.Equal(t, want, upgradeWith(t, th.wsURL("/mcp"), bearer(opaque)))
+	assert.Contains(t, logs.String(), `level=ERROR msg="oauth: the issuer refused the introspection credentials: opaque tokens cannot be verified"`)
+	assert.Contains(t, logs.String(), `level=WARN msg="oauth: an opaque token could not be verified: the issuer refuses the hub's introspection credentials"`)
+	assert.NotContains(t, logs.String(), secret)
+	assert.NotContains(t, string(body), secret)
+
+	res, err := jwtClient.CallTool(ctxFor(t), "demo__echo", map[string]string{"text": "still here"}, nil)
+	require.NoError(t, err, "a JWT goes on")
+	assert.Equal(t, "still here", res.Content[0].Text)
+	ops := th.client(&mcp.ClientOptions{Token: "ops-secret"})
+	_, err = ops.AllTools(ctxFor(t))
+	require.NoError(t, err, "a static token goes on")
+}
