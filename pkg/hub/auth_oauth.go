@@ -204,9 +204,7 @@ func (h *Hub) authenticateOAuth(w http.ResponseWriter, r *http.Request, endpoint
 	pol := h.policy()
 	// The challenge is made for a refusal only: an admitted request, the
 	// usual one, pays for none of it.
-	challenge := func(code, desc string) oauth.Bearer {
-		return oauth.Bearer{ResourceMetadata: rs.metadataURL(endpoint), Scope: scopesFor(pol, allowed), Error: code, Description: desc}
-	}
+	challenge := func(code, desc string) oauth.Bearer { return rs.challenge(endpoint, pol, allowed, code, desc) }
 	var err error
 	switch {
 	case tok == "":
@@ -237,6 +235,12 @@ func (h *Hub) authenticateOAuth(w http.ResponseWriter, r *http.Request, endpoint
 	h.refuseOAuth(w, r, endpoint, p, http.StatusForbidden, challenge(oauth.ErrorInsufficientScope, errNoScope.Error()),
 		"insufficient_scope: no role for this endpoint")
 	return nil
+}
+
+// challenge returns the challenge of a refusal at endpoint, which needs
+// one of roles.
+func (rs *resourceServer) challenge(endpoint string, pol *policy, roles []Role, code, desc string) oauth.Bearer {
+	return oauth.Bearer{ResourceMetadata: rs.metadataURL(endpoint), Scope: scopesFor(pol, roles), Error: code, Description: desc}
 }
 
 // errTokenInQuery refuses an access token sent in a URL's query, where
@@ -345,6 +349,32 @@ func (h *Hub) closeAtExpiry(s *session) {
 		h.auditEvent(s, "expired", "the access token expired")
 		s.peer.CloseWith(peer.ClosePolicyViolation, "access token expired: connect again with a new one")
 	})
+}
+
+// streamUntilExpiry bounds a GET of an HTTP session, an SSE stream that
+// may stay open for hours, by its access token's lifetime, as
+// closeAtExpiry bounds a WebSocket session: every other request is
+// verified on its own, but a stream would outlive the token that opened it.
+// At the expiry the request's context ends, and with it the stream, here
+// and, for a stream relayed to or from another instance, there too; the
+// client opens it again with a fresh token (and Last-Event-ID). A token
+// past its expiry already (still admitted, within the clock skew) is
+// refused with 401 instead of a stream that would end at once, so that the
+// client renews it. It returns r, bounded, and the function that releases
+// the bound; nil after answering a refusal.
+func (h *Hub) streamUntilExpiry(w http.ResponseWriter, r *http.Request, endpoint string, who *principal, allowed []Role) (*http.Request, context.CancelFunc) {
+	tok := who.g().token
+	if tok == nil {
+		return r, func() {}
+	}
+	if !time.Now().Before(tok.Expiry) {
+		desc := oauth.Describe(oauth.ErrExpired)
+		h.refuseOAuth(w, r, endpoint, who, http.StatusUnauthorized,
+			h.oauth.challenge(endpoint, h.policy(), allowed, oauth.ErrorInvalidToken, desc), "invalid_token: "+desc+" (a stream)")
+		return nil, nil
+	}
+	ctx, cancel := context.WithDeadline(r.Context(), tok.Expiry)
+	return r.WithContext(ctx), cancel
 }
 
 // stopExpiry stops the timer of closeAtExpiry, if any.

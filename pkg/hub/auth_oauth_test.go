@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -1050,4 +1051,103 @@ func TestOAuth_introspectionCredentials(t *testing.T) {
 	ops := th.client(&mcp.ClientOptions{Token: "ops-secret"})
 	_, err = ops.AllTools(ctxFor(t))
 	require.NoError(t, err, "a static token goes on")
+}
+
+// getStream opens the GET stream of an HTTP session with header (its id
+// and token); the caller reads and closes the body.
+func getStream(t *testing.T, ctx context.Context, url string, header http.Header) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header = header.Clone()
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := scrapeClient.Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
+// jwtExpiry reads the "exp" of a JWT the test holds (not verified: the
+// hub does that).
+func jwtExpiry(t *testing.T, token string) time.Time {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	require.Len(t, parts, 3)
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	require.NoError(t, err)
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	require.NoError(t, json.Unmarshal(b, &claims))
+	return time.Unix(claims.Exp, 0)
+}
+
+// TestOAuth_expiryEndsHTTPStreams: an HTTP session's GET stream, which
+// may stay open for hours while every other request is verified on its
+// own, ends at its access token's expiry, on the instance that owns the
+// session and on one that relays it; the same token is then refused (401,
+// so the client renews it) and a fresh one resumes the stream. A session
+// whose token is still valid, its stream relayed beside them, keeps
+// receiving.
+func TestOAuth_expiryEndsHTTPStreams(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	const public = "http://hub.example" // the load balancer's: both instances are one resource
+	a, b, _, _ := startPair(t, Config{Tokens: writeTokens(t, oauthTokens), OAuth: &OAuthConfig{PublicURL: public, Issuers: []string{as.Issuer()}}})
+	a.runServerWith(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "demo", "demo-secret")
+	b.waitServer("demo", 1)
+	resource := public + "/mcp"
+
+	goodToken := machineToken(as, resource, "mcp:client")
+	goodID := openSession(t, a.srv.URL+"/mcp", goodToken)
+	good := getStream(t, ctxFor(t), b.srv.URL+"/mcp", sessionHeader(goodID, goodToken))
+	defer good.Body.Close()
+	require.Equal(t, http.StatusOK, good.StatusCode)
+	goodEvents := bufio.NewReader(good.Body)
+	readEvent(t, goodEvents) // primed: the stream is open
+
+	const ttl = 3 // seconds
+	as.SetResource(oauthtest.Resource{Resource: resource, TTL: ttl})
+	for i, th := range []*testHub{a, b} {
+		t.Run(map[int]string{0: "on the owner", 1: "relayed by another instance"}[i], func(t *testing.T) {
+			client := as.MachineClient("mcp:client")
+			short := as.Token(client, resource, "mcp:client")
+			exp := jwtExpiry(t, short)
+			id := openSession(t, a.srv.URL+"/mcp", short)
+			ctx, cancel := context.WithTimeout(context.Background(), (ttl+5)*time.Second)
+			defer cancel()
+			resp := getStream(t, ctx, th.srv.URL+"/mcp", sessionHeader(id, short))
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			events := bufio.NewReader(resp.Body)
+			prime := readEvent(t, events)
+			_, err := io.Copy(io.Discard, events)
+			resp.Body.Close()
+			require.NoError(t, err, "the stream ends, cleanly, at the token's expiry (not at the test's deadline)")
+			assert.False(t, time.Now().Before(exp), "not before it")
+
+			header := sessionHeader(id, short)
+			header.Set(mcp.HeaderLastEventID, prime.id)
+			again := getStream(t, ctxFor(t), th.srv.URL+"/mcp", header)
+			again.Body.Close()
+			assert.Equal(t, refusal{http.StatusUnauthorized, oauth.Bearer{ResourceMetadata: public + "/.well-known/oauth-protected-resource/mcp",
+				Scope: []string{"mcp:client"}, Error: oauth.ErrorInvalidToken, Description: "the access token expired"}.String()},
+				refusal{again.StatusCode, again.Header.Get("WWW-Authenticate")}, "the expired token is refused: the client renews it")
+
+			header.Set("Authorization", "Bearer "+as.Token(client, resource, "mcp:client"))
+			resumed := getStream(t, ctxFor(t), th.srv.URL+"/mcp", header)
+			defer resumed.Body.Close()
+			assert.Equal(t, http.StatusOK, resumed.StatusCode, "a fresh token of the same principal resumes the stream")
+		})
+	}
+
+	status, _, body := post(t, b.srv.URL+"/mcp", sessionHeader(goodID, goodToken),
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"demo__echo","arguments":{"text":"still here"}}}`)
+	assert.Equal(t, http.StatusOK, status)
+	assert.Contains(t, body, "still here")
+	a.runNamed(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "crm", "demo-secret", "crm")
+	for {
+		ev := readEvent(t, goodEvents)
+		if strings.Contains(ev.data, "notifications/tools/list_changed") {
+			break // the well-behaved stream, relayed all along, still delivers
+		}
+	}
 }

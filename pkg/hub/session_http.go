@@ -67,14 +67,24 @@ func (h *Hub) scopeAllowed(w http.ResponseWriter, who *principal, scope string) 
 	return true
 }
 
+// httpRoles may use the Streamable HTTP face.
+var httpRoles = []Role{RoleClient, RoleDashboard}
+
 // serveHTTP serves a Streamable HTTP request. Admission (Host, Origin,
 // token) comes first, wherever the session lives: a request this instance
 // would refuse never reaches the broker, nor the instance that owns the
 // session, which checks it again as its own.
 func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request, scope string) {
-	who := h.check(w, r, endpoint(scope), RoleClient, RoleDashboard)
+	who := h.check(w, r, endpoint(scope), httpRoles...)
 	if who == nil {
 		return
+	}
+	if r.Method == http.MethodGet {
+		var release context.CancelFunc
+		if r, release = h.streamUntilExpiry(w, r, endpoint(scope), who, httpRoles); r == nil {
+			return
+		}
+		defer release()
 	}
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		if owner := h.sessionOwner(id); owner != h.id {
