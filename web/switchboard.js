@@ -12,9 +12,15 @@
 //   const res = await client.callTool('demo__add', { a: 1, b: 2 });
 //
 // Authentication: browsers cannot set headers (such as Authorization) on a
-// WebSocket handshake, so a token is sent as the `?token=` query parameter
-// of the URL. Use wss:// whenever a token is involved, since the URL (and so
-// the token) may end up in proxy and server logs.
+// WebSocket handshake. A static token is sent as the `?token=` query
+// parameter of the URL by default (use wss://: the URL, and so the token,
+// may end up in proxy and server logs). An OAuth access token, which the
+// hub refuses in a URL, is sent with `tokenVia: 'subprotocol'`: as the
+// WebSocket subprotocol "bearer.<base64url of the token>" offered beside
+// "mcp", which the hub reads and never echoes, and which no access log or
+// history keeps. `token` may be a function, called before every connection
+// attempt, so that a reconnection (after the hub closed the session at the
+// token's expiry, for example) presents a fresh one.
 //
 // The JSON-RPC layer under it (the WebSocket, framing, ids, pending calls,
 // cancellation) is jsonrpc.js, which this module imports: serve or copy the
@@ -29,6 +35,9 @@ export const PROTOCOL_VERSION = '2025-11-25';
 
 /** The WebSocket subprotocol MCP-over-WebSocket uses. */
 export const SUBPROTOCOL = 'mcp';
+
+/** The prefix of the subprotocol that carries a token (tokenVia 'subprotocol'). */
+export const TOKEN_SUBPROTOCOL_PREFIX = 'bearer.';
 
 /** Connection states, in the order a healthy connection goes through them. */
 export const State = Object.freeze({
@@ -95,8 +104,14 @@ export const State = Object.freeze({
 
 /**
  * @typedef {object} ClientOptions
- * @property {string} [token] Sent as the ?token= query parameter (browsers
- *   cannot set headers on WebSockets).
+ * @property {string|(() => string|Promise<string>)} [token] The token, or a
+ *   function that returns one (or a promise of one), called before every
+ *   connection attempt: reconnections then present a fresh access token.
+ * @property {'query'|'subprotocol'} [tokenVia='query'] How the token reaches
+ *   the hub (browsers cannot set headers on WebSockets): "query" as the
+ *   ?token= query parameter (static tokens only: the hub refuses an access
+ *   token there), "subprotocol" as the subprotocol "bearer.<base64url>"
+ *   offered beside "mcp" (any token; never in a URL).
  * @property {{name: string, title?: string, version: string}} [clientInfo]
  * @property {string} [protocolVersion] Default PROTOCOL_VERSION.
  * @property {RequestHandler} [onSampling] Answers sampling/createMessage;
@@ -129,6 +144,18 @@ export function withToken(url, token) {
   const u = new URL(url);
   u.searchParams.set('token', token);
   return u.toString();
+}
+
+/**
+ * tokenSubprotocol returns the WebSocket subprotocol that carries token:
+ * "bearer." and the token's UTF-8 bytes in base64url without padding.
+ * @param {string} token
+ * @returns {string}
+ */
+export function tokenSubprotocol(token) {
+  let bin = '';
+  for (const b of new TextEncoder().encode(token)) bin += String.fromCharCode(b);
+  return TOKEN_SUBPROTOCOL_PREFIX + btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
 /**
@@ -210,6 +237,9 @@ export class SwitchboardClient extends EventTarget {
     const WebSocket = options.WebSocket ?? globalThis.WebSocket;
     if (typeof WebSocket !== 'function') {
       throw new TypeError('SwitchboardClient: no WebSocket implementation: pass options.WebSocket (in Node 20, the "ws" package)');
+    }
+    if (options.tokenVia !== undefined && options.tokenVia !== 'query' && options.tokenVia !== 'subprotocol') {
+      throw new TypeError(`SwitchboardClient: tokenVia must be "query" or "subprotocol", not ${JSON.stringify(options.tokenVia)}`);
     }
     this.#reconnect = options.reconnect === false ? null : { ...(typeof options.reconnect === 'object' ? options.reconnect : {}) };
     this.#roots = options.roots;
@@ -480,9 +510,30 @@ export class SwitchboardClient extends EventTarget {
     }
   }
 
-  // #open opens one socket and initializes it; it rejects (and closes the
-  // socket) when either fails.
-  #open() {
+  // #open gets the token, opens one socket and initializes it; it rejects
+  // (and closes the socket) when any of them fails.
+  async #open() {
+    let token = this.#opts.token;
+    if (typeof token === 'function') {
+      try {
+        token = await token();
+      } catch (error) {
+        throw new ConnectionClosedError(`could not get a token for ${this.url}: ${error?.message ?? error}`);
+      }
+      if (this.#closedByUser) throw new ConnectionClosedError('connection closed by the client');
+    }
+    return this.#openWith(token);
+  }
+
+  // #target returns the URL and subprotocols that present token as the
+  // options say.
+  #target(token) {
+    if (!token) return [this.url, [SUBPROTOCOL]];
+    if (this.#opts.tokenVia === 'subprotocol') return [this.url, [SUBPROTOCOL, tokenSubprotocol(token)]];
+    return [withToken(this.url, token), [SUBPROTOCOL]];
+  }
+
+  #openWith(token) {
     const timeoutMs = this.#opts.connectTimeoutMs ?? 10000;
     return new Promise((resolve, reject) => {
       let attempt;
@@ -496,7 +547,8 @@ export class SwitchboardClient extends EventTarget {
         reject(err);
       };
       const timer = setTimeout(() => fail(new RpcError(ErrorCode.REQUEST_TIMEOUT, `connecting to ${this.url} timed out after ${timeoutMs} ms`)), timeoutMs);
-      attempt = this.#rpc.open(withToken(this.url, this.#opts.token), [SUBPROTOCOL], {
+      const [url, protocols] = this.#target(token);
+      attempt = this.#rpc.open(url, protocols, {
         onClose: (detail) => {
           if (!settled) {
             fail(new ConnectionClosedError(`could not connect to ${this.url} (close code ${detail.closeCode}${detail.reason ? `: ${detail.reason}` : ''})`, detail));

@@ -102,7 +102,9 @@ export async function browse(start, redirectUrl, user, steps = []) {
 /**
  * startAuthorizationServer runs server.mjs on a free port, its issuer the
  * address it listens on, and resolves once it is ready, with its issuer,
- * register (a client registered by dynamic registration) and stop.
+ * register (a client registered by dynamic registration), token (an
+ * access token by client credentials), setResource (how the tokens of a
+ * resource are issued: server.mjs's control API) and stop.
  */
 export async function startAuthorizationServer() {
   if (!existsSync(path.join(DIR, 'node_modules', 'oidc-provider'))) {
@@ -120,7 +122,7 @@ export async function startAuthorizationServer() {
     out += chunk;
     const line = out.split('\n')[0];
     if (out.includes('\n') && line.includes('"ready":true')) {
-      resolveReady(JSON.parse(line).issuer);
+      resolveReady(JSON.parse(line));
     }
   });
   proc.stderr.setEncoding('utf8');
@@ -128,8 +130,9 @@ export async function startAuthorizationServer() {
   exited.then((code) => rejectReady(new Error(`the authorization server exited (${code}): ${err}`)));
   const timer = setTimeout(() => rejectReady(new Error('the authorization server did not start within 30 s')), 30_000);
   let issuer;
+  let control;
   try {
-    issuer = await ready;
+    ({ issuer, control } = await ready);
   } catch (err) {
     proc.kill('SIGKILL');
     throw err;
@@ -144,6 +147,26 @@ export async function startAuthorizationServer() {
       });
       if (res.status !== 201) throw new Error(`registration: ${res.status} ${await res.text()}`);
       return res.json();
+    },
+    /** token gets an access token for resource by client credentials, as client (registered with its secret). */
+    async token(client, resource, scope) {
+      const res = await fetch(`${issuer}/token`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({ grant_type: 'client_credentials', resource, ...(scope ? { scope } : {}) }).toString(),
+      });
+      if (res.status !== 200) throw new Error(`token: ${res.status} ${await res.text()}`);
+      return (await res.json()).access_token;
+    },
+    /** setResource says how tokens for r.resource are issued from now on: {resource, format, alg, ttl, notBefore}. */
+    async setResource(r) {
+      const res = await fetch(`http://127.0.0.1:${control}/resources`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(r),
+      });
+      if (res.status !== 200) throw new Error(`setResource: ${res.status} ${await res.text()}`);
     },
     async stop() {
       proc.stdin.end(); // it exits when its stdin closes

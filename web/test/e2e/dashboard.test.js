@@ -632,6 +632,7 @@ describe('dashboard with a hub that requires tokens', () => {
 describe('dashboard behind an identity provider', () => {
   let as;
   let hub;
+  let resource;
   before(async () => {
     as = await startAuthorizationServer();
     // The dashboard's client, registered as an operator would: a native
@@ -641,6 +642,7 @@ describe('dashboard behind an identity provider', () => {
       redirect_uris: ['http://127.0.0.1/login/oauth/callback'], grant_types: ['authorization_code'], response_types: ['code'],
     });
     const port = await freePort();
+    resource = `http://127.0.0.1:${port}/mcp`;
     [hub, browser] = await Promise.all([
       startHub({ port, args: ['--public-url', `http://127.0.0.1:${port}`, '--oauth-issuer', as.issuer, '--dashboard-client-id', client.client_id] }),
       launch(),
@@ -669,6 +671,32 @@ describe('dashboard behind an identity provider', () => {
     assert.ok(sockets.every((u) => !u.includes('token=')), `no token in WebSocket URLs: ${sockets}`);
     // Chromium logs the refused WebSocket before the login (a 401), and the
     // provider's favicon, which the test server has not (a 404).
+    page.problems = page.problems.filter((p) => !/WebSocket connection to .* failed|status of 40[14]/.test(p));
+  });
+
+  it('lets a page\u2019s own switchboard.js carry an access token as a subprotocol (tokenVia), never in a URL', async () => {
+    const machine = await as.register({
+      client_name: 'a page', grant_types: ['client_credentials'], response_types: [],
+      token_endpoint_auth_method: 'client_secret_basic', scope: 'mcp:client',
+    });
+    const token = await as.token(machine, resource, 'mcp:client');
+    const page = await newPage(hub.httpURL);
+    const sockets = [];
+    page.on('websocket', (ws) => sockets.push(ws.url()));
+    const sum = await page.evaluate(async ({ url, token }) => {
+      const { SwitchboardClient } = await import('/switchboard.js');
+      const client = new SwitchboardClient(url, { token, tokenVia: 'subprotocol', reconnect: false });
+      await client.connect();
+      try {
+        return (await client.callTool('demo__add', { a: 20, b: 22 })).structuredContent.sum;
+      } finally {
+        client.close();
+      }
+    }, { url: hub.wsURL, token });
+    assert.equal(sum, 42);
+    assert.ok(sockets.includes(hub.wsURL), `the page's own WebSocket: ${sockets}`);
+    assert.ok(sockets.every((u) => !u.includes('token=')), `no token in WebSocket URLs: ${sockets}`);
+    // The dashboard itself, not signed in, is refused (a 401) meanwhile.
     page.problems = page.problems.filter((p) => !/WebSocket connection to .* failed|status of 40[14]/.test(p));
   });
 });

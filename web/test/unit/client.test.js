@@ -12,10 +12,15 @@ import {
   ErrorCode,
   backoffDelay,
   withToken,
+  tokenSubprotocol,
   defaultHubURL,
 } from '../../switchboard.js';
-import { startHub, startDemo, nextEvent, withDeadline, tokensFile } from '../helpers/hub.js';
+import path from 'node:path';
+import { startHub, startDemo, nextEvent, withDeadline, tokensFile, ROOT } from '../helpers/hub.js';
 import { startFakeServer, FORM_SCHEMA } from '../helpers/fake-server.js';
+import { freePort } from '../helpers/redis.js';
+
+const { startAuthorizationServer } = await import(path.join(ROOT, 'e2e', 'oauth', 'flow.mjs'));
 
 const clients = [];
 /** newClient returns a client of hub that the test's afterEach closes. */
@@ -59,6 +64,16 @@ describe('helpers', () => {
     assert.equal(withToken('ws://h:1/mcp', ''), 'ws://h:1/mcp');
     assert.equal(withToken('ws://h:1/mcp', 'a b&c'), 'ws://h:1/mcp?token=a+b%26c');
     assert.equal(withToken('wss://h/mcp?x=1', 't'), 'wss://h/mcp?x=1&token=t');
+  });
+
+  it('tokenSubprotocol carries the token\u2019s UTF-8 in base64url, without padding', () => {
+    assert.equal(tokenSubprotocol('abc'), 'bearer.YWJj');
+    assert.equal(tokenSubprotocol('\u00fc?>>'), `bearer.${Buffer.from('\u00fc?>>').toString('base64url')}`);
+    assert.match(tokenSubprotocol('eyJhbGciOiJSUzI1NiJ9.e30.c2ln'), /^bearer\.[A-Za-z0-9_-]+$/, 'only characters a subprotocol may hold');
+  });
+
+  it('refuses an unknown tokenVia', () => {
+    assert.throws(() => new SwitchboardClient('ws://x/mcp', { WebSocket, tokenVia: 'header' }), /tokenVia must be "query" or "subprotocol"/);
   });
 
   it('defaultHubURL derives ws(s)://host/mcp from the page origin', () => {
@@ -543,5 +558,76 @@ describe('token passing (?token=) to a hub started with --tokens', () => {
     await viewer.connect();
     assert.ok((await viewer.listTools()).tools.some((t) => t.name === 'demo__add'), 'a dashboard token may list');
     await assert.rejects(viewer.callTool('demo__add', { a: 1, b: 2 }), (err) => err.code === ErrorCode.FORBIDDEN);
+  });
+});
+
+describe('access tokens (tokenVia: "subprotocol") to a hub behind an identity provider', () => {
+  let as;
+  let hub;
+  let machine;
+  let resource;
+  before(async () => {
+    as = await startAuthorizationServer(); // the real one: oidc-provider
+    machine = await as.register({
+      client_name: 'web unit tests', grant_types: ['client_credentials'], response_types: [],
+      token_endpoint_auth_method: 'client_secret_basic', scope: 'mcp:client',
+    });
+    const port = await freePort();
+    resource = `http://127.0.0.1:${port}/mcp`;
+    hub = await startHub({ port, args: ['--public-url', `http://127.0.0.1:${port}`, '--oauth-issuer', as.issuer] });
+  });
+  after(async () => {
+    await hub?.stop();
+    await as?.stop();
+  });
+
+  it('connects with an access token as a subprotocol, and calls', async () => {
+    const token = await as.token(machine, resource, 'mcp:client');
+    const c = newClient(hub.wsURL, { token, tokenVia: 'subprotocol' });
+    await c.connect();
+    assert.deepEqual((await c.callTool('demo__add', { a: 2, b: 40 })).structuredContent, { sum: 42 });
+  });
+
+  it('is refused with the access token in the query, where the hub never takes one', async () => {
+    const token = await as.token(machine, resource, 'mcp:client');
+    const c = newClient(hub.wsURL, { token, reconnect: false });
+    await assert.rejects(c.connect(), (err) => err instanceof ConnectionClosedError && /could not connect/.test(err.message));
+    const d = newClient(hub.wsURL, { reconnect: false, tokenVia: 'subprotocol' });
+    await assert.rejects(d.connect(), ConnectionClosedError, 'no token at all');
+  });
+
+  it('asks its token function again for every connection: after the hub closes the session at the token\u2019s expiry, it comes back with a fresh one', async () => {
+    await as.setResource({ resource, ttl: 2 });
+    let asked = 0;
+    const c = newClient(hub.wsURL, {
+      tokenVia: 'subprotocol',
+      token: async () => {
+        asked += 1;
+        return as.token(machine, resource, 'mcp:client');
+      },
+      reconnect: { initialDelayMs: 50, jitter: 0 },
+    });
+    // Listening first: the token may expire before connect() resolves on
+    // a busy machine.
+    const dropped = nextEvent(c, 'reconnecting', () => true, 15000);
+    const back = nextEvent(c, 'open', (d) => d.reconnected, 20000);
+    try {
+      await c.connect();
+      const d = await dropped;
+      assert.equal(d.closeCode, 1008);
+      assert.equal(d.reason, 'access token expired: connect again with a new one');
+      await back;
+      assert.equal(asked, 2, 'a fresh token for the new connection');
+      assert.deepEqual((await c.callTool('demo__add', { a: 1, b: 1 })).structuredContent, { sum: 2 });
+    } finally {
+      c.close();
+      await as.setResource({ resource, ttl: 3600 });
+    }
+  });
+
+  it('fails connect() clearly when its token function fails', async () => {
+    const c = newClient(hub.wsURL, { tokenVia: 'subprotocol', token: () => Promise.reject(new Error('no refresh token')) });
+    await assert.rejects(c.connect(), (err) => err instanceof ConnectionClosedError && /could not get a token for .*: no refresh token/.test(err.message));
+    assert.equal(c.state, State.CLOSED);
   });
 });
