@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
@@ -338,17 +340,35 @@ func followPrincipal(own, req *principal) {
 	}
 }
 
-// closeAtExpiry closes a WebSocket session when its access token expires;
-// the session's end stops the timer.
+// closeAtExpiry closes a WebSocket session when its access token expires.
 func (h *Hub) closeAtExpiry(s *session) {
-	tok := s.who.g().token
-	if tok == nil {
-		return
-	}
-	s.expiry = time.AfterFunc(time.Until(tok.Expiry), func() {
+	atExpiry(s, func() {
 		h.auditEvent(s, "expired", "the access token expired")
 		s.peer.CloseWith(peer.ClosePolicyViolation, "access token expired: connect again with a new one")
 	})
+}
+
+// endListensAtExpiry answers the subscriptions/listen stream of a request
+// of the 2026-07-28 revision (an HTTP session of that one request) when
+// its access token expires, with the graceful end the revision gives a
+// stream: the client listens again, with a fresh token. It is that
+// revision's GET stream (streamUntilExpiry); its other requests end with
+// their answers.
+func endListensAtExpiry(s *session) { atExpiry(s, s.endListeners) }
+
+// atExpiry runs end when the access token of s expires; the session's end
+// stops the timer.
+func atExpiry(s *session, end func()) {
+	if tok := s.who.g().token; tok != nil {
+		s.expiry = time.AfterFunc(time.Until(tok.Expiry), end)
+	}
+}
+
+// pastExpiry reports whether the access token of s has expired (a static
+// token never does).
+func (s *session) pastExpiry() bool {
+	tok := s.who.g().token
+	return tok != nil && !time.Now().Before(tok.Expiry)
 }
 
 // streamUntilExpiry bounds a GET of an HTTP session, an SSE stream that
@@ -362,19 +382,31 @@ func (h *Hub) closeAtExpiry(s *session) {
 // refused with 401 instead of a stream that would end at once, so that the
 // client renews it. It returns r, bounded, and the function that releases
 // the bound; nil after answering a refusal.
-func (h *Hub) streamUntilExpiry(w http.ResponseWriter, r *http.Request, endpoint string, who *principal, allowed []Role) (*http.Request, context.CancelFunc) {
+func (h *Hub) streamUntilExpiry(w http.ResponseWriter, r *http.Request, endpoint string, who *principal) (*http.Request, context.CancelFunc) {
 	tok := who.g().token
 	if tok == nil {
 		return r, func() {}
 	}
 	if !time.Now().Before(tok.Expiry) {
-		desc := oauth.Describe(oauth.ErrExpired)
-		h.refuseOAuth(w, r, endpoint, who, http.StatusUnauthorized,
-			h.oauth.challenge(endpoint, h.policy(), allowed, oauth.ErrorInvalidToken, desc), "invalid_token: "+desc+" (a stream)")
+		e := h.refuseExpiredStream(r, endpoint, who)
+		maps.Copy(w.Header(), e.Header)
+		http.Error(w, e.Message, e.Status)
 		return nil, nil
 	}
 	ctx, cancel := context.WithDeadline(r.Context(), tok.Expiry)
 	return r.WithContext(ctx), cancel
+}
+
+// refuseExpiredStream returns the refusal of a stream asked for with an
+// access token past its expiry (a GET, a subscriptions/listen), counted
+// and audited: 401 with a challenge, so that the client renews its token.
+func (h *Hub) refuseExpiredStream(r *http.Request, endpoint string, who *principal) *mcp.HTTPError {
+	desc := oauth.Describe(oauth.ErrExpired)
+	c := h.oauth.challenge(endpoint, h.policy(), httpRoles, oauth.ErrorInvalidToken, desc)
+	h.metrics.authFailures.WithLabelValues("unauthorized").Inc()
+	h.auditDecision(r, endpoint, who, http.StatusUnauthorized, "invalid_token: "+desc+" (a stream)")
+	return &mcp.HTTPError{Status: http.StatusUnauthorized, Message: "401 unauthorized: " + desc + ": renew it",
+		Header: http.Header{"WWW-Authenticate": {c.String()}}}
 }
 
 // stopExpiry stops the timer of closeAtExpiry, if any.

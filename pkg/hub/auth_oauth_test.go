@@ -1151,3 +1151,39 @@ func TestOAuth_expiryEndsHTTPStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestOAuth_expiryEndsListenStreams: a subscriptions/listen stream of the
+// 2026-07-28 revision, that revision's GET stream, is answered (its
+// graceful end) at its access token's expiry; a listen with the same token
+// is then refused (401, so the client renews it). A stream whose token is
+// still valid keeps hearing of changes.
+func TestOAuth_expiryEndsListenStreams(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.Start(t)
+	th := oauthHub(t, as, Config{}, "")
+	url, resource := th.srv.URL+"/mcp", th.resource("/mcp")
+	listen := modernBody(7, mcp.MethodSubscriptionsListen, `"notifications":{"toolsListChanged":true}`, "{}")
+
+	good := modernPost(t, url, listen, bearer(machineToken(as, resource, "mcp:client")))
+	require.Equal(t, http.StatusOK, good.status)
+	good.next(t) // acknowledged
+
+	as.SetResource(oauthtest.Resource{Resource: resource, TTL: 3})
+	short := machineToken(as, resource, "mcp:client")
+	exp := jwtExpiry(t, short)
+	st := modernPost(t, url, listen, bearer(short))
+	require.Equal(t, http.StatusOK, st.status)
+	st.next(t) // acknowledged
+	resp, _ := st.answer(t)
+	assert.False(t, time.Now().Before(exp), "answered at the token's expiry, not before")
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`, string(resp),
+		"the graceful end of a stream")
+
+	again := modernPost(t, url, listen, bearer(short))
+	assert.Equal(t, refusal{http.StatusUnauthorized, th.challenge("/mcp", "mcp:client", oauth.ErrorInvalidToken, "the access token expired")},
+		refusal{again.status, again.header.Get("WWW-Authenticate")}, "the expired token is refused: the client renews it")
+
+	th.runNamed(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "crm", "demo-secret", "crm")
+	m := good.next(t)
+	assert.Contains(t, string(m), "notifications/tools/list_changed", "the stream with a valid token goes on")
+}

@@ -65,7 +65,7 @@
 //	auth_oauth.go          the hub as an OAuth resource server: OAuthConfig,
 //	                       access tokens verified for each endpoint's
 //	                       resource, challenges, expiry of WebSocket sessions
-//	                       and of HTTP sessions' GET streams
+//	                       and of HTTP streams (GET, subscriptions/listen)
 //	http_oauth.go          Protected Resource Metadata, the step-up 403 of a
 //	                       POST, the dashboard's login through the issuer
 //	admission.go           who may connect: draining, origin, token, limits

@@ -122,6 +122,9 @@ func (h *Hub) screenHTTP(r *http.Request, msgs []jsonrpc.Message) error {
 	if info == nil {
 		return nil
 	}
+	if streamPastExpiry(info.who, msgs) {
+		return h.refuseExpiredStream(r, endpoint(info.scope), info.who)
+	}
 	if g := info.who.g(); g.token == nil || g.has(RoleClient) && len(g.tools) == 0 && len(g.resources) == 0 {
 		return nil // a static token, or one that may call and read everything
 	}
@@ -147,6 +150,23 @@ func (h *Hub) screenHTTP(r *http.Request, msgs []jsonrpc.Message) error {
 			Header: http.Header{"WWW-Authenticate": {c.String()}}}
 	}
 	return nil
+}
+
+// streamPastExpiry reports whether msgs open a subscriptions/listen
+// stream with an access token past its expiry (admitted within the clock
+// skew): it would end at once (endListensAtExpiry), and the client would
+// listen again with the same token.
+func streamPastExpiry(who *principal, msgs []jsonrpc.Message) bool {
+	tok := who.g().token
+	if tok == nil || time.Now().Before(tok.Expiry) {
+		return false
+	}
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && req.Method == mcp.MethodSubscriptionsListen {
+			return true
+		}
+	}
+	return false
 }
 
 // callCheck returns what a request needs of a grant, for the calls a

@@ -81,7 +81,7 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request, scope string) {
 	}
 	if r.Method == http.MethodGet {
 		var release context.CancelFunc
-		if r, release = h.streamUntilExpiry(w, r, endpoint(scope), who, httpRoles); r == nil {
+		if r, release = h.streamUntilExpiry(w, r, endpoint(scope), who); r == nil {
 			return
 		}
 		defer release()
@@ -178,6 +178,9 @@ func (h *Hub) openHTTP(r *http.Request, ss *mcp.StreamSession, stateless bool) e
 	}
 	s := h.newSession(ss.Conn(), ownPrincipal(info.who), release, "http", info.scope)
 	s.stateless = stateless
+	if stateless {
+		endListensAtExpiry(s)
+	}
 	ss.SetData(s)
 	if !stateless {
 		h.log.Info("client connected", "client", s.id, "transport", s.transport, "endpoint", endpoint(info.scope),

@@ -116,8 +116,8 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if l.ended || s.closed.Load() {
+		s.mu.Unlock()
 		return // dropListener released its holds
 	}
 	if s.listeners == nil {
@@ -125,6 +125,10 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 	}
 	l.sinceGen = h.reg.view().gen
 	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	if s.stateless && s.pastExpiry() {
+		s.endListener(l) // its token expired while it opened: endListensAtExpiry found no stream to end
+	}
 }
 
 // dropListener ends a stream whose client cancelled it or left; its holds
@@ -151,7 +155,8 @@ func (s *session) releaseListener(l *listener) {
 	}
 }
 
-// endListeners answers every stream of the session: the hub is draining.
+// endListeners answers every stream of the session: the hub is draining,
+// or the token of a request that is a stream expired (auth_oauth.go).
 func (s *session) endListeners() {
 	s.mu.Lock()
 	ls := make([]*listener, 0, len(s.listeners))
@@ -160,9 +165,14 @@ func (s *session) endListeners() {
 	}
 	s.mu.Unlock()
 	for _, l := range ls {
-		s.dropListener(l)
-		l.reply.Send(mcp.Decorate(encodeJSON(map[string]any{"_meta": mcp.Meta{mcp.MetaSubscriptionID: l.id}}), -1, ""), nil)
+		s.endListener(l)
 	}
+}
+
+// endListener answers a stream: its graceful end.
+func (s *session) endListener(l *listener) {
+	s.dropListener(l)
+	l.reply.Send(mcp.Decorate(encodeJSON(map[string]any{"_meta": mcp.Meta{mcp.MetaSubscriptionID: l.id}}), -1, ""), nil)
 }
 
 // subscribeURI is resources/subscribe: the session holds uri (once).
