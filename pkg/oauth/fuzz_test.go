@@ -16,7 +16,8 @@ import (
 // Every decoder of this package has a fuzz target: the token's header and
 // claims (through Verify, offline), the JWKS, the authorization server's
 // and the resource's metadata, an introspection answer, the cache headers
-// of a JWKS, WWW-Authenticate challenges and Authorization headers.
+// of a JWKS, WWW-Authenticate challenges, Authorization headers, and the
+// error of an introspection endpoint's refusal.
 
 // FuzzVerify: any string given as a token is refused with one of the
 // package's errors, or accepted only if its issuer's key signed it for the
@@ -144,6 +145,31 @@ func FuzzParseIntrospection(f *testing.F) {
 		}
 		if err != nil && Describe(err) == "invalid access token" {
 			t.Fatalf("an error that is none of the package's: %v", err)
+		}
+	})
+}
+
+// FuzzOAuthErrorOf: what an introspection endpoint's refusal says is put
+// in a log line and a readiness probe's body only as a short quoted code
+// of visible ASCII, or not at all.
+func FuzzOAuthErrorOf(f *testing.F) {
+	f.Add([]byte(`{"error":"invalid_client","error_description":"client authentication failed"}`))
+	f.Add([]byte(`{"error":"a\nb"}`))
+	f.Add([]byte(`{"error":"\"quoted\""}`))
+	f.Add([]byte(`{"error":7}`))
+	f.Add([]byte(`<html>`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out := oauthErrorOf(body)
+		if out == "" {
+			return
+		}
+		code, ok := strings.CutPrefix(out, ` (error "`)
+		if !ok || !strings.HasSuffix(code, `")`) {
+			t.Fatalf("not a quoted code: %q", out)
+		}
+		code = strings.TrimSuffix(code, `")`)
+		if len(code) == 0 || len(code) > 64 || strings.ContainsFunc(code, func(r rune) bool { return r < 0x21 || r > 0x7e || r == '"' || r == '\\' }) {
+			t.Fatalf("code %q of %q", code, body)
 		}
 	})
 }
