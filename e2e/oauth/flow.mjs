@@ -102,7 +102,8 @@ export async function browse(start, redirectUrl, user, steps = []) {
 /**
  * startAuthorizationServer runs server.mjs on a free port, its issuer the
  * address it listens on, and resolves once it is ready, with its issuer,
- * register (a client registered by dynamic registration), token (an
+ * register (a client registered by dynamic registration), machineClient
+ * (one for client credentials), token (an
  * access token by client credentials), setResource (how the tokens of a
  * resource are issued: server.mjs's control API) and stop.
  */
@@ -147,6 +148,13 @@ export async function startAuthorizationServer() {
       });
       if (res.status !== 201) throw new Error(`registration: ${res.status} ${await res.text()}`);
       return res.json();
+    },
+    /** machineClient registers a confidential client for client credentials, allowed scope. */
+    machineClient(scope) {
+      return this.register({
+        client_name: 'machine', grant_types: ['client_credentials'], response_types: [],
+        token_endpoint_auth_method: 'client_secret_basic', scope,
+      });
     },
     /** token gets an access token for resource by client credentials, as client (registered with its secret). */
     async token(client, resource, scope) {

@@ -675,10 +675,7 @@ describe('dashboard behind an identity provider', () => {
   });
 
   it('lets a page\u2019s own switchboard.js carry an access token as a subprotocol (tokenVia), never in a URL', async () => {
-    const machine = await as.register({
-      client_name: 'a page', grant_types: ['client_credentials'], response_types: [],
-      token_endpoint_auth_method: 'client_secret_basic', scope: 'mcp:client',
-    });
+    const machine = await as.machineClient('mcp:client');
     const token = await as.token(machine, resource, 'mcp:client');
     const page = await newPage(hub.httpURL);
     const sockets = [];

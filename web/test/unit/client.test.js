@@ -568,10 +568,7 @@ describe('access tokens (tokenVia: "subprotocol") to a hub behind an identity pr
   let resource;
   before(async () => {
     as = await startAuthorizationServer(); // the real one: oidc-provider
-    machine = await as.register({
-      client_name: 'web unit tests', grant_types: ['client_credentials'], response_types: [],
-      token_endpoint_auth_method: 'client_secret_basic', scope: 'mcp:client',
-    });
+    machine = await as.machineClient('mcp:client');
     const port = await freePort();
     resource = `http://127.0.0.1:${port}/mcp`;
     hub = await startHub({ port, args: ['--public-url', `http://127.0.0.1:${port}`, '--oauth-issuer', as.issuer] });
