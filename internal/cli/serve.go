@@ -393,11 +393,9 @@ func (o *serveOptions) introspection(issuers []string, env *Env) (map[string]*oa
 			}
 			in.Secret = s
 		case len(out) == 1:
-			v, ok := env.LookupEnv(introspectionSecretEnv)
-			if !ok || v == "" {
+			if in.Secret = envSecret(env, introspectionSecretEnv); in.Secret.Reveal() == "" {
 				return nil, usagef("serve", "the introspection client of %s needs its secret: --oauth-introspection-secret-file or %s", iss, introspectionSecretEnv)
 			}
-			in.Secret = oauth.NewSecret(v)
 		default:
 			return nil, usagef("serve", "the introspection client of %s needs its secret in --oauth-introspection-secret-file (%s serves one issuer only)", iss, introspectionSecretEnv)
 		}
