@@ -77,7 +77,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/hub || exit 1; done
 	@for f in FuzzReadReply FuzzMessage; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/pubsub || exit 1; done
-	@for f in FuzzVerify FuzzParseKeySet FuzzParseServerMetadata FuzzParseResourceMetadata FuzzParseIntrospection FuzzOAuthErrorOf FuzzKeysMaxAge FuzzParseChallenges FuzzBearerToken; do \
+	@for f in FuzzVerify FuzzParseKeySet FuzzParseServerMetadata FuzzParseResourceMetadata FuzzParseIntrospection FuzzOAuthErrorCode FuzzKeysMaxAge FuzzParseChallenges FuzzBearerToken; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/oauth || exit 1; done
 	@for f in FuzzExtractMeta FuzzInjectMeta FuzzUnpack; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./internal/tracing || exit 1; done

@@ -175,10 +175,18 @@ func (is *issuer) askIntrospection(ctx context.Context, token string) (map[strin
 	if err != nil {
 		return nil, fmt.Errorf("%w: introspection at %s: %w", ErrUnavailable, is.id, err)
 	}
-	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		// RFC 7662 section 2.1: the endpoint authenticates its caller.
+	// RFC 7662 section 2.1: the endpoint authenticates its caller, and
+	// refuses it as a token endpoint would (RFC 6749 section 5.2: 401, or
+	// 400 invalid_client).
+	code := oauthErrorCode(body)
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden ||
+		resp.StatusCode == http.StatusBadRequest && code == "invalid_client" {
+		why := ""
+		if code != "" {
+			why = fmt.Sprintf(" (error %q)", code)
+		}
 		return nil, fmt.Errorf("%w: %w: introspection at %s: client %q: %w%s", ErrUnavailable, ErrIntrospectionRefused,
-			is.id, is.introspection.ClientID, statusError(resp.StatusCode), oauthErrorOf(body))
+			is.id, is.introspection.ClientID, statusError(resp.StatusCode), why)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%w: introspection at %s: %w", ErrUnavailable, is.id, statusError(resp.StatusCode))
@@ -193,20 +201,21 @@ func (is *issuer) askIntrospection(ctx context.Context, token string) (map[strin
 	return claims, nil
 }
 
-// oauthErrorOf returns ` (error: "...")` for an OAuth error response
-// (RFC 6749 section 5.2) whose "error" is a plain code, else "". The code
-// is the issuer's word for why, safe to log; the description is left out,
-// as any text the issuer chose.
-func oauthErrorOf(body []byte) string {
+// oauthErrorCode returns the "error" of an OAuth error response (RFC 6749
+// section 5.2) when it is a plain code (at most 64 visible ASCII
+// characters, no quote nor backslash), else "". The code is the issuer's
+// word for why, fit for a log line; the description is left out, as any
+// text the issuer chose.
+func oauthErrorCode(body []byte) string {
 	var e struct {
 		Error string `json:"error"`
 	}
-	if json.Unmarshal(body, &e) != nil || e.Error == "" || len(e.Error) > 64 || strings.ContainsFunc(e.Error, func(r rune) bool {
+	if json.Unmarshal(body, &e) != nil || len(e.Error) > 64 || strings.ContainsFunc(e.Error, func(r rune) bool {
 		return r < 0x21 || r > 0x7e || r == '"' || r == '\\'
 	}) {
 		return ""
 	}
-	return fmt.Sprintf(" (error %q)", e.Error)
+	return e.Error
 }
 
 // ParseIntrospection decodes an introspection response (RFC 7662 section
