@@ -119,6 +119,65 @@ type DropCounter interface {
 	Dropped() uint64
 }
 
+// Store is implemented by brokers that keep small values under keys, for
+// every instance sharing the broker, each until its expiry (both Memory and
+// Redis do): state that must be readable wherever a client's next request
+// lands, as soon as it was written (the hub's task records). It is an
+// optional capability: find it with a type assertion.
+//
+// Values are bytes, read and replaced whole; keys are any non-empty
+// string, in a namespace of their own (not the topics', nor the leases').
+// A value written is read by every instance at once: a Get that follows an
+// Update that returned, on any instance, sees it or a later value.
+//
+// While the broker cannot reach its backing service, its methods fail fast
+// with an error wrapping ErrUnavailable, as Publish does; an Update that
+// fails so may or may not have been applied. A Redis that restarts without
+// persistence forgets every value: whoever wrote them writes them again
+// (Watch reports the gap).
+type Store interface {
+	// Get returns the value of key, or an error wrapping ErrNotFound when
+	// it has none (never set, deleted, or expired).
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Update changes the value of key atomically with respect to every
+	// other Update of it, on every instance sharing the broker. fn gets the
+	// current value (nil when there is none, which it must not modify) and
+	// returns the new one and how long it is to live from now (at least a
+	// millisecond); a nil value deletes the key. When another Update
+	// changes the key between fn's reading and the write, fn is called
+	// again with the newer value, so it must do nothing but compute. An
+	// error from fn ends Update with that error, changing nothing.
+	Update(ctx context.Context, key string, fn func(cur []byte) (next []byte, ttl time.Duration, err error)) error
+}
+
+// ErrNotFound is wrapped by the error of a Store's Get for a key that has
+// no value.
+var ErrNotFound = errors.New("pubsub: no such key")
+
+// maxUpdateTries bounds the times an Update's fn is called while other
+// Updates of its key keep winning the race.
+const maxUpdateTries = 64
+
+// errContended ends an Update that lost the race to other Updates of its
+// key maxUpdateTries times in a row.
+var errContended = errors.New("pubsub: update: the key changed under every try")
+
+// checkStore validates the arguments of a Store's methods.
+func checkStore(key string) error {
+	if key == "" {
+		return errors.New("pubsub: store key is empty")
+	}
+	return nil
+}
+
+// checkTTL validates the ttl an Update's fn returned with a value.
+func checkTTL(next []byte, ttl time.Duration) error {
+	if next != nil && ttl < time.Millisecond {
+		return fmt.Errorf("pubsub: store ttl %v is below 1ms", ttl)
+	}
+	return nil
+}
+
 // checkLease validates the arguments of Claim and Release.
 func checkLease(key, owner string, ttl time.Duration) error {
 	switch {

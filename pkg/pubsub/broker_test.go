@@ -109,6 +109,10 @@ func testBroker(t *testing.T, be backend) {
 		t.Parallel()
 		testLeases(t, be)
 	})
+	t.Run("store", func(t *testing.T) {
+		t.Parallel()
+		testStore(t, be)
+	})
 	t.Run("round trip", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()

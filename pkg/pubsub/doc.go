@@ -1,6 +1,6 @@
-// Package pubsub carries messages between hub instances, and gives them
-// leases on names. It knows topics, byte payloads and keys, nothing of
-// WebSockets or MCP.
+// Package pubsub carries messages between hub instances, gives them leases
+// on names, and keeps small values for all of them. It knows topics, byte
+// payloads and keys, nothing of WebSockets or MCP.
 //
 // The hub publishes on four topics: "registry" (each instance's heartbeats
 // and snapshots of its servers, from which every instance derives the
@@ -135,6 +135,29 @@
 // someone who does not hold it. For Memory a lease is an entry in a map;
 // for Redis it is the key KeyPrefix+"lease:"+key, set and read by one Lua
 // script, which Redis expires by itself.
+//
+// # Store
+//
+// Both brokers are also a Store (an optional capability, found by type
+// assertion): small values under keys, shared by every instance, each with
+// its expiry. The hub keeps its task records there, so that a task handle
+// resolves on whichever instance a client's next request lands, as soon as
+// it was given out. Get reads a value; Update replaces it atomically with
+// what a function computes from the current one (nil: there is none), and
+// calls the function again when another instance's Update won the race:
+//
+//	err := store.Update(ctx, "task/"+id, func(cur []byte) ([]byte, time.Duration, error) {
+//		if cur != nil {
+//			return nil, 0, errTaken // changes nothing
+//		}
+//		return record, time.Hour, nil
+//	})
+//
+// For Memory a value is an entry in a map; for Redis it is the key
+// KeyPrefix+"kv:"+key, which Redis expires by itself, updated by WATCH, GET
+// and a MULTI that Redis runs only if nobody changed the key meanwhile. A
+// Redis without persistence that restarts forgets every value: writers that
+// must keep theirs write them again when Watch reports the broker back.
 //
 // # Concurrency
 //

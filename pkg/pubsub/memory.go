@@ -1,8 +1,10 @@
 package pubsub
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +42,18 @@ type Memory struct {
 	leaseMu sync.Mutex
 	leases  map[string]memLease
 	sweepAt int
+
+	// values are the Store's, checked for expiry when read, and swept as
+	// leases are when the map grows.
+	valueMu      sync.Mutex
+	values       map[string]memValue
+	valueSweepAt int
+}
+
+// memValue is a value kept in a Memory broker's Store.
+type memValue struct {
+	val     []byte
+	expires time.Time
 }
 
 // memLease is a lease held in a Memory broker.
@@ -51,6 +65,7 @@ type memLease struct {
 var (
 	_ Broker      = (*Memory)(nil)
 	_ DropCounter = (*Memory)(nil)
+	_ Store       = (*Memory)(nil)
 )
 
 // NewMemory returns a Memory broker with default options.
@@ -66,6 +81,9 @@ func NewMemoryWithOptions(opts MemoryOptions) *Memory {
 		closeDone: make(chan struct{}),
 		leases:    make(map[string]memLease),
 		sweepAt:   64,
+		values:    make(map[string]memValue),
+
+		valueSweepAt: 64,
 	}
 }
 
@@ -192,6 +210,63 @@ func (m *Memory) Release(ctx context.Context, key, owner string) error {
 	defer m.leaseMu.Unlock()
 	if l, ok := m.leases[key]; ok && l.owner == owner {
 		delete(m.leases, key)
+	}
+	return nil
+}
+
+// Get returns the value of key, or ErrNotFound. It fails only on a bad
+// key, a done ctx or a closed broker.
+func (m *Memory) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := checkStore(key); err != nil {
+		return nil, err
+	}
+	if err := m.usable(ctx); err != nil {
+		return nil, err
+	}
+	m.valueMu.Lock()
+	defer m.valueMu.Unlock()
+	v, ok := m.values[key]
+	if !ok || !time.Now().Before(v.expires) {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, key)
+	}
+	return bytes.Clone(v.val), nil
+}
+
+// Update changes the value of key with fn, under the store's lock: fn is
+// called once.
+func (m *Memory) Update(ctx context.Context, key string, fn func(cur []byte) ([]byte, time.Duration, error)) error {
+	if err := checkStore(key); err != nil {
+		return err
+	}
+	if err := m.usable(ctx); err != nil {
+		return err
+	}
+	now := time.Now()
+	m.valueMu.Lock()
+	defer m.valueMu.Unlock()
+	var cur []byte
+	if v, ok := m.values[key]; ok && now.Before(v.expires) {
+		cur = v.val
+	}
+	next, ttl, err := fn(cur)
+	if err != nil {
+		return err
+	}
+	if err := checkTTL(next, ttl); err != nil {
+		return err
+	}
+	if next == nil {
+		delete(m.values, key)
+		return nil
+	}
+	m.values[key] = memValue{val: bytes.Clone(next), expires: now.Add(ttl)}
+	if len(m.values) >= m.valueSweepAt {
+		for k, v := range m.values {
+			if !now.Before(v.expires) {
+				delete(m.values, k)
+			}
+		}
+		m.valueSweepAt = max(64, 2*len(m.values))
 	}
 	return nil
 }

@@ -143,6 +143,13 @@ func TestRedis_outageAndRecovery(t *testing.T) {
 	assert.ErrorIs(t, err, pubsub.ErrUnavailable)
 	assert.ErrorIs(t, b.Release(ctx, "name", "me"), pubsub.ErrUnavailable)
 	assert.Less(t, time.Since(start), 100*time.Millisecond)
+	// And so does the store.
+	start = time.Now()
+	_, err = b.Get(ctx, "key")
+	assert.ErrorIs(t, err, pubsub.ErrUnavailable)
+	assert.ErrorIs(t, b.Update(ctx, "key", func([]byte) ([]byte, time.Duration, error) { return []byte("v"), time.Minute, nil }),
+		pubsub.ErrUnavailable)
+	assert.Less(t, time.Since(start), 100*time.Millisecond)
 
 	// Subscribing and unsubscribing still work, locally, during the outage.
 	during := newRecorder()
