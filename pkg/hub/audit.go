@@ -260,7 +260,7 @@ func (h *Hub) auditCall(t *target, c caller, method string, start time.Time, err
 		rec.setPrincipal(cl.s.who)
 		rec.Session, rec.Endpoint = cl.s.clientKey, endpoint(cl.s.scope)
 	case *inputCall:
-		rec.Principal = string(cl.owner)
+		rec.Principal = string(cl.whose)
 	}
 	a.record(rec)
 }

@@ -66,7 +66,8 @@ type cluster struct {
 	relays   map[uint64]*relay     // HTTP requests we relayed to their session's owner, by number
 	partial  map[string]*snapParts // snapshots in parts still coming, by instance
 	brokerUp bool
-	epoch    uint64 // counts our broker (re)connections
+	epoch    uint64    // counts our broker (re)connections
+	upSince  time.Time // when the broker connection was last (re)established
 	subs     []pubsub.Subscription
 	dirty    chan struct{} // our snapshot changed
 
@@ -114,7 +115,7 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	up := h.broker.Ready(ctx) == nil
 	c.mu.Lock() // the subscriptions' handlers read them already
-	c.brokerUp, c.epoch = up, 1
+	c.brokerUp, c.epoch, c.upSince = up, 1, time.Now()
 	c.mu.Unlock()
 	if !h.goOwned(c.loop) {
 		return errors.New("hub closed")
@@ -207,6 +208,7 @@ func (c *cluster) brokerState(up bool) {
 	c.brokerUp = up
 	if up && !wasUp {
 		c.epoch++
+		c.upSince = time.Now()
 	}
 	c.mu.Unlock()
 	if up {
@@ -226,6 +228,7 @@ func (c *cluster) brokerState(up bool) {
 		defer cancel()
 		c.publish(ctx, topicRegistry, &envelope{Kind: envHello})
 		c.publishSnapshot(ctx)
+		h.goOwned(h.tasks.brokerBack) // the records it keeps, to a Redis that may have lost them
 	case !up && wasUp:
 		h.log.Warn("broker unreachable: only this instance's servers can be reached until it is back")
 		c.interrupt("")
@@ -279,6 +282,7 @@ func (c *cluster) drop(id string) {
 	c.endExchanges(id, errInstanceGone, true)
 	if known {
 		h.reg.setRemote(id, nil, nil)
+		h.tasks.instanceGone(id) // its tasks' followers hear they failed
 	}
 	h.subs.dropInstance(id)
 }
@@ -592,6 +596,16 @@ func (c *cluster) knows(instance string) bool {
 	defer c.mu.Unlock()
 	_, known := c.remotes[instance]
 	return known
+}
+
+// settled reports whether this instance has been in the cluster long
+// enough to have heard every live instance (missedHeartbeats since its
+// broker connection was last established): one it does not know then is
+// gone.
+func (c *cluster) settled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.brokerUp && time.Since(c.upSince) > time.Duration(missedHeartbeats)*c.hub.cfg.HeartbeatInterval
 }
 
 // hasRemotes reports whether this instance knows another.

@@ -102,8 +102,12 @@ func servedBy(key servedID, instance string) bool { return key.from == instance 
 // it comes back. The returned function ends the call early: the other
 // instance is told to give up.
 func (c *cluster) sendCall(ri *replicaInfo, server string, cl caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
-	env := &envelope{Kind: envCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: cl.caps().shared(), Client: cl.client(),
+	caps := cl.caps()
+	env := &envelope{Kind: envCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: caps.shared(), Client: cl.client(),
 		LogLevel: cl.logLevel()}
+	if caps.Tasks {
+		env.Owner = cl.owner() // a task made of the call there is theirs
+	}
 	return c.startRequest(ri.Instance, env, cl, done)
 }
 
@@ -281,7 +285,7 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 		}
 	case envHTTPRes:
 		c.onRelayPart(env)
-	case envSub, envSReq:
+	case envSub, envSReq, envTask:
 		// Served on a goroutine of its own: the inbox must keep flowing
 		// (the answer to a sampling request this call makes comes through
 		// it).
@@ -411,7 +415,8 @@ func (c *cluster) serveCall(env *envelope) {
 		return
 	}
 	sc := &servedCall{env: env,
-		remoteCaller: remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client, declared: env.Caps, level: env.LogLevel}}
+		remoteCaller: remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client, declared: env.Caps, level: env.LogLevel,
+			whose: env.Owner}}
 	c.mu.Lock()
 	c.served[servedKey(env.From, env.Call)] = sc
 	c.mu.Unlock()
@@ -538,6 +543,8 @@ func (c *cluster) serveRequest(ctx context.Context, env *envelope) (json.RawMess
 			return nil, err
 		}
 		return json.RawMessage(`{}`), nil
+	case envTask:
+		return h.tasks.serveOp(env.Owner, env.Method, env.Params)
 	case envSReq:
 		oc := c.callerOf(env.Of, env.Client)
 		if oc == nil {
@@ -570,6 +577,7 @@ type remoteCaller struct {
 	clientKey string // the caller's key for its client
 	declared  *clientCaps
 	level     mcp.LoggingLevel
+	whose     identity // the client's principal, when it negotiated tasks
 }
 
 var _ caller = (*remoteCaller)(nil)
@@ -597,6 +605,8 @@ func (o *remoteCaller) caps() clientCaps {
 func (o *remoteCaller) client() string { return o.clientKey }
 
 func (o *remoteCaller) logLevel() mcp.LoggingLevel { return o.level }
+
+func (o *remoteCaller) owner() identity { return o.whose }
 
 // callerOf finds the call in flight from this instance that a server's
 // request is for: the one numbered n, else, when it has ended, another of

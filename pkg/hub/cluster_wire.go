@@ -35,6 +35,7 @@ const (
 	envHTTP         = "http" // inbox: serve this HTTP request of a session of yours (cluster_http.go)
 	envHTTPRes      = "hres" // inbox: a part of the response to an http
 	envResume       = "rsm"  // inbox: a modern client's retry of a call of yours that asked for input (routing_input.go)
+	envTask         = "task" // inbox: tasks/update or tasks/cancel of a task whose call you hold (cluster_tasks.go)
 )
 
 // envelope is every message between instances.
@@ -53,7 +54,7 @@ type envelope struct {
 	Call     uint64           `json:"c,omitempty"` // the sender's number for a call, sub or sreq
 	Of       uint64           `json:"o,omitempty"` // for a sreq: the call it serves
 	Client   string           `json:"cl,omitempty"`
-	Owner    identity         `json:"ow,omitempty"` // of a resume: the principal retrying, whose call it must be
+	Owner    identity         `json:"ow,omitempty"` // of a resume or a task: the principal asking; of a call: its client's, when it negotiated tasks
 	Replica  string           `json:"r,omitempty"`
 	Server   string           `json:"sv,omitempty"` // the replica's server name, for errors
 	Method   string           `json:"m,omitempty"`
@@ -183,7 +184,7 @@ func (env *envelope) appendHead(b []byte) ([]byte, error) {
 			on   bool
 			name string
 		}{{env.Caps.Sampling, `"s":true`}, {env.Caps.SamplingTools, `"st":true`}, {env.Caps.ElicitForm, `"ef":true`},
-			{env.Caps.ElicitURL, `"eu":true`}, {env.Caps.Roots, `"r":true`}} {
+			{env.Caps.ElicitURL, `"eu":true`}, {env.Caps.Roots, `"r":true`}, {env.Caps.Tasks, `"t":true`}} {
 			if f.on {
 				if len(b) > n {
 					b = append(b, ',')
@@ -355,7 +356,7 @@ func decodeKind(v []byte, kind *string) bool {
 }
 
 var kinds = [...]string{envCall, envResult, envNotify, envCancel, envHeartbeat, envSReq, envSRes, envSCancel,
-	envSub, envSync, envHTTP, envHTTPRes, envSnapshot, envSnapPart, envBye, envHello, envResume}
+	envSub, envSync, envHTTP, envHTTPRes, envSnapshot, envSnapPart, envBye, envHello, envResume, envTask}
 
 // decodeBody reads which member follows the header without allocating for
 // the two there are.
@@ -486,6 +487,8 @@ func decodeCaps(v []byte, caps **clientCaps) bool {
 			p = &c.ElicitURL
 		case "r":
 			p = &c.Roots
+		case "t":
+			p = &c.Tasks
 		default:
 			continue
 		}

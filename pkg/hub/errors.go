@@ -289,3 +289,47 @@ func (h *Hub) downstreamError(err error) error {
 	h.log.Warn("routing to a client failed", "err", err)
 	return jsonrpc.ErrInternal
 }
+
+// errTaskStore answers a request about tasks that needs their records
+// while the broker cannot be read or written: the task's fate is unknown
+// here, not its existence.
+func errTaskStore(cause error) error {
+	data := map[string]string{"reason": "task records unavailable"}
+	if cause != nil {
+		data["cause"] = cause.Error()
+	}
+	return (&jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: "the hub cannot reach its task records now: try again"}).WithData(data)
+}
+
+// errBadTask fails a call whose server answered with a task the hub cannot
+// follow.
+func errBadTask(why string) error {
+	return jsonrpc.Errorf(jsonrpc.ErrInternal, "the server's task cannot be followed: %s", why)
+}
+
+// errTooManyTasks refuses a server's task to a principal that has as many
+// as it may on this instance (the task is cancelled at the server).
+func errTooManyTasks(limit int) error {
+	return (&jsonrpc.Error{Code: mcp.CodeRateLimited,
+		Message: fmt.Sprintf("too many tasks: this client has %d on this hub instance; let some end or expire", limit)}).
+		WithData(map[string]any{"maxTasks": limit})
+}
+
+// errTaskCancelledUpstream ends the call of a client that cannot follow
+// tasks whose server's task was cancelled (by the server).
+func errTaskCancelledUpstream(why string) error {
+	msg := "the server cancelled the task the call ran as"
+	if why != "" {
+		msg += ": " + why
+	}
+	return jsonrpc.Errorf(jsonrpc.ErrInternal, "%s", msg)
+}
+
+// errTaskResultTooLarge fails a hub-held task whose result would take its
+// principal past the bytes the hub keeps for it.
+func errTaskResultTooLarge(n, limit int) *jsonrpc.Error {
+	return (&jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("the task's result (%d bytes) does not fit in what the hub keeps for this client's tasks (%d bytes)", n, limit)}).
+		WithData(map[string]any{"resultBytes": n, "maxTaskBytes": limit})
+}

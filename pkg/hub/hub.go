@@ -146,6 +146,37 @@ type Config struct {
 	// served them meanwhile. Default 2 minutes; negative disables.
 	ReservationPeriod time.Duration
 
+	// TaskAfter makes a long call a task (the tasks extension): a
+	// tools/call of a client that declared the extension, to a server that
+	// does not speak it, still unanswered after this long becomes a task
+	// the hub holds (routing_heldtasks.go). The client is answered with the
+	// task at once, and the hub keeps the call going, the task's status
+	// (progress as its statusMessage) and its result. Default
+	// DefaultTaskAfter, or half the CallTimeout when that is shorter: a call
+	// becomes a task well before it would time out; negative disables.
+	TaskAfter time.Duration
+	// TaskAfterFor overrides TaskAfter for the servers it names (by hub
+	// name); a negative duration: never for that server.
+	TaskAfterFor map[string]time.Duration
+	// TaskTTL is the ttlMs of the tasks the hub holds: their record is kept
+	// that long from their creation, and a call still running then is
+	// cancelled. It is also how long the hub keeps the handle of a task a
+	// server made without a ttlMs of its own. Default 1 hour.
+	TaskTTL time.Duration
+	// TaskPollInterval is the pollIntervalMs of the tasks the hub holds.
+	// Default 1 s.
+	TaskPollInterval time.Duration
+	// MaxTasks bounds the tasks one principal has on one instance: those
+	// the hub holds until they end, the handles of servers' tasks until they
+	// expire. Beyond, a call does not become a task (it goes on as a call)
+	// and a server's task is refused (-32004; it is cancelled at the
+	// server). Default 1000.
+	MaxTasks int
+	// MaxTaskBytes bounds the bytes of results one principal's hub-held
+	// tasks keep on one instance, until they expire; a result that does not
+	// fit fails its task (-32603, saying so). Default 64 MiB.
+	MaxTaskBytes int
+
 	// StatsInterval is how often switchboard://stats is brought up to date
 	// while someone watches it; its window spans 60 intervals. Default 1 s.
 	StatsInterval time.Duration
@@ -213,6 +244,11 @@ const (
 	DefaultStatsInterval            = time.Second
 	DefaultReservationPeriod        = 2 * time.Minute
 	DefaultMaxLeaseQueue            = 1024
+	DefaultTaskAfter                = 30 * time.Second
+	DefaultTaskTTL                  = time.Hour
+	DefaultTaskPollInterval         = time.Second
+	DefaultMaxTasks                 = 1000
+	DefaultMaxTaskBytes             = 64 << 20
 )
 
 func (cfg *Config) setDefaults() {
@@ -268,6 +304,13 @@ func (cfg *Config) setDefaults() {
 	def(&cfg.ReplayBytes, mcp.DefaultReplayBytes)
 	def(&cfg.SendQueue, DefaultSendQueue)
 	defDur(&cfg.CatalogPoll, DefaultCatalogPoll)
+	if cfg.TaskAfter == 0 {
+		cfg.TaskAfter = min(DefaultTaskAfter, cfg.CallTimeout/2)
+	}
+	defDur(&cfg.TaskTTL, DefaultTaskTTL)
+	defDur(&cfg.TaskPollInterval, DefaultTaskPollInterval)
+	def(&cfg.MaxTasks, DefaultMaxTasks)
+	def(&cfg.MaxTaskBytes, DefaultMaxTaskBytes)
 	if cfg.InstanceID == "" {
 		cfg.InstanceID = uuid.NewString()
 	}
@@ -293,6 +336,7 @@ type Hub struct {
 	subs       *subscriptions
 	inputs     *inputs // modern clients' calls waiting for their input (routing_input.go)
 	leases     *leases // replicas that serve one client at a time (routing_lease.go)
+	tasks      *tasks  // the tasks extension: records, held calls, followers (cluster_tasks.go)
 	cluster    *cluster
 	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
 	gone       departures             // servers that left lately
@@ -365,6 +409,7 @@ func New(cfg Config) (*Hub, error) {
 	h.subs = newSubscriptions(h)
 	h.inputs = newInputs(h)
 	h.leases = newLeases(h)
+	h.tasks = newTasks(h)
 	h.stats = newStats(h)
 	h.cluster = newCluster(h)
 	h.streamable = h.newStreamable()
@@ -380,6 +425,10 @@ func New(cfg Config) (*Hub, error) {
 	if err := h.stats.start(h.ctx); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("hub: subscribing to the statistics: %w", err)
+	}
+	if err := h.tasks.start(h.ctx); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("hub: subscribing to task changes: %w", err)
 	}
 	if h.oauth != nil {
 		h.goOwned(func() { _ = h.oauth.v.Run(h.ctx) }) // the issuers' keys ahead of need; logs an issuer down
@@ -458,6 +507,11 @@ func (h *Hub) Close() error {
 		return nil
 	}
 	h.closed = true
+	h.mu.Unlock()
+	// The tasks this instance holds end first, failed with a clear error,
+	// while the broker still takes their records.
+	h.tasks.close()
+	h.mu.Lock()
 	peers := make([]*peer.Peer, 0, len(h.sessions)+len(h.replicas))
 	for s := range h.sessions {
 		peers = append(peers, s.peer)
@@ -479,6 +533,7 @@ func (h *Hub) Close() error {
 	h.catalog.stopSharing()
 	h.cluster.close()
 	h.stats.close()
+	h.tasks.stop()
 	var err error
 	if h.ownsBroker {
 		err = h.broker.Close()

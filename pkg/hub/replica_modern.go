@@ -77,11 +77,17 @@ func refusedInitialize(err error) bool {
 }
 
 // modernMeta returns params (an object, or nil) with the _meta of a request
-// of the stateless revision. The hub's own requests (lists, listen) declare
-// what the hub can do; a call for a client declares what that client can
-// do, and the log level it wants. A request that already describes itself
-// (a modern client's) is sent as it is.
+// of the stateless revision (requestMeta).
 func (rp *replica) modernMeta(c caller, params json.RawMessage) json.RawMessage {
+	return requestMeta(c, params)
+}
+
+// requestMeta returns params (an object, or nil) with the _meta of a
+// request of the stateless revision. The hub's own requests (lists,
+// listen; c nil) declare what the hub can do; a call for a client declares
+// what that client can do, and the log level it wants. A request that
+// already describes itself (a modern client's) is returned as it is.
+func requestMeta(c caller, params json.RawMessage) json.RawMessage {
 	if len(params) == 0 || params[0] != '{' {
 		params = json.RawMessage(`{}`)
 	}

@@ -135,6 +135,9 @@ type caller interface {
 	// ("" for none), for a server of the stateless revision, which is told
 	// per request.
 	logLevel() mcp.LoggingLevel
+	// owner is the principal whose call it is: a task made of it is
+	// theirs (cluster_tasks.go).
+	owner() identity
 }
 
 // sessionCall is a call of a client of this instance, known by the id the
@@ -235,7 +238,8 @@ func (c sessionCall) caps() clientCaps {
 	}
 	return c.s.caps()
 }
-func (c sessionCall) client() string { return c.s.key() }
+func (c sessionCall) client() string  { return c.s.key() }
+func (c sessionCall) owner() identity { return c.s.owner }
 
 // logLevel is a modern request's own; a session's is the level it set, or
 // every level until it sets one.
@@ -601,25 +605,8 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 		}
 		ri.inflight.Add(-1)
 		h.metrics.observeRouted(method, ri.local != nil, start)
-		if err == nil && h.mustAnswerInput(ri, c, method, raw) {
-			ctx, stop := context.WithCancelCause(h.ctx)
-			if !f.next(stop) {
-				stop(nil)
-				return // cancelled meanwhile: the flight ended
-			}
-			if !h.goOwned(func() {
-				defer stop(nil)
-				next, err := h.answerInput(ctx, c, raw, params)
-				if err != nil {
-					if f.end() {
-						h.ended(f, t, c, method, nil, h.upstreamError(t.server, err), done)
-					}
-					return
-				}
-				h.attempt(f, t, c, method, next, done)
-			}) && f.end() {
-				h.ended(f, t, c, method, nil, errDraining, done)
-			}
+		if step := h.nextStep(ri, t.server, c, method, params, raw, err); step != nil {
+			h.goOn(f, t, c, method, done, step)
 			return
 		}
 		if !f.end() {
@@ -627,10 +614,60 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 		}
 		h.ended(f, t, c, method, raw, h.upstreamError(t.server, err), done)
 	}
+	return h.sendOne(ri, t.server, c, method, params, finish)
+}
+
+// sendOne sends one request to the replica ri, here or on another
+// instance, and returns how to abort it; done runs with its answer.
+func (h *Hub) sendOne(ri *replicaInfo, server string, c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	if ri.local != nil {
-		return ri.local.send(c, method, params, finish)
+		return ri.local.send(c, method, params, done)
 	}
-	return h.cluster.sendCall(ri, t.server, c, method, params, finish)
+	return h.cluster.sendCall(ri, server, c, method, params, done)
+}
+
+// nextStep returns what a call does next when its answer is not yet the
+// client's: a modern server's input requests, which the hub asks a client
+// that takes requests before sending the call again (routing_input.go);
+// a server's task, or its demand for one (routing_tasks.go). nil when the
+// answer is the client's.
+func (h *Hub) nextStep(ri *replicaInfo, server string, c caller, method string, params, raw json.RawMessage, err error) flightStep {
+	if err == nil && h.mustAnswerInput(ri, c, method, raw) {
+		return func(ctx context.Context) (json.RawMessage, json.RawMessage, error) {
+			next, err := h.answerInput(ctx, c, raw, params)
+			return next, nil, err
+		}
+	}
+	return h.tasks.taskStep(ri, server, c, method, params, raw, err)
+}
+
+// goOn runs a call's next step on a goroutine of the hub's, under the same
+// flight: one timeout and one way to cancel (which ends the step's ctx),
+// however many steps.
+func (h *Hub) goOn(f *flight, t *target, c caller, method string, done func(json.RawMessage, error), step flightStep) {
+	ctx, stop := context.WithCancelCause(h.ctx)
+	if !f.next(stop) {
+		stop(nil)
+		return // cancelled meanwhile: the flight ended
+	}
+	if !h.goOwned(func() {
+		defer stop(nil)
+		next, raw, err := step(ctx)
+		switch {
+		case err != nil:
+			if f.end() {
+				h.ended(f, t, c, method, nil, h.upstreamError(t.server, err), done)
+			}
+		case next != nil:
+			h.attempt(f, t, c, method, next, done)
+		default:
+			if f.end() {
+				h.ended(f, t, c, method, raw, nil, done)
+			}
+		}
+	}) && f.end() {
+		h.ended(f, t, c, method, nil, errDraining, done)
+	}
 }
 
 // ended ends a flight's call with its outcome: counted in the statistics
@@ -752,8 +789,12 @@ type upstreamCall struct {
 // id.
 func (rp *replica) send(c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	id := rp.peer.NextID()
+	hc := rp.hub.tasks.hold(rp, c, method, params, done) // a call that may become a task (routing_heldtasks.go)
+	if hc != nil {
+		c, params, done = hc, hc.params, hc.finish
+	}
 	if rp.modern {
-		params = rp.modernMeta(c, params)
+		params = rp.hub.tasks.forServer(rp, rp.modernMeta(c, params))
 	} else {
 		params = withoutModernMeta(params)
 	}
@@ -771,7 +812,11 @@ func (rp *replica) send(c caller, method string, params json.RawMessage, done fu
 	if err := rp.peer.Go(id, method, params, finish); err != nil {
 		finish(nil, err)
 	}
-	return func(cause error) { rp.peer.Abort(id, cause) }
+	abort = func(cause error) { rp.peer.Abort(id, cause) }
+	if hc != nil {
+		hc.sent(abort)
+	}
+	return abort
 }
 
 // register records a call forwarded under id, so that the server's

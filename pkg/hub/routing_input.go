@@ -161,7 +161,7 @@ type settledAsk struct {
 type inputCall struct {
 	in     *inputs
 	id     string
-	owner  identity // the principal whose call it is: only its retries continue it
+	whose  identity // the principal whose call it is: only its retries continue it
 	method string
 	name   string // the tool's or prompt's name, or the URI: a retry must repeat it
 	server string
@@ -186,7 +186,7 @@ var _ caller = (*inputCall)(nil)
 // request, answered with the call's answer or its first input requests.
 func (in *inputs) start(owner identity, server string, req *jsonrpc.Request, first sessionCall, send func(json.RawMessage, error)) (*inputCall, *inputWaiter) {
 	w := &inputWaiter{c: first, meta: first.meta, token: progressToken(req.Params), send: send}
-	ic := &inputCall{in: in, owner: owner, method: req.Method, name: callName(req), server: server, meta: first.meta, cur: w}
+	ic := &inputCall{in: in, whose: owner, method: req.Method, name: callName(req), server: server, meta: first.meta, cur: w}
 	in.mu.Lock()
 	in.next++
 	ic.id = strconv.FormatUint(in.next, 10)
@@ -465,10 +465,11 @@ func (ic *inputCall) caps() clientCaps {
 	ic.mu.Lock()
 	declared := parseModernCaps(ic.meta)
 	ic.mu.Unlock()
-	return clientCaps{Sampling: true, SamplingTools: true, ElicitForm: true, ElicitURL: true, Roots: declared.Roots}
+	return clientCaps{Sampling: true, SamplingTools: true, ElicitForm: true, ElicitURL: true, Roots: declared.Roots, Tasks: declared.Tasks}
 }
 
-func (ic *inputCall) client() string { return "input:" + ic.in.h.id + "/" + ic.id }
+func (ic *inputCall) client() string  { return "input:" + ic.in.h.id + "/" + ic.id }
+func (ic *inputCall) owner() identity { return ic.whose }
 
 func (ic *inputCall) logLevel() mcp.LoggingLevel {
 	ic.mu.Lock()
@@ -484,7 +485,9 @@ func parseModernCaps(m *mcp.RequestMeta) clientCaps {
 	if m == nil {
 		return clientCaps{}
 	}
-	return parseClientCaps(m.RawCapabilities)
+	c := parseClientCaps(m.RawCapabilities)
+	c.Tasks = m.Capabilities.HasExtension(mcp.ExtensionTasks) // an extension of this revision only
+	return c
 }
 
 // resume takes a modern client's retry of a call that asked for input to
@@ -531,7 +534,7 @@ func (in *inputs) resumeWith(st inputState, owner identity, method string, param
 	in.mu.Lock()
 	ic := in.calls[st.call]
 	in.mu.Unlock()
-	if ic == nil || ic.owner != owner {
+	if ic == nil || ic.whose != owner {
 		// Another principal's call is, to this one, no call at all.
 		return errBadState("the call it continues has ended or timed out; send the request again without it")
 	}

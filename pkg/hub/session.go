@@ -304,6 +304,9 @@ func init() {
 		mcp.MethodResourcesSubscribe:   {handle: (*session).subscribe},
 		mcp.MethodResourcesUnsubscribe: {handle: (*session).subscribe},
 		mcp.MethodLoggingSetLevel:      {handle: (*session).setLevel},
+		mcp.MethodTasksGet:             {handle: (*session).getTask}, // session_tasks.go
+		mcp.MethodTasksUpdate:          {handle: (*session).updateTask},
+		mcp.MethodTasksCancel:          {handle: (*session).cancelTask},
 
 		mcp.NotificationInitialized: {handle: func(*session, context.Context, *jsonrpc.Request) (any, error) { return nil, nil }},
 		mcp.NotificationCancelled: {handle: func(s *session, _ context.Context, req *jsonrpc.Request) (any, error) {
@@ -540,12 +543,16 @@ func (s *session) initializeResult(version string) *mcp.InitializeResult {
 	if s.scope != "" {
 		return s.hub.scopedInitialize(s.scope, version)
 	}
-	return &mcp.InitializeResult{
+	res := &mcp.InitializeResult{
 		ProtocolVersion: version,
 		Capabilities:    aggregateCapabilities(),
 		ServerInfo:      mcp.Implementation{Name: "switchboard", Title: "Switchboard", Version: Version},
 		Instructions:    "Switchboard aggregates the tools, resources and prompts of many MCP servers. Tool and prompt names are <server>" + s.hub.cfg.Separator + "<name>.",
 	}
+	if version == mcp.ModernVersion {
+		withTasks(&res.Capabilities) // session_tasks.go
+	}
+	return res
 }
 
 // aggregateCapabilities is what the hub offers where it aggregates: on
@@ -589,6 +596,9 @@ func (h *Hub) scopedInitialize(server, version string) *mcp.InitializeResult {
 		res.Capabilities.Prompts = &mcp.ListChangedCap{ListChanged: true}
 	}
 	res.Capabilities.Completions = caps.Completions
+	if version == mcp.ModernVersion && h.offersTasks(server, oldest.Capabilities) {
+		withTasks(&res.Capabilities) // session_tasks.go
+	}
 	return res
 }
 

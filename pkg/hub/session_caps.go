@@ -15,14 +15,18 @@ type clientCaps struct {
 	ElicitForm    bool `json:"ef,omitempty"`
 	ElicitURL     bool `json:"eu,omitempty"`
 	Roots         bool `json:"r,omitempty"`
+	// Tasks: it negotiated the tasks extension (a modern client's
+	// request), so that a call may be answered with a task.
+	Tasks bool `json:"t,omitempty"`
 }
 
 // capsTable holds every combination of clientCaps once, so that the
 // envelopes that carry them (one with every call between instances) point
 // into it instead of allocating a copy each.
-var capsTable = func() (t [32]clientCaps) {
+var capsTable = func() (t [64]clientCaps) {
 	for i := range t {
-		t[i] = clientCaps{Sampling: i&1 != 0, SamplingTools: i&2 != 0, ElicitForm: i&4 != 0, ElicitURL: i&8 != 0, Roots: i&16 != 0}
+		t[i] = clientCaps{Sampling: i&1 != 0, SamplingTools: i&2 != 0, ElicitForm: i&4 != 0, ElicitURL: i&8 != 0, Roots: i&16 != 0,
+			Tasks: i&32 != 0}
 	}
 	return t
 }()
@@ -30,7 +34,7 @@ var capsTable = func() (t [32]clientCaps) {
 // shared returns c's copy in capsTable. Nothing may write through it.
 func (c clientCaps) shared() *clientCaps {
 	i := 0
-	for bit, on := range [...]bool{c.Sampling, c.SamplingTools, c.ElicitForm, c.ElicitURL, c.Roots} {
+	for bit, on := range [...]bool{c.Sampling, c.SamplingTools, c.ElicitForm, c.ElicitURL, c.Roots, c.Tasks} {
 		if on {
 			i |= 1 << bit
 		}

@@ -54,7 +54,10 @@ func (s *session) listen(req *jsonrpc.Request, m *mcp.RequestMeta, reply *peer.R
 		return errNoFilter
 	}
 	h := s.hub
-	if len(p.Notifications.ResourceSubscriptions) > h.cfg.MaxSubscriptions {
+	if len(p.Notifications.TaskIDs) > 0 && !m.Capabilities.HasExtension(mcp.ExtensionTasks) {
+		return mcp.ErrMissingExtension(mcp.ExtensionTasks)
+	}
+	if len(p.Notifications.ResourceSubscriptions) > h.cfg.MaxSubscriptions || len(p.Notifications.TaskIDs) > h.cfg.MaxSubscriptions {
 		return errTooManySubscriptions("this stream", h.cfg.MaxSubscriptions)
 	}
 	l := &listener{id: req.ID, key: "#" + req.ID.String(), reply: reply, uris: map[string]bool{}}
@@ -96,6 +99,7 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 		l.uris[uri] = true
 		honoured.ResourceSubscriptions = append(honoured.ResourceSubscriptions, uri)
 	}
+	honoured.TaskIDs = s.followedTasks(h.ctx, want.TaskIDs) // session_tasks.go
 	l.filter = honoured
 	s.mu.Lock()
 	if l.ended || s.closed.Load() {
@@ -126,6 +130,7 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 	l.sinceGen = h.reg.view().gen
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
+	h.tasks.follow(s, l) // after the acknowledgement, as every notification of the stream
 	if s.stateless && s.pastExpiry() {
 		s.endListener(l) // its token expired while it opened: endListensAtExpiry found no stream to end
 	}
@@ -148,11 +153,13 @@ func (s *session) dropListener(l *listener) {
 	}
 }
 
-// releaseListener lets go of a stream's resource subscriptions.
+// releaseListener lets go of a stream's resource subscriptions, and of
+// the tasks it follows.
 func (s *session) releaseListener(l *listener) {
 	for uri := range l.uris {
 		s.releaseURI(uri)
 	}
+	s.hub.tasks.unfollow(l)
 }
 
 // endListeners answers every stream of the session: the hub is draining,

@@ -112,7 +112,7 @@ func (s *session) handleModern(ctx context.Context, req *jsonrpc.Request, m *mcp
 // discover answers server/discover: the revisions the hub speaks and what
 // it offers, as initialize would.
 func (s *session) discover() *mcp.DiscoverResult {
-	init := s.initializeResult(mcp.LatestVersion)
+	init := s.initializeResult(mcp.ModernVersion)
 	ttl, scope := s.cacheHints(mcp.MethodServerDiscover)
 	return &mcp.DiscoverResult{
 		SupportedVersions: mcp.AllVersions,
