@@ -25,10 +25,11 @@ import (
 //     server's own requests, answers them with tasks/update, and answers
 //     the client's call with the task's result, or its error. The client
 //     never sees a task;
-//   - -32021 asking for the extension, to a client that did not negotiate
-//     it, from a server that speaks it (a tool that only runs as a task):
-//     the hub sends the call again declaring the extension itself, and
-//     awaits the task.
+//   - -32021 asking for the extension, from a server that speaks it (a
+//     tool that only runs as a task), to a session's client, which cannot
+//     declare it: the hub sends the call again declaring the extension
+//     itself, and awaits the task. A modern client that did not declare it
+//     gets the -32021, as the extension says: it can.
 //
 // A client's capabilities toward a server that does not speak the
 // extension lose it: the server never offered it, and the hub, which
@@ -47,7 +48,7 @@ func (ts *tasks) taskStep(ri *replicaInfo, server string, c caller, method strin
 		return nil
 	}
 	if err != nil {
-		if c.caps().Tasks || !asksForTasks(err) || !declaresTasks(ri.Capabilities) || declaresTasksIn(params) {
+		if !sessionEra(c) || !asksForTasks(err) || !declaresTasks(ri.Capabilities) || declaresTasksIn(params) {
 			return nil
 		}
 		return func(context.Context) (json.RawMessage, json.RawMessage, error) {
@@ -67,6 +68,13 @@ func (ts *tasks) taskStep(ri *replicaInfo, server string, c caller, method strin
 		out, err := ts.await(ctx, ri, server, c, raw)
 		return nil, out, err
 	}
+}
+
+// sessionEra reports whether a call's client speaks a session revision,
+// whose requests cannot declare an extension.
+func sessionEra(c caller) bool {
+	sc, ok := c.(sessionCall)
+	return ok && sc.meta == nil
 }
 
 // asksForTasks reports whether a server's error is -32021 naming the tasks

@@ -99,18 +99,19 @@ func TestTasks_passThrough(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "built", final.Content[0].Text)
 
-	// A client without the extension gets the result in the call; one the
-	// server only gives as a task, the hub awaits for it.
+	// A session's client, which cannot declare the extension, calls a tool
+	// the server only runs as a task: the hub awaits the task for it.
 	legacy := th.client(nil)
 	out, err := legacy.CallTool(ctxFor(t), "tasker__report", map[string]any{}, nil)
 	require.NoError(t, err, "a session's client calls a task-only tool")
 	assert.Equal(t, "built", out.Content[0].Text)
+	// A modern client that could declare it and did not is told so
+	// (-32021), as the extension says.
 	modern, err := mcp.Connect(ctxFor(t), th.wsURL("/mcp"), &mcp.ClientOptions{ProtocolVersion: mcp.ModernVersion})
 	require.NoError(t, err)
 	defer modern.Close()
-	out, err = modern.CallTool(ctxFor(t), "tasker__report", map[string]any{}, nil)
-	require.NoError(t, err, "and so does a modern client without the extension")
-	assert.Equal(t, "built", out.Content[0].Text)
+	_, err = modern.CallTool(ctxFor(t), "tasker__report", map[string]any{}, nil)
+	assert.Equal(t, mcp.CodeMissingClientCapability, rpcCode(err), "%v", err)
 }
 
 func TestTasks_legacyClientAnswersTheTasksInput(t *testing.T) {
