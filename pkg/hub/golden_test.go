@@ -38,7 +38,7 @@ import (
 //
 //	broker redis                 the instances share a real redis-server (first
 //	                             line; else an in-memory broker)
-//	instance A [timeout=200ms] [rate=1] [burst=1] [responses=sse]
+//	instance A [timeout=200ms] [rate=1] [burst=1] [responses=sse] [taskafter=50ms]
 //	                             start a hub instance (all share one broker)
 //	server S [on A] [name=N]     a raw server connection to /mcp/server?name=N (N defaults to S)
 //	client C [on A]              a raw client connection to /mcp
@@ -392,6 +392,11 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 			require.NoError(t, os.WriteFile(cfg.CatalogFile, []byte(r.section(n, sec)), 0o644), "line %d", n)
 		}
 		cfg.Discovery = catalog.Discovery(opts["discovery"])
+		if v := opts["taskafter"]; v != "" {
+			d, err := time.ParseDuration(v)
+			require.NoError(t, err, "line %d", n)
+			cfg.TaskAfter = d
+		}
 		switch opts["responses"] {
 		case "", "auto":
 		case "sse":
