@@ -544,7 +544,7 @@ func (c *cluster) serveRequest(ctx context.Context, env *envelope) (json.RawMess
 		}
 		return json.RawMessage(`{}`), nil
 	case envTask:
-		return h.tasks.serveOp(env.Owner, env.Method, env.Params)
+		return h.tasks.serveOp(ctx, env.Owner, env.Method, env.Params)
 	case envSReq:
 		oc := c.callerOf(env.Of, env.Client)
 		if oc == nil {

@@ -224,7 +224,7 @@ func (ts *tasks) create(ctx context.Context, rec *taskRecord, held *heldCall) er
 		return err
 	}
 	ts.mu.Lock()
-	ts.local[rec.ID] = &localTask{rec: rec, held: held, place: true}
+	ts.local[rec.ID] = &localTask{rec: cloneRecord(rec), held: held, place: true}
 	ts.mu.Unlock()
 	return nil
 }
@@ -497,7 +497,7 @@ func taskTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 func (ts *tasks) heldOp(ctx context.Context, rec *taskRecord, owner identity, method string, params json.RawMessage) error {
 	h := ts.h
 	if rec.Instance == h.id || ts.holderGone(rec) {
-		if _, err := ts.serveOp(owner, method, params); err != nil {
+		if _, err := ts.serveOp(ctx, owner, method, params); err != nil {
 			return err
 		}
 		ts.settle(ctx, rec)
@@ -508,9 +508,11 @@ func (ts *tasks) heldOp(ctx context.Context, rec *taskRecord, owner identity, me
 }
 
 // serveOp carries out tasks/update or tasks/cancel of a hub-held task this
-// instance holds (or held): for owner only. A task whose call ended takes
-// neither: the request is acknowledged, as the extension says.
-func (ts *tasks) serveOp(owner identity, method string, params json.RawMessage) (json.RawMessage, error) {
+// instance holds (or held): for owner only. Its new state is written
+// before it is acknowledged, so that the next tasks/get, anywhere, sees it.
+// A task whose call ended takes neither: the request is acknowledged, as
+// the extension says.
+func (ts *tasks) serveOp(ctx context.Context, owner identity, method string, params json.RawMessage) (json.RawMessage, error) {
 	id, _ := jsonrpc.StringMember(params, "taskId")
 	ts.mu.Lock()
 	lt := ts.local[id]
@@ -533,6 +535,9 @@ func (ts *tasks) serveOp(owner identity, method string, params json.RawMessage) 
 			}
 			hc.answer(responses)
 		}
+		// Not written now (the broker failed): the task's writer tries
+		// again, and the acknowledgement stands, as the extension allows.
+		_, _ = hc.flush(ctx)
 	}
 	return json.RawMessage(`{}`), nil
 }

@@ -57,6 +57,9 @@ type heldCall struct {
 	// which reach it until the call is a task.
 	wantsProgress bool
 	wake          chan struct{} // the record changed: its writer writes it
+	// writeMu makes the record's writes one at a time, each of the latest
+	// state (flush): a write never overtakes a later state's.
+	writeMu sync.Mutex
 
 	mu      sync.Mutex
 	state   heldState
@@ -205,12 +208,15 @@ func (hc *heldCall) makeTask() {
 	hc.done = nil
 	abort := hc.abort
 	hc.timer = time.AfterFunc(time.Until(rec.Expires), func() { abort(errTaskExpired) })
+	// The task as it is given out; from now on the server's messages
+	// change it under the lock.
+	created := encodeJSON(&mcp.CreateTaskResult{ResultType: mcp.ResultTask, Task: rec.Task.Task})
 	hc.mu.Unlock()
 	if !ts.h.goOwned(hc.writer) {
 		hc.shutDown()
 	}
 	ts.h.log.Debug("a long call became a task", "server", hc.server, "task", rec.ID)
-	done(encodeJSON(&mcp.CreateTaskResult{ResultType: mcp.ResultTask, Task: rec.Task.Task}), nil)
+	done(created, nil)
 }
 
 // unmake leaves the call an ordinary one, answered as such if its answer
@@ -397,9 +403,10 @@ func (hc *heldCall) changedLocked() {
 	}
 }
 
-// writer writes the task's record whenever it changed, one write at a
-// time, the latest state each time, until the task ended and its last
-// state is written.
+// writer writes the task's record whenever it changed, until the task
+// ended and its last state is written. A write the broker refused is tried
+// again a second later, until it takes it: a task that ended is never left
+// working in its record.
 func (hc *heldCall) writer() {
 	h := hc.ts.h
 	for {
@@ -409,19 +416,13 @@ func (hc *heldCall) writer() {
 			return
 		}
 		for {
-			ended, err := hc.write(h.ctx)
+			ended, err := hc.flush(h.ctx)
 			if ended {
 				return
 			}
 			if err == nil {
 				break
 			}
-			// The broker failed: the record is written again, a little
-			// later, until it takes it (a task that ended is never left
-			// working in its record).
-			hc.mu.Lock()
-			hc.dirty = true
-			hc.mu.Unlock()
 			t := time.NewTimer(time.Second)
 			select {
 			case <-t.C:
@@ -433,10 +434,13 @@ func (hc *heldCall) writer() {
 	}
 }
 
-// write writes the record if it changed, and reports whether the task
-// ended and its last state is written, or why the write failed.
-func (hc *heldCall) write(ctx context.Context) (bool, error) {
+// flush writes the record if it changed since its last write, and
+// reports whether the task ended and its last state is written, or why the
+// write failed (the record stays to be written).
+func (hc *heldCall) flush(ctx context.Context) (bool, error) {
 	ts := hc.ts
+	hc.writeMu.Lock()
+	defer hc.writeMu.Unlock()
 	hc.mu.Lock()
 	if !hc.dirty {
 		ended := hc.state == heldEnded
@@ -452,6 +456,9 @@ func (hc *heldCall) write(ctx context.Context) (bool, error) {
 		hc.endedElsewhere()
 		return true, nil
 	case err != nil:
+		hc.mu.Lock()
+		hc.dirty = true
+		hc.mu.Unlock()
 		ts.h.log.Warn("writing a task's record failed", "task", rec.ID, "err", err)
 		return false, err
 	}
@@ -501,13 +508,14 @@ func (hc *heldCall) shutDown() {
 	hc.timer.Stop()
 	asks := hc.dropAsksLocked()
 	endTask(hc.rec.Task, mcp.TaskFailed, errHolderShutDown.Message, errHolderShutDown, nil)
-	hc.dirty = false
+	hc.dirty = true
 	rec := cloneRecord(hc.rec)
 	hc.mu.Unlock()
 	failAsks(asks)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := hc.ts.putHeld(ctx, rec); err == nil {
+	if _, err := hc.flush(ctx); err == nil {
+		// Told by hand: the hub's goroutines are no longer to be had.
 		_ = hc.ts.h.broker.Publish(ctx, topicTasks, []byte(rec.ID))
 	}
 	hc.ts.heldEnded(rec)
