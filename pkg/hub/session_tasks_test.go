@@ -215,3 +215,69 @@ func (ts *tasks) running(owner identity) int {
 	}
 	return 0
 }
+
+// TestTasks_listenToAServersTask: a listen stream follows a server's task
+// (the hub polls it while someone here follows it) and hears it change:
+// waiting for input, then completed with its result, always under the
+// hub's id. A request without the extension cannot ask for tasks
+// (-32021), and a task that is not the principal's is not honoured.
+func TestTasks_listenToAServersTask(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	s := taskServer(nil)
+	th.runServer(s, "tasker")
+	t.Cleanup(func() { shutdownServer(t, s) })
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	rc := th.rawClient(false)
+	rc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tasker__ask",` + meta + `}}`)
+	resp := rc.recvResponse()
+	require.Nil(t, resp.Error)
+	id, _ := jsonrpc.StringMember(resp.Result, "taskId")
+	require.True(t, validTaskID(id), "a hub id: %s", resp.Result)
+
+	rc.send(`{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + id + `","` + newTaskID() + `"]},` + meta + `}}`)
+	ack := rc.recv()
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{"taskIds":["`+id+`"]},"_meta":{"io.modelcontextprotocol/subscriptionId":2}}}`, ack,
+		"only the principal's own task is honoured")
+	var seen []mcp.TaskStatus
+	for len(seen) == 0 || !seen[len(seen)-1].Terminal() {
+		var note struct {
+			Method string               `json:"method"`
+			Params mcp.TaskStatusParams `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(rc.recv()), &note))
+		if note.Method == "" {
+			continue // tasks/update's acknowledgement
+		}
+		require.Equal(t, mcp.NotificationTasks, note.Method)
+		assert.Equal(t, id, note.Params.TaskID, "under the hub's id")
+		assert.EqualValues(t, 2, note.Params.Meta[mcp.MetaSubscriptionID], "tagged with the stream")
+		seen = append(seen, note.Params.Status)
+		if note.Params.Status == mcp.TaskInputRequired {
+			rc.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/update","params":{"taskId":"` + id + `","inputResponses":{"ok":{"action":"decline"}},` + meta + `}}`)
+		}
+		if note.Params.Status == mcp.TaskCompleted {
+			assert.JSONEq(t, `{"content":[{"type":"text","text":"answer: decline"}],"resultType":"complete"}`, string(stripMeta(t, note.Params.Result)))
+		}
+	}
+	assert.Contains(t, seen, mcp.TaskInputRequired)
+	assert.Equal(t, mcp.TaskCompleted, seen[len(seen)-1])
+
+	rc.send(`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + id + `"]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	for {
+		r := rc.recvResponse()
+		if r.ID.String() == "4" {
+			require.NotNil(t, r.Error)
+			assert.Equal(t, mcp.CodeMissingClientCapability, r.Error.Code)
+			break
+		}
+	}
+}
+
+// stripMeta returns a result without its _meta (a server's serverInfo).
+func stripMeta(t *testing.T, raw json.RawMessage) json.RawMessage {
+	o, err := mcp.ParseObject(raw)
+	require.NoError(t, err)
+	delete(o, "_meta")
+	return o.Raw()
+}
