@@ -73,7 +73,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/peer || exit 1; done
 	@for f in FuzzParseConfig FuzzParsePool; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./internal/connect || exit 1; done
-	@for f in FuzzParseTokens FuzzClientCaps FuzzListItem FuzzClusterMessage FuzzStatsSummary FuzzEnvelope FuzzElicitationIDs FuzzCatalogMessage; do \
+	@for f in FuzzParseTokens FuzzClientCaps FuzzListItem FuzzClusterMessage FuzzStatsSummary FuzzEnvelope FuzzElicitationIDs FuzzCatalogMessage FuzzTaskRecord FuzzTaskParams; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/hub || exit 1; done
 	@for f in FuzzReadReply FuzzMessage; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/pubsub || exit 1; done

@@ -106,6 +106,8 @@ func FuzzClusterMessage(f *testing.F) {
 	f.Add([]byte("{\"k\":\"call\",\"f\":\"other\",\"c\":3,\"r\":\"nobody\",\"m\":\"tools/call\",\"b\":\"p\"}\n{\"name\":\"x\"}"))
 	f.Add([]byte("{\"k\":\"res\",\"f\":\"other\",\"c\":1,\"b\":\"res\"}\n{\"content\":[]"))
 	f.Add([]byte(`{"k":"cntf","f":"other","cl":"nobody/1","m":"notifications/elicitation/complete","p":{"elicitationId":"e"}}`))
+	f.Add([]byte(`{"k":"task","f":"other","c":4,"ow":"token:x","m":"tasks/cancel","p":{"taskId":"AAAAAAAAAAAAAAAAAAAAAA"}}`))
+	f.Add([]byte(`{"k":"task","f":"other","c":5,"m":"tasks/update","p":{"taskId":"x","inputResponses":[]}}`))
 	f.Add([]byte(`not json`))
 	h, err := New(Config{Logger: testLogger()})
 	if err != nil {
@@ -165,6 +167,66 @@ func FuzzCatalogMessage(f *testing.F) {
 		lc := h.catalog.current()
 		if lc == nil || lc.cat == nil || catalogSum(lc.raw) != lc.sum {
 			t.Fatalf("the catalog in force is %+v", lc)
+		}
+	})
+}
+
+// FuzzTaskRecord: whatever the Store holds under a task's key (a record of
+// another version, or garbage), reading it never panics, and what is
+// taken for a record names a task and survives being written again.
+func FuzzTaskRecord(f *testing.F) {
+	id := newTaskID()
+	f.Add([]byte(`{"id":"` + id + `","owner":"token:a","server":"s","instance":"i","replica":"i/1","upstream":"up-1","expires":"2030-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"id":"` + id + `","owner":"anonymous","server":"s","instance":"i","replica":"i/1","task":{"taskId":"` + id +
+		`","status":"completed","createdAt":"x","lastUpdatedAt":"y","ttlMs":null,"result":{"content":[]}},"expires":"2030-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"id":"` + id + `","server":"s","instance":"i","expires":"2030-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"id":"short"}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		rec, err := decodeTaskRecord(raw)
+		if err != nil {
+			return
+		}
+		if !validTaskID(rec.ID) || rec.held() && rec.Task == nil {
+			t.Fatalf("took %q for a record", raw)
+		}
+		again, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatalf("a record read does not encode: %v", err)
+		}
+		if _, err := decodeTaskRecord(again); err != nil {
+			t.Fatalf("a record read and written again no longer reads: %v: %s", err, again)
+		}
+	})
+}
+
+// FuzzTaskParams: a client's params, whatever they hold, edited to declare
+// the tasks extension or not, stay JSON, and declare it exactly when they
+// should.
+func FuzzTaskParams(f *testing.F) {
+	f.Add([]byte(`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{},"other":{}}}}}`))
+	f.Add([]byte(`{"name":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":[]}}}`))
+	f.Add([]byte(`{"name":"x","_meta":{"progressToken":1}}`))
+	f.Add([]byte(`{"taskId":"t","_meta":null}`))
+	f.Add([]byte(`[1]`))
+	c := &taskFollower{whose: "anonymous"}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		declared := withTasksDeclared(c, params)
+		stripped := editCapabilities(declared, func(ext mcp.Object) { delete(ext, mcp.ExtensionTasks) })
+		withToken, _ := withProgressToken(params)
+		if !json.Valid(params) {
+			return
+		}
+		for _, out := range [][]byte{declared, stripped, withToken} {
+			if !json.Valid(out) {
+				t.Fatalf("%q became invalid JSON: %q", params, out)
+			}
+		}
+		if _, err := mcp.ParseRequestMeta(declared); err == nil && !declaresTasksIn(declared) {
+			t.Fatalf("%q does not declare the extension after declaring it: %q", params, declared)
+		}
+		if declaresTasksIn(stripped) {
+			t.Fatalf("%q still declares the extension after losing it: %q", declared, stripped)
 		}
 	})
 }
