@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -193,10 +194,23 @@ func (ts *tasks) lookup(ctx context.Context, s *session, id string) (*taskRecord
 	if err != nil {
 		return nil, err
 	}
-	if rec.Owner != s.owner || s.scope != "" && rec.Server != s.scope {
+	if rec.Owner != s.owner || !ts.onEndpoint(s, rec.Server) {
 		return nil, mcp.ErrTaskNotFound
 	}
 	return rec, nil
+}
+
+// onEndpoint reports whether a task of server belongs on the session's
+// endpoint: /mcp has every server's, a virtual server's endpoint its
+// members', a server's own endpoint that server's.
+func (ts *tasks) onEndpoint(s *session, server string) bool {
+	if s.scope == "" {
+		return true
+	}
+	if vl := ts.h.reg.view().virtualOf(s.scope); vl != nil {
+		return slices.Contains(vl.vs.Members(), server)
+	}
+	return server == s.scope
 }
 
 // errTaskTaken: a new record's id is in use (never, with 128 random bits).

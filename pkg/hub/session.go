@@ -538,7 +538,11 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 // server) says of itself to a client of version.
 func (s *session) initializeResult(version string) *mcp.InitializeResult {
 	if vl := s.hub.reg.view().virtualOf(s.scope); vl != nil {
-		return s.hub.virtualInitialize(vl, version)
+		res := s.hub.virtualInitialize(vl, version)
+		if version == mcp.ModernVersion {
+			withTasks(&res.Capabilities) // its members' tasks, as on /mcp (session_tasks.go)
+		}
+		return res
 	}
 	if s.scope != "" {
 		return s.hub.scopedInitialize(s.scope, version)

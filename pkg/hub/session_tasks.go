@@ -116,9 +116,9 @@ func (s *session) serverTask(ctx context.Context, rec *taskRecord, req *jsonrpc.
 }
 
 // offersTasks reports whether the hub declares the extension on an
-// endpoint: on /mcp always (it routes every server's tasks, and holds long
-// calls); on a server's own, when that server speaks it or the hub holds
-// its long calls.
+// endpoint: on /mcp and a virtual server's always (it routes every
+// server's tasks, and holds long calls); on a server's own, when that
+// server speaks it or the hub holds its long calls.
 func (h *Hub) offersTasks(server string, caps json.RawMessage) bool {
 	return server == "" || declaresTasks(caps) || h.holds(server, caps)
 }

@@ -281,3 +281,37 @@ func stripMeta(t *testing.T, raw json.RawMessage) json.RawMessage {
 	delete(o, "_meta")
 	return o.Raw()
 }
+
+// TestTasks_onAVirtualServer: a virtual server's endpoint declares the
+// extension and has its members' tasks, under its own names, and no
+// other server's.
+func TestTasks_onAVirtualServer(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{TaskAfter: 20 * time.Millisecond, CatalogFile: writeCatalog(t, `
+virtualServers:
+  - name: desk
+    tools: [{server: slow, tool: slow, as: wait}]
+`)})
+	release := make(chan struct{})
+	th.runServer(slowServer(release, nil), "slow")
+	tasker := taskServer(release)
+	th.runServer(tasker, "tasker")
+	t.Cleanup(func() { shutdownServer(t, tasker) })
+	desk := th.tasksClient("/servers/desk/mcp", nil)
+	assert.Contains(t, desk.InitializeResult().Capabilities.Extensions, mcp.ExtensionTasks)
+	_, task, err := desk.StartTool(ctxFor(t), "wait", map[string]any{}, nil)
+	require.NoError(t, err)
+	require.NotNil(t, task, "a member's long call became a task")
+	got, err := desk.GetTask(ctxFor(t), task.TaskID)
+	require.NoError(t, err)
+	assert.Equal(t, mcp.TaskWorking, got.Status)
+
+	_, other, err := th.tasksClient("/mcp", nil).StartTool(ctxFor(t), "tasker__build", map[string]any{}, nil)
+	require.NoError(t, err)
+	_, err = desk.GetTask(ctxFor(t), other.TaskID)
+	assert.Equal(t, jsonrpc.CodeInvalidParams, rpcCode(err), "a server that is no member's task")
+	close(release)
+	res, err := desk.AwaitTask(ctxFor(t), task.TaskID)
+	require.NoError(t, err)
+	assert.Equal(t, "slow and done", res.Content[0].Text)
+}
