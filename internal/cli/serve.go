@@ -64,6 +64,10 @@ type serveOptions struct {
 	introspectionIDs   string
 	introspectionFiles string
 	introspectionCache time.Duration
+
+	taskAfter    time.Duration
+	taskAfterFor string
+	taskTTL      time.Duration
 }
 
 func serveCommand(o *serveOptions) *command {
@@ -122,7 +126,39 @@ func serveCommand(o *serveOptions) *command {
 	fs.StringVar(&o.introspectionIDs, "oauth-introspection-client-id", "", "the hub's client `ids` at the issuers' introspection endpoints (RFC 7662), for opaque access tokens: comma-separated, one per --oauth-issuer in its order, empty for an issuer without")
 	fs.StringVar(&o.introspectionFiles, "oauth-introspection-secret-file", "", "`files` holding those clients' secrets, comma-separated as --oauth-introspection-client-id")
 	fs.DurationVar(&o.introspectionCache, "oauth-introspection-cache", oauth.DefaultIntrospectionCache, "how long an introspected token's answer is trusted: a revoked token is refused within it; negative trusts it until the token's expiry")
+	fs.DurationVar(&o.taskAfter, "task-after", hub.DefaultTaskAfter, "how long a tools/call of a client that declared the tasks extension may run at a server without it before the hub makes it a task it holds: the default, or half of --call-timeout when that is shorter; 0 disables")
+	fs.StringVar(&o.taskAfterFor, "task-after-for", "", "comma-separated `NAME=DURATION` pairs: --task-after for the server NAME (0 disables it there)")
+	fs.DurationVar(&o.taskTTL, "task-ttl", hub.DefaultTaskTTL, "how long the hub keeps a task it holds (its ttlMs; a call still running then is cancelled), and the handle of a server's task without a ttlMs of its own")
 	return c
+}
+
+// taskAfterConfig turns --task-after and --task-after-for into the hub's
+// Config: 0 disables, which Config says with a negative duration (its 0
+// is the default: DefaultTaskAfter, or half the call timeout when that is
+// shorter, which the flag's default stands for).
+func (o *serveOptions) taskAfterConfig() (time.Duration, map[string]time.Duration, error) {
+	off := func(d time.Duration) time.Duration {
+		if d <= 0 {
+			return -1
+		}
+		return d
+	}
+	var per map[string]time.Duration
+	for _, pair := range splitList(o.taskAfterFor) {
+		name, value, ok := strings.Cut(pair, "=")
+		d, err := time.ParseDuration(strings.TrimSpace(value))
+		if !ok || strings.TrimSpace(name) == "" || err != nil {
+			return 0, nil, usagef("serve", "--task-after-for: %q is not NAME=DURATION", pair)
+		}
+		if per == nil {
+			per = map[string]time.Duration{}
+		}
+		per[strings.TrimSpace(name)] = off(d)
+	}
+	if o.taskAfter == hub.DefaultTaskAfter {
+		return 0, per, nil
+	}
+	return off(o.taskAfter), per, nil
 }
 
 // isLoopback reports whether addr only listens on loopback.
@@ -169,6 +205,10 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 	if err != nil {
 		return err
 	}
+	taskAfter, taskAfterFor, err := o.taskAfterConfig()
+	if err != nil {
+		return err
+	}
 	if oauthCfg != nil && tokens == nil && o.demo {
 		tokens = hub.NewTokens() // for the demo server's credentials alone
 	}
@@ -193,6 +233,7 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 		ServerNotificationRate: o.serverNoteRate, MaxListBytes: o.maxListBytes, MaxTemplates: o.maxTemplates,
 		ReservationPeriod: o.reservation, OAuth: oauthCfg, Audit: audit,
 		CatalogFile: o.catalog, Discovery: catalog.Discovery(o.discovery),
+		TaskAfter: taskAfter, TaskAfterFor: taskAfterFor, TaskTTL: o.taskTTL,
 	}
 	cfg.AllowedHosts = splitList(o.allowedHosts)
 	if host, _, err := net.SplitHostPort(o.addr); err == nil && host != "" {

@@ -43,6 +43,30 @@ func TestParse_environmentThenCommandLine(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUsage)
 }
 
+func TestParse_taskAfter(t *testing.T) {
+	var o serveOptions
+	c := serveCommand(&o)
+	env := envOf(map[string]string{"SWITCHBOARD_TASK_AFTER_FOR": "slow=5s, crawl=0"}, io.Discard)
+	require.NoError(t, c.parse([]string{"--task-after", "0"}, env))
+	after, per, err := o.taskAfterConfig()
+	require.NoError(t, err)
+	assert.Negative(t, after, "0 disables, which the hub's Config says with a negative duration")
+	assert.Equal(t, map[string]time.Duration{"slow": 5 * time.Second, "crawl": -1}, per)
+
+	o = serveOptions{}
+	require.NoError(t, serveCommand(&o).parse(nil, envOf(nil, io.Discard)))
+	after, per, err = o.taskAfterConfig()
+	require.NoError(t, err)
+	assert.Zero(t, after, "on by default: the hub's default (DefaultTaskAfter, or half the call timeout)")
+	assert.Nil(t, per)
+
+	for _, bad := range []string{"slow", "=5s", "slow=soon"} {
+		o = serveOptions{taskAfterFor: bad}
+		_, _, err := o.taskAfterConfig()
+		assert.ErrorIs(t, err, ErrUsage, bad)
+	}
+}
+
 func TestIsLoopback(t *testing.T) {
 	for addr, want := range map[string]bool{
 		"127.0.0.1:8080": true, "localhost:80": true, "[::1]:8080": true, "127.1.2.3:1": true,
