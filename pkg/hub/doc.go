@@ -83,6 +83,8 @@
 //	session_listen.go      subscriptions/listen streams, and the session's
 //	                       holds on resource subscriptions
 //	session_caps.go        what a client declared it can do for servers
+//	session_tasks.go       tasks/get, tasks/update, tasks/cancel; listen
+//	                       streams that follow tasks
 //
 // Routing, a call's way and its translation between eras:
 //
@@ -97,6 +99,11 @@
 //	                       time, and the calls that wait for one
 //	routing_elicitation.go URL-mode elicitations: where each went, so that its
 //	                       completion notice reaches that client
+//	routing_tasks.go       servers' tasks on a call's way back: passed through
+//	                       under the hub's ids, or awaited for a client that
+//	                       cannot follow them
+//	routing_heldtasks.go   long calls of servers without the tasks extension,
+//	                       made tasks the hub holds (TaskAfter)
 //
 // Replicas, the server's side:
 //
@@ -137,6 +144,8 @@
 //	cluster_wire.go        the envelope, the wire format between instances
 //	cluster_http.go        an HTTP request for a session another instance
 //	                       owns, served by its owner through the broker
+//	cluster_tasks.go       task records in the broker's Store, for every
+//	                       instance: ids, owners, limits, a holder gone
 //
 // Statistics:
 //
@@ -189,6 +198,8 @@
 //	replica.mu -> bucket.mu             held updates drawn on the rate
 //	Hub.mu -> bucket.mu                 idle rate limits forgotten
 //	                                    (sweepBuckets)
+//	heldCall.mu -> tasks.mu             a hub-held task's result counted
+//	                                    against its owner's bytes
 //
 // Every other mutex is a leaf: nothing else is taken while it is held.
 // They are cluster.mu and cluster.inboxMu (cluster.go), subscriptions.mu,
@@ -196,11 +207,15 @@
 // elicitations.mu, departures.mu, catalogKeeper.mu (catalog.go),
 // Tokens.mu, bucket.mu, coalescer.mu, internTable.mu (cluster_wire.go),
 // recorder.mu, stats.mu, stats.rmu, callLog.mu, principalCache.mu and
-// knownTokens.mu (auth_oauth.go).
+// knownTokens.mu (auth_oauth.go), and tasks.mu but for the pair above
+// (cluster_tasks.go).
 //
 // One change of a modern server's listen stream holds a turn across its
-// round trip to the server (upstreamListen, replica_modern.go); the turn is
-// a channel, not a mutex, and waiting for it honours the caller's context.
+// round trip to the server (upstreamListen, replica_modern.go), and so
+// does one write of a hub-held task's record (heldCall.turn,
+// routing_heldtasks.go: the writes of one task one at a time); a turn is a
+// channel, not a mutex, and waiting for it honours the caller's context.
+// Neither is taken with any lock held.
 //
 // docs/architecture.md follows one call and one notification through all
 // of this; docs/protocol.md says how each ambiguity of MCP and JSON-RPC was

@@ -57,9 +57,12 @@ type heldCall struct {
 	// which reach it until the call is a task.
 	wantsProgress bool
 	wake          chan struct{} // the record changed: its writer writes it
-	// writeMu makes the record's writes one at a time, each of the latest
-	// state (flush): a write never overtakes a later state's.
-	writeMu sync.Mutex
+	// turn makes the record's writes one at a time, each of the latest
+	// state (flush), so that a write never overtakes a later state's. It
+	// is held across the write's round trip to the broker, which is why it
+	// is a channel and not a mutex: waiting for it honours the caller's
+	// context.
+	turn chan struct{}
 
 	mu      sync.Mutex
 	state   heldState
@@ -117,7 +120,7 @@ func (ts *tasks) hold(rp *replica, c caller, method string, params json.RawMessa
 		return nil
 	}
 	hc := &heldCall{ts: ts, inner: c, ownerID: c.owner(), server: ri.Name, instance: h.id, replica: ri.ID,
-		after: h.taskAfter(ri.Name), done: done, wake: make(chan struct{}, 1)}
+		after: h.taskAfter(ri.Name), done: done, wake: make(chan struct{}, 1), turn: make(chan struct{}, 1)}
 	hc.params, hc.wantsProgress = withProgressToken(params)
 	return hc
 }
@@ -439,8 +442,12 @@ func (hc *heldCall) writer() {
 // write failed (the record stays to be written).
 func (hc *heldCall) flush(ctx context.Context) (bool, error) {
 	ts := hc.ts
-	hc.writeMu.Lock()
-	defer hc.writeMu.Unlock()
+	select {
+	case hc.turn <- struct{}{}:
+		defer func() { <-hc.turn }()
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 	hc.mu.Lock()
 	if !hc.dirty {
 		ended := hc.state == heldEnded

@@ -2,12 +2,13 @@
 // on names, and keeps small values for all of them. It knows topics, byte
 // payloads and keys, nothing of WebSockets or MCP.
 //
-// The hub publishes on four topics: "registry" (each instance's heartbeats
+// The hub publishes on five topics: "registry" (each instance's heartbeats
 // and snapshots of its servers, from which every instance derives the
 // lists, and hence the list_changed notifications, of its clients),
 // "inbox/<instance>" (requests routed to a server on another instance, and
-// their answers, progress and cancellations), "updates" (resource updates)
-// and "logs" (servers' log messages). A topic is any string.
+// their answers, progress and cancellations), "updates" (resource
+// updates), "logs" (servers' log messages) and "tasks" (the id of a task
+// whose record changed). A topic is any string.
 //
 // # Brokers
 //
