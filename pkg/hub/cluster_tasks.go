@@ -453,6 +453,23 @@ func (ts *tasks) localHeld(id string) *heldCall {
 	return nil
 }
 
+// localState returns a copy of the record of a task this instance wrote,
+// as it stands here: a held task's from its call; nil for none.
+func (ts *tasks) localState(id string) *taskRecord {
+	ts.mu.Lock()
+	lt := ts.local[id]
+	if lt == nil {
+		ts.mu.Unlock()
+		return nil
+	}
+	hc, rec := lt.held, cloneRecord(lt.rec)
+	ts.mu.Unlock()
+	if hc == nil {
+		return rec
+	}
+	return hc.snapshot() // outside tasks.mu: the order is heldCall.mu -> tasks.mu
+}
+
 // holderGone reports whether the instance holding a hub-held task's call
 // is gone: this one when it does not hold it (it restarted, keeping its
 // id), or one this instance does not hear, once it has been in the cluster
@@ -469,9 +486,19 @@ var errHolderGone = &mcp.TaskError{Code: mcp.CodeConnectionClosed,
 	Message: "the hub instance that held this task's call is gone; the call's outcome is unknown"}
 
 // settle returns a hub-held task's record as a client is to see it: one
-// still running whose holder is gone is failed first.
+// still running whose holder is gone is failed first. On the holder
+// itself, an ended task whose last state the Store has not taken yet (its
+// writer tries again) is told as it ended.
 func (ts *tasks) settle(ctx context.Context, rec *taskRecord) *taskRecord {
-	if !rec.held() || rec.Task.Status.Terminal() || !ts.holderGone(rec) {
+	if !rec.held() || rec.Task.Status.Terminal() {
+		return rec
+	}
+	if rec.Instance == ts.h.id {
+		if mine := ts.localState(rec.ID); mine != nil && mine.Task != nil && mine.Task.Status.Terminal() {
+			return mine
+		}
+	}
+	if !ts.holderGone(rec) {
 		return rec
 	}
 	out, err := ts.update(ctx, rec.ID, func(r *taskRecord) error {

@@ -477,6 +477,17 @@ func (hc *heldCall) flush(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// snapshot returns a copy of the task's record as it stands, nil before
+// the call is a task.
+func (hc *heldCall) snapshot() *taskRecord {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if hc.rec == nil {
+		return nil
+	}
+	return cloneRecord(hc.rec)
+}
+
 // rewrite has the record written again (the broker came back).
 func (hc *heldCall) rewrite() {
 	hc.mu.Lock()
