@@ -222,17 +222,11 @@ var errTaskUnchanged = errors.New("task record unchanged")
 // create writes a new record: the handle may leave the hub once it
 // returns. It is kept here too, until it expires.
 func (ts *tasks) create(ctx context.Context, rec *taskRecord, held *heldCall) error {
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, taskStoreTimeout)
-	defer cancel()
-	err = ts.store.Update(ctx, taskKeyPrefix+rec.ID, func(cur []byte) ([]byte, time.Duration, error) {
+	err := ts.put(ctx, rec, func(cur []byte) error {
 		if cur != nil {
-			return nil, 0, errTaskTaken
+			return errTaskTaken
 		}
-		return raw, time.Until(rec.Expires), nil
+		return nil
 	})
 	if err != nil {
 		return err
@@ -241,6 +235,33 @@ func (ts *tasks) create(ctx context.Context, rec *taskRecord, held *heldCall) er
 	ts.local[rec.ID] = &localTask{rec: cloneRecord(rec), held: held, place: true}
 	ts.mu.Unlock()
 	return nil
+}
+
+// put writes rec for the rest of its life, unless decide, given what the
+// Store holds (nil for nothing), says otherwise: errTaskUnchanged leaves
+// it as it is (no error), any other error is returned. An expired record
+// is not written.
+func (ts *tasks) put(ctx context.Context, rec *taskRecord, decide func(cur []byte) error) error {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, taskStoreTimeout)
+	defer cancel()
+	err = ts.store.Update(ctx, taskKeyPrefix+rec.ID, func(cur []byte) ([]byte, time.Duration, error) {
+		ttl := time.Until(rec.Expires)
+		if ttl < time.Millisecond {
+			return nil, 0, errTaskUnchanged
+		}
+		if err := decide(cur); err != nil {
+			return nil, 0, err
+		}
+		return raw, ttl, nil
+	})
+	if errors.Is(err, errTaskUnchanged) {
+		return nil
+	}
+	return err
 }
 
 // update changes the record of id with fn (errTaskUnchanged: leave it) and
@@ -296,28 +317,14 @@ var errEndedElsewhere = errors.New("the task was ended by another instance")
 // whether or not the Store has it (a Redis that restarted may not), unless
 // the Store says it ended and this copy does not: errEndedElsewhere.
 func (ts *tasks) putHeld(ctx context.Context, rec *taskRecord) error {
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, taskStoreTimeout)
-	defer cancel()
-	err = ts.store.Update(ctx, taskKeyPrefix+rec.ID, func(cur []byte) ([]byte, time.Duration, error) {
-		ttl := time.Until(rec.Expires)
-		if ttl < time.Millisecond {
-			return nil, 0, errTaskUnchanged // expired: nothing to keep
-		}
+	return ts.put(ctx, rec, func(cur []byte) error {
 		if cur != nil && !rec.Task.Status.Terminal() {
 			if old, err := decodeTaskRecord(cur); err == nil && old.Task != nil && old.Task.Status.Terminal() {
-				return nil, 0, errEndedElsewhere
+				return errEndedElsewhere
 			}
 		}
-		return raw, ttl, nil
-	})
-	if errors.Is(err, errTaskUnchanged) {
 		return nil
-	}
-	return err
+	})
 }
 
 // discard withdraws a task that was never given out.
@@ -619,23 +626,12 @@ func (ts *tasks) putAgain(rec *taskRecord) error {
 	if rec.held() {
 		return ts.putHeld(ts.h.ctx, rec)
 	}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ts.h.ctx, taskStoreTimeout)
-	defer cancel()
-	err = ts.store.Update(ctx, taskKeyPrefix+rec.ID, func(cur []byte) ([]byte, time.Duration, error) {
-		ttl := time.Until(rec.Expires)
-		if cur != nil || ttl < time.Millisecond {
-			return nil, 0, errTaskUnchanged
+	return ts.put(ts.h.ctx, rec, func(cur []byte) error {
+		if cur != nil {
+			return errTaskUnchanged
 		}
-		return raw, ttl, nil
-	})
-	if errors.Is(err, errTaskUnchanged) {
 		return nil
-	}
-	return err
+	})
 }
 
 // instanceGone fails, for the listen streams of this instance that follow

@@ -62,9 +62,7 @@ func TestTasks_readOnAnotherInstanceAtOnce(t *testing.T) {
 
 	var ids []string
 	for _, tool := range []string{"tasker__build", "slow__slow"} {
-		_, task, err := onA.StartTool(ctxFor(t), tool, map[string]any{}, nil)
-		require.NoError(t, err)
-		require.NotNil(t, task, "%s answered with a task", tool)
+		task := startTask(t, onA, tool, map[string]any{})
 		got, err := onB.GetTask(ctxFor(t), task.TaskID)
 		require.NoError(t, err, "%s: tasks/get on the other instance at once", tool)
 		assert.Equal(t, mcp.TaskWorking, got.Status, tool)
@@ -85,26 +83,41 @@ func killInstance(th *testHub, broker *pubsub.Redis) {
 	th.srv.CloseClientConnections()
 }
 
+// heldScene is two instances on a redis-server of their own, the slow
+// server on B, and a task of a client on A, whose call B holds.
+type heldScene struct {
+	a, b             *testHub
+	brokerA, brokerB *pubsub.Redis
+	onA              *mcp.Client
+	task             *mcp.Task
+}
+
+// heldAcross sets the scene; release answers the slow server's calls (nil
+// for never).
+func heldAcross(t *testing.T, release <-chan struct{}) *heldScene {
+	t.Helper()
+	var sc heldScene
+	sc.a, sc.b, sc.brokerA, sc.brokerB = taskCluster(t, redistest.Start(t), Config{TaskAfter: 30 * time.Millisecond})
+	sc.b.runServer(slowServer(release, nil), "slow")
+	sc.a.waitServer("slow", 1)
+	sc.onA = sc.a.tasksClient("/mcp", nil)
+	sc.task = startTask(t, sc.onA, "slow__slow", map[string]any{})
+	return &sc
+}
+
 // TestTasks_clientsInstanceDies: the call of a hub-held task lives on its
 // server's instance, so the client's instance may die: the client comes
 // back through the other and reads the result there.
 func TestTasks_clientsInstanceDies(t *testing.T) {
 	t.Parallel()
-	rs := redistest.Start(t)
-	a, b, brokerA, _ := taskCluster(t, rs, Config{TaskAfter: 30 * time.Millisecond})
 	release := make(chan struct{})
-	b.runServer(slowServer(release, nil), "slow")
-	a.waitServer("slow", 1)
-	onA := a.tasksClient("/mcp", nil)
-	_, task, err := onA.StartTool(ctxFor(t), "slow__slow", map[string]any{}, nil)
-	require.NoError(t, err)
-	require.NotNil(t, task)
-
-	killInstance(a, brokerA)
+	sc := heldAcross(t, release)
+	killInstance(sc.a, sc.brokerA)
+	b := sc.b
 	b.waitFor("A dropped", func(*view) bool { return len(b.remoteInstances()) == 0 })
 	close(release)
 	onB := b.tasksClient("/mcp", nil)
-	res, err := onB.AwaitTask(ctxFor(t), task.TaskID)
+	res, err := onB.AwaitTask(ctxFor(t), sc.task.TaskID)
 	require.NoError(t, err, "the task outlived its client's instance")
 	assert.Equal(t, "slow and done", res.Content[0].Text)
 }
@@ -114,18 +127,12 @@ func TestTasks_clientsInstanceDies(t *testing.T) {
 // the heartbeat window, never working for ever.
 func TestTasks_holdersInstanceDies(t *testing.T) {
 	t.Parallel()
-	rs := redistest.Start(t)
-	a, b, _, brokerB := taskCluster(t, rs, Config{TaskAfter: 30 * time.Millisecond})
-	b.runServer(slowServer(nil, nil), "slow")
-	a.waitServer("slow", 1)
-	onA := a.tasksClient("/mcp", nil)
-	_, task, err := onA.StartTool(ctxFor(t), "slow__slow", map[string]any{}, nil)
-	require.NoError(t, err)
-	require.NotNil(t, task)
-
+	sc := heldAcross(t, nil)
+	onA, task := sc.onA, sc.task
 	killed := time.Now()
-	killInstance(b, brokerB)
+	killInstance(sc.b, sc.brokerB)
 	var got *mcp.DetailedTask
+	var err error
 	require.Eventually(t, func() bool {
 		got, err = onA.GetTask(ctxFor(t), task.TaskID)
 		require.NoError(t, err)
@@ -161,9 +168,7 @@ func TestTasks_redisRestarted(t *testing.T) {
 	onA := a.tasksClient("/mcp", nil)
 	var ids []string
 	for _, tool := range []string{"slow__slow", "tasker__build"} {
-		_, task, err := onA.StartTool(ctxFor(t), tool, map[string]any{}, nil)
-		require.NoError(t, err)
-		require.NotNil(t, task, tool)
+		task := startTask(t, onA, tool, map[string]any{})
 		ids = append(ids, task.TaskID)
 	}
 
@@ -207,9 +212,7 @@ tokens:
 	th.runServerWith(slowServer(release, nil), "slow", "slow-secret")
 	alice := th.tasksClient("/mcp", &mcp.ClientOptions{Token: "alice-secret"})
 	bob := th.tasksClient("/mcp", &mcp.ClientOptions{Token: "bob-secret"})
-	_, task, err := alice.StartTool(ctxFor(t), "slow__slow", map[string]any{}, nil)
-	require.NoError(t, err)
-	require.NotNil(t, task)
+	task := startTask(t, alice, "slow__slow", map[string]any{})
 
 	_, unknown := bob.GetTask(ctxFor(t), newTaskID())
 	require.Error(t, unknown)
@@ -251,9 +254,7 @@ func TestTasks_expired(t *testing.T) {
 		})
 	th.runServer(s, "forever")
 	c := th.tasksClient("/mcp", nil)
-	_, task, err := c.StartTool(ctxFor(t), "forever__wait", map[string]any{}, nil)
-	require.NoError(t, err)
-	require.NotNil(t, task)
+	task := startTask(t, c, "forever__wait", map[string]any{})
 	select {
 	case <-cancelled:
 	case <-time.After(wait):

@@ -198,12 +198,10 @@ func (hc *heldCall) makeTask() {
 	if early := hc.early; early != nil {
 		// Answered while its task was being made: answered as a call, and
 		// the task was never given out.
-		hc.state = heldEnded
-		done := hc.done
-		hc.done = nil
 		hc.mu.Unlock()
 		ts.discard(rec)
-		done(early.raw, early.err)
+		hc.mu.Lock()
+		hc.answerLocked(early.raw, early.err)
 		return
 	}
 	hc.state, hc.rec = heldRunning, rec
@@ -226,17 +224,36 @@ func (hc *heldCall) makeTask() {
 // came meanwhile.
 func (hc *heldCall) unmake() {
 	hc.mu.Lock()
-	early := hc.early
-	if early == nil {
-		hc.state = heldCalling
-		hc.mu.Unlock()
+	if early := hc.early; early != nil {
+		hc.answerLocked(early.raw, early.err)
 		return
 	}
+	hc.state = heldCalling
+	hc.mu.Unlock()
+}
+
+// answerLocked ends the call as an ordinary one, answering its client's
+// request once the lock, which it releases, is released.
+func (hc *heldCall) answerLocked(raw json.RawMessage, err error) {
 	hc.state = heldEnded
+	if hc.timer != nil {
+		hc.timer.Stop()
+	}
 	done := hc.done
 	hc.done = nil
 	hc.mu.Unlock()
-	done(early.raw, early.err)
+	done(raw, err)
+}
+
+// stopLocked ends the task's call, no longer the hub's to hold, and
+// returns the server's requests still waiting, to be failed (failAsks)
+// once the lock is released.
+func (hc *heldCall) stopLocked() []*heldAsk {
+	hc.state = heldEnded
+	hc.timer.Stop()
+	asks := hc.asks
+	hc.asks = nil
+	return asks
 }
 
 // newRecord is the record of the task the call becomes: working, on this
@@ -266,21 +283,12 @@ func (hc *heldCall) finish(raw json.RawMessage, err error) {
 	hc.mu.Lock()
 	switch hc.state {
 	case heldCalling:
-		hc.state = heldEnded
-		if hc.timer != nil {
-			hc.timer.Stop()
-		}
-		done := hc.done
-		hc.done = nil
-		hc.mu.Unlock()
-		done(raw, err)
+		hc.answerLocked(raw, err)
 	case heldMaking:
 		hc.early = &askAnswer{raw: raw, err: err}
 		hc.mu.Unlock()
 	case heldRunning:
-		hc.state = heldEnded
-		hc.timer.Stop()
-		asks := hc.dropAsksLocked()
+		asks := hc.stopLocked()
 		hc.resultLocked(raw, err)
 		hc.changedLocked()
 		hc.mu.Unlock()
@@ -320,9 +328,7 @@ func (hc *heldCall) cancelTask() {
 		hc.mu.Unlock()
 		return
 	}
-	hc.state = heldEnded
-	hc.timer.Stop()
-	asks := hc.dropAsksLocked()
+	asks := hc.stopLocked()
 	endTask(hc.rec.Task, mcp.TaskCancelled, "Cancelled by the client", nil, nil)
 	hc.changedLocked()
 	abort := hc.abort
@@ -363,14 +369,6 @@ func (hc *heldCall) answer(responses map[string]json.RawMessage) {
 type settledHeld struct {
 	a   *heldAsk
 	raw json.RawMessage
-}
-
-// dropAsksLocked takes the server's requests still waiting, to be failed
-// once the lock is released.
-func (hc *heldCall) dropAsksLocked() []*heldAsk {
-	asks := hc.asks
-	hc.asks = nil
-	return asks
 }
 
 // failAsks tells the server that its requests of an ended task go
@@ -501,9 +499,7 @@ func (hc *heldCall) rewrite() {
 // taking this one for gone.
 func (hc *heldCall) endedElsewhere() {
 	hc.mu.Lock()
-	hc.state = heldEnded
-	hc.timer.Stop()
-	asks := hc.dropAsksLocked()
+	asks := hc.stopLocked()
 	rec := cloneRecord(hc.rec)
 	abort := hc.abort
 	hc.mu.Unlock()
@@ -522,9 +518,7 @@ func (hc *heldCall) shutDown() {
 		hc.mu.Unlock()
 		return
 	}
-	hc.state = heldEnded
-	hc.timer.Stop()
-	asks := hc.dropAsksLocked()
+	asks := hc.stopLocked()
 	endTask(hc.rec.Task, mcp.TaskFailed, errHolderShutDown.Message, errHolderShutDown, nil)
 	hc.dirty = true
 	rec := cloneRecord(hc.rec)

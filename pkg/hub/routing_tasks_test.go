@@ -186,9 +186,7 @@ func TestTasks_heldTaskCancelled(t *testing.T) {
 	started := make(chan struct{}, 1)
 	th.runServer(slowServer(nil, started), "slow")
 	c := th.tasksClient("/mcp", nil)
-	_, task, err := c.StartTool(ctxFor(t), "slow__slow", map[string]any{}, nil)
-	require.NoError(t, err)
-	require.NotNil(t, task)
+	task := startTask(t, c, "slow__slow", map[string]any{})
 	require.NoError(t, c.CancelTask(ctxFor(t), task.TaskID))
 	got, err := c.GetTask(ctxFor(t), task.TaskID)
 	require.NoError(t, err)
@@ -207,6 +205,16 @@ func TestTasks_unknownIDs(t *testing.T) {
 		require.True(t, errors.As(err, &rpc), "%v", err)
 		assert.Equal(t, jsonrpc.CodeInvalidParams, rpc.Code)
 	}
+}
+
+// startTask calls tool with args and returns the task it was answered
+// with.
+func startTask(t *testing.T, c *mcp.Client, tool string, args any) *mcp.Task {
+	t.Helper()
+	_, task, err := c.StartTool(ctxFor(t), tool, args, nil)
+	require.NoError(t, err)
+	require.NotNil(t, task, "%s answered with a task", tool)
+	return task
 }
 
 // shutdownServer stops a server's tasks, which outlive their requests.

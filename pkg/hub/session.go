@@ -305,8 +305,8 @@ func init() {
 		mcp.MethodResourcesUnsubscribe: {handle: (*session).subscribe},
 		mcp.MethodLoggingSetLevel:      {handle: (*session).setLevel},
 		mcp.MethodTasksGet:             {handle: (*session).getTask}, // session_tasks.go
-		mcp.MethodTasksUpdate:          {handle: (*session).updateTask},
-		mcp.MethodTasksCancel:          {handle: (*session).cancelTask},
+		mcp.MethodTasksUpdate:          {handle: (*session).changeTask},
+		mcp.MethodTasksCancel:          {handle: (*session).changeTask},
 
 		mcp.NotificationInitialized: {handle: func(*session, context.Context, *jsonrpc.Request) (any, error) { return nil, nil }},
 		mcp.NotificationCancelled: {handle: func(s *session, _ context.Context, req *jsonrpc.Request) (any, error) {

@@ -54,29 +54,17 @@ func (s *session) getTask(ctx context.Context, req *jsonrpc.Request) (any, error
 	return &mcp.GetTaskResult{ResultType: mcp.ResultComplete, DetailedTask: *rec.Task}, nil
 }
 
-// updateTask answers tasks/update.
-func (s *session) updateTask(ctx context.Context, req *jsonrpc.Request) (any, error) {
+// changeTask answers tasks/update and tasks/cancel: a server's task is
+// changed at its server, a hub-held one by the instance holding its call.
+func (s *session) changeTask(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	rec, m, err := s.taskOf(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := inputResponses(req.Params); err != nil {
-		return nil, err
-	}
-	if !rec.held() {
-		return s.serverTask(ctx, rec, req, m)
-	}
-	if err := s.hub.tasks.heldOp(ctx, rec, s.owner, req.Method, req.Params); err != nil {
-		return nil, err
-	}
-	return struct{}{}, nil
-}
-
-// cancelTask answers tasks/cancel.
-func (s *session) cancelTask(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	rec, m, err := s.taskOf(ctx, req)
-	if err != nil {
-		return nil, err
+	if req.Method == mcp.MethodTasksUpdate {
+		if _, err := inputResponses(req.Params); err != nil {
+			return nil, err
+		}
 	}
 	if !rec.held() {
 		return s.serverTask(ctx, rec, req, m)

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/switchboard-mcp/switchboard/internal/redistest"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
@@ -35,9 +34,7 @@ func TestTasks_getFloodIsRateLimited(t *testing.T) {
 	th.runServerWith(slowServer(release, nil), "slow", "slow-secret")
 	alice := th.tasksClient("/mcp", &mcp.ClientOptions{Token: "alice-secret"})
 	bob := th.tasksClient("/mcp", &mcp.ClientOptions{Token: "bob-secret"})
-	_, task, err := alice.StartTool(ctxFor(t), "slow__slow", map[string]any{}, nil)
-	require.NoError(t, err)
-	require.NotNil(t, task)
+	task := startTask(t, alice, "slow__slow", map[string]any{})
 
 	var limited, ok atomic.Int64
 	var wg sync.WaitGroup
@@ -57,9 +54,7 @@ func TestTasks_getFloodIsRateLimited(t *testing.T) {
 		})
 	}
 	// The well-behaved client, meanwhile: a task of its own, followed.
-	_, mine, err := bob.StartTool(ctxFor(t), "slow__slow", map[string]any{}, nil)
-	require.NoError(t, err, "the other client is not refused")
-	require.NotNil(t, mine)
+	mine := startTask(t, bob, "slow__slow", map[string]any{})
 	wg.Wait()
 	t.Logf("a flood of 200 tasks/get: %d answered, %d refused", ok.Load(), limited.Load())
 	assert.GreaterOrEqual(t, limited.Load(), int64(150), "the flood is rate limited")
@@ -105,9 +100,7 @@ func TestTasks_limits(t *testing.T) {
 	alice := th.tasksClient("/mcp", &mcp.ClientOptions{Token: "alice-secret"})
 	bob := th.tasksClient("/mcp", &mcp.ClientOptions{Token: "bob-secret"})
 	start := func(c *mcp.Client, n int) string {
-		_, task, err := c.StartTool(ctxFor(t), "sized__sized", map[string]any{"n": n}, nil)
-		require.NoError(t, err)
-		require.NotNil(t, task)
+		task := startTask(t, c, "sized__sized", map[string]any{"n": n})
 		return task.TaskID
 	}
 	small, large := start(alice, 1000), start(alice, 3500)
@@ -169,9 +162,7 @@ func TestTasks_overStreamableHTTP(t *testing.T) {
 		{"/mcp", "tasker__build"}, {"/mcp", "slow__slow"}, {"/servers/tasker/mcp", "build"}, {"/servers/slow/mcp", "slow"},
 	} {
 		c := connect(tc.path)
-		_, task, err := c.StartTool(ctxFor(t), tc.tool, map[string]any{}, nil)
-		require.NoError(t, err, "%s on %s", tc.tool, tc.path)
-		require.NotNil(t, task, "%s on %s", tc.tool, tc.path)
+		task := startTask(t, c, tc.tool, map[string]any{})
 		got, err := c.GetTask(ctxFor(t), task.TaskID)
 		require.NoError(t, err)
 		assert.Equal(t, mcp.TaskWorking, got.Status)
@@ -190,16 +181,9 @@ func TestTasks_overStreamableHTTP(t *testing.T) {
 // another instance at once.
 func TestTasks_holderShutsDown(t *testing.T) {
 	t.Parallel()
-	rs := redistest.Start(t)
-	a, b, _, _ := taskCluster(t, rs, Config{TaskAfter: 20 * time.Millisecond})
-	b.runServer(slowServer(nil, nil), "slow")
-	a.waitServer("slow", 1)
-	onA := a.tasksClient("/mcp", nil)
-	_, task, err := onA.StartTool(ctxFor(t), "slow__slow", map[string]any{}, nil)
-	require.NoError(t, err)
-	require.NotNil(t, task)
-	require.NoError(t, b.Close())
-	got, err := onA.GetTask(ctxFor(t), task.TaskID)
+	sc := heldAcross(t, nil)
+	require.NoError(t, sc.b.Close())
+	got, err := sc.onA.GetTask(ctxFor(t), sc.task.TaskID)
 	require.NoError(t, err)
 	assert.Equal(t, mcp.TaskFailed, got.Status)
 	require.NotNil(t, got.Error)
@@ -299,9 +283,7 @@ virtualServers:
 	t.Cleanup(func() { shutdownServer(t, tasker) })
 	desk := th.tasksClient("/servers/desk/mcp", nil)
 	assert.Contains(t, desk.InitializeResult().Capabilities.Extensions, mcp.ExtensionTasks)
-	_, task, err := desk.StartTool(ctxFor(t), "wait", map[string]any{}, nil)
-	require.NoError(t, err)
-	require.NotNil(t, task, "a member's long call became a task")
+	task := startTask(t, desk, "wait", map[string]any{})
 	got, err := desk.GetTask(ctxFor(t), task.TaskID)
 	require.NoError(t, err)
 	assert.Equal(t, mcp.TaskWorking, got.Status)
