@@ -49,6 +49,9 @@ const (
 	maxTaskHandleTTL = 24 * time.Hour
 	// taskStoreTimeout bounds one read or write of a record.
 	taskStoreTimeout = 5 * time.Second
+	// maxLocalTasks bounds the records one instance keeps, whoever's they
+	// are (MaxTasks bounds each principal's): past it no task is made here.
+	maxLocalTasks = 100_000
 )
 
 // taskRecord is the hub's record of a task handle it gave a client, as the
@@ -118,6 +121,7 @@ type tasks struct {
 	watchers map[string]map[*listener]*session  // listen streams by the task ids they follow (session_tasks.go)
 	pollers  map[string]context.CancelCauseFunc // tasks of servers polled for those streams, by id
 	closing  bool                               // Close began: no task is made
+	swept    time.Time                          // when expired records were last forgotten
 }
 
 // localTask is a record this instance wrote, kept until it expires.
@@ -367,7 +371,7 @@ func (ts *tasks) admit(owner identity) bool {
 	}
 	ts.sweepLocked(now)
 	u := ts.useLocked(owner)
-	if u.tasks >= ts.h.cfg.MaxTasks {
+	if u.tasks >= ts.h.cfg.MaxTasks || len(ts.local) >= maxLocalTasks {
 		return false
 	}
 	u.tasks++
@@ -433,8 +437,14 @@ func (ts *tasks) forgetUseLocked(owner identity, u *taskUse) {
 	}
 }
 
-// sweepLocked forgets the records that expired, and what they took.
+// sweepLocked forgets the records that expired, and what they took, at
+// most once a second: a record is looked at once a second, not once per
+// task made.
 func (ts *tasks) sweepLocked(now time.Time) {
+	if now.Sub(ts.swept) < time.Second {
+		return
+	}
+	ts.swept = now
 	for id, lt := range ts.local {
 		if lt.held != nil || now.Before(lt.rec.Expires) {
 			continue
