@@ -460,6 +460,19 @@ func (ts *tasks) sweepLocked(now time.Time) {
 	}
 }
 
+// counts returns how many hub-held tasks' calls this instance holds, and
+// how many records it keeps (for /metrics).
+func (ts *tasks) counts() (held, kept int) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, lt := range ts.local {
+		if lt.held != nil {
+			held++
+		}
+	}
+	return held, len(ts.local)
+}
+
 // localHeld returns the call of a hub-held task this instance holds.
 func (ts *tasks) localHeld(id string) *heldCall {
 	ts.mu.Lock()

@@ -163,6 +163,7 @@ func TestTasks_heldTask(t *testing.T) {
 		got, err := c.GetTask(ctxFor(t), task.TaskID)
 		return err == nil && got.StatusMessage == "halfway"
 	}, wait, 5*time.Millisecond, "progress shows as the status")
+	assert.Equal(t, 1.0, scrape(t, th, "switchboard_tasks_held"))
 	close(release)
 	final, err := c.AwaitTask(ctxFor(t), task.TaskID)
 	require.NoError(t, err)
@@ -170,6 +171,9 @@ func TestTasks_heldTask(t *testing.T) {
 	again, err := c.GetTask(ctxFor(t), task.TaskID)
 	require.NoError(t, err, "the result is kept")
 	assert.Equal(t, mcp.TaskCompleted, again.Status)
+	// The record is written before the holder lets the call go.
+	assert.Eventually(t, func() bool { return scrape(t, th, "switchboard_tasks_held") == 0 }, wait, 5*time.Millisecond, "the call ended")
+	assert.Equal(t, 1.0, scrape(t, th, "switchboard_task_records"), "its record is kept")
 
 	// A client that did not negotiate tasks never sees one.
 	modern, err := mcp.Connect(ctxFor(t), th.wsURL("/mcp"), &mcp.ClientOptions{ProtocolVersion: mcp.ModernVersion})

@@ -98,6 +98,12 @@ func newMetrics(h *Hub) *metrics {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "switchboard_instances", Help: "Hub instances this one knows, itself included.",
 	}, func() float64 { return float64(1 + len(h.remoteInstances())) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchboard_tasks_held", Help: "Tasks (the tasks extension) whose calls this instance holds.",
+	}, func() float64 { held, _ := h.tasks.counts(); return float64(held) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "switchboard_task_records", Help: "Task records this instance wrote and keeps until they expire.",
+	}, func() float64 { _, kept := h.tasks.counts(); return float64(kept) }))
 	if a := h.cfg.Audit; a != nil {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "switchboard_audit_dropped_total", Help: "Audit log lines dropped because the log could not keep up.",
