@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -264,4 +265,28 @@ func TestTasks_expired(t *testing.T) {
 		_, err := c.GetTask(ctxFor(t), task.TaskID)
 		return rpcCode(err) == jsonrpc.CodeInvalidParams
 	}, wait, 20*time.Millisecond, "an expired task is no task")
+}
+
+// TestTasks_followedOnAnotherInstance: a listen stream on A follows a task
+// whose call B holds: B's writes reach it through the broker's tasks topic.
+func TestTasks_followedOnAnotherInstance(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	sc := heldAcross(t, release)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	rc := sc.a.rawClient(false)
+	rc.send(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + sc.task.TaskID + `"]},` + meta + `}}`)
+	require.Contains(t, rc.recv(), `"taskIds":["`+sc.task.TaskID+`"]`, "acknowledged")
+	next := func() mcp.TaskStatusParams {
+		var note struct {
+			Params mcp.TaskStatusParams `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(rc.recv()), &note))
+		return note.Params
+	}
+	assert.Equal(t, mcp.TaskWorking, next().Status, "how it stands, at once")
+	close(release)
+	done := next()
+	assert.Equal(t, mcp.TaskCompleted, done.Status, "its end, from the other instance")
+	assert.Contains(t, string(done.Result), "slow and done")
 }
