@@ -192,3 +192,30 @@ func TestPack(t *testing.T) {
 		assert.False(t, trace.SpanContextFromContext(tr.Unpack(context.Background(), bad)).IsValid(), "%q", bad)
 	}
 }
+
+// TraceID reads the sampled trace of a context; Carry moves a context's
+// span and baggage onto another's deadline and cancellation. Off, both do
+// nothing.
+func TestTraceIDAndCarry(t *testing.T) {
+	t.Parallel()
+	tr := on()
+	ctx := remote(t)
+	assert.Equal(t, testTraceID, tr.TraceID(ctx))
+	assert.Empty(t, tr.TraceID(context.Background()))
+	unsampled := tr.ExtractMeta(context.Background(), []byte(`{"_meta":{"traceparent":"00-`+testTraceID+`-`+testSpanID+`-00"}}`))
+	assert.Empty(t, tr.TraceID(unsampled), "no trace id for a trace the backend will not have")
+
+	lifetime, cancel := context.WithCancel(context.Background())
+	carried := tr.Carry(lifetime, ctx)
+	assert.True(t, trace.SpanContextFromContext(ctx).Equal(trace.SpanContextFromContext(carried)))
+	assert.Equal(t, "alice", baggage.FromContext(carried).Member("user").Value())
+	cancel()
+	assert.Error(t, carried.Err(), "the deadline and cancellation are lifetime's")
+	assert.NoError(t, ctx.Err())
+
+	for name, off := range map[string]*Tracing{"nil": nil, "off": {metrics: newMetrics()}} {
+		assert.Empty(t, off.TraceID(ctx), name)
+		bg := context.Background()
+		assert.Equal(t, bg, off.Carry(bg, ctx), name)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"strings"
 
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // propagator reads and writes W3C trace context (traceparent, tracestate)
@@ -135,4 +137,16 @@ func unpack(ctx context.Context, s string) context.Context {
 	f.traceparent, s, _ = strings.Cut(s, packSep)
 	f.tracestate, f.baggage, _ = strings.Cut(s, packSep)
 	return propagator.Extract(ctx, &f)
+}
+
+// Carry returns ctx carrying the span and baggage of from: the trace of
+// one context with the deadline and cancellation of another (a step of a
+// call that runs under the hub's own lifetime, not its caller's). With
+// tracing off ctx comes back as it is.
+func (t *Tracing) Carry(ctx, from context.Context) context.Context {
+	if !t.Enabled() || from == nil {
+		return ctx
+	}
+	ctx = trace.ContextWithSpan(ctx, trace.SpanFromContext(from))
+	return baggage.ContextWithBaggage(ctx, baggage.FromContext(from))
 }

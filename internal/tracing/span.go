@@ -102,6 +102,9 @@ type Op struct {
 	Params []byte
 	// Session is the MCP session id: mcp.session.id.
 	Session string
+	// Client is the hub's id of the client connection (a WebSocket has no
+	// MCP session id): switchboard.client.id.
+	Client string
 	// Protocol is the MCP protocol version: mcp.protocol.version.
 	Protocol string
 	// Network is the transport: network.protocol.name, network.transport.
@@ -121,6 +124,7 @@ type Op struct {
 // Attribute names beyond those of the semantic conventions (semconv.go).
 const (
 	attrServerName   = attribute.Key("switchboard.server.name")
+	attrClientID     = attribute.Key("switchboard.client.id")
 	attrReplicaID    = attribute.Key("switchboard.replica.id")
 	attrInstancePeer = attribute.Key("switchboard.instance.peer")
 	attrInputRound   = attribute.Key("switchboard.input.round")
@@ -185,7 +189,7 @@ func (t *Tracing) start(ctx context.Context, k Kind, op Op) (context.Context, Sp
 // attributes returns op's attributes, and the tool or prompt name that
 // ends a span's name (empty for other methods).
 func (op Op) attributes(k Kind) ([]attribute.KeyValue, string) {
-	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs := make([]attribute.KeyValue, 0, 12)
 	attrs = append(attrs, attrMCPMethod.String(op.Method))
 	var target string
 	switch op.Method {
@@ -206,6 +210,7 @@ func (op Op) attributes(k Kind) ([]attribute.KeyValue, string) {
 		attrs = appendString(attrs, attrRequestID, idString(op.ID))
 	}
 	attrs = appendString(attrs, attrSessionID, op.Session)
+	attrs = appendString(attrs, attrClientID, op.Client)
 	attrs = appendString(attrs, attrMCPProtocol, op.Protocol)
 	attrs = append(attrs, op.Network.attributes()...)
 	attrs = appendString(attrs, attrServerName, op.Server)
@@ -288,7 +293,20 @@ func (s Span) TraceID() string {
 }
 
 func (s Span) traceID() string {
-	sc := s.s.SpanContext()
+	return sampledID(s.s.SpanContext())
+}
+
+// TraceID returns the trace id of the span ctx carries when it is sampled,
+// else "" (and "" with tracing off, at the cost of an atomic load): what
+// the call log shows, and the exemplars of the hub's histograms hold.
+func (t *Tracing) TraceID(ctx context.Context) string {
+	if !t.Enabled() || ctx == nil {
+		return ""
+	}
+	return sampledID(trace.SpanContextFromContext(ctx))
+}
+
+func sampledID(sc trace.SpanContext) string {
 	if !sc.IsSampled() {
 		return ""
 	}

@@ -39,6 +39,9 @@ type Config struct {
 	Enabled bool
 	// InstanceID is service.instance.id: the hub instance's id.
 	InstanceID string
+	// Service is service.name; default ServiceName. (`hub connect` is
+	// switchboard-connect.) OTEL_SERVICE_NAME wins over both.
+	Service string
 	// Endpoint, when set, is the OTLP endpoint instead of
 	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT:
 	// a base URL such as http://127.0.0.1:4318 (for http/protobuf,
@@ -103,7 +106,7 @@ func New(ctx context.Context, cfg Config) (*Tracing, error) {
 			log.Warn("tracing: OpenTelemetry", "error", err)
 		}))
 	})
-	res, err := newResource(ctx, cfg.InstanceID)
+	res, err := newResource(ctx, cfg.Service, cfg.InstanceID)
 	if err != nil {
 		return nil, err
 	}
@@ -161,11 +164,15 @@ func (t *Tracing) Collect(ch chan<- prometheus.Metric) {
 	t.metrics.exported.Collect(ch)
 }
 
-// newResource is the hub's resource: service.name switchboard and
-// service.instance.id, then the SDK's and the host's attributes, then what
-// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say (they win).
-func newResource(ctx context.Context, instanceID string) (*resource.Resource, error) {
-	attrs := []attribute.KeyValue{semconv.ServiceName(ServiceName)}
+// newResource is the hub's resource: service.name (switchboard, unless
+// service names another) and service.instance.id, then the SDK's and the
+// host's attributes, then what OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES say (they win).
+func newResource(ctx context.Context, service, instanceID string) (*resource.Resource, error) {
+	if service == "" {
+		service = ServiceName
+	}
+	attrs := []attribute.KeyValue{semconv.ServiceName(service)}
 	if instanceID != "" {
 		attrs = append(attrs, semconv.ServiceInstanceID(instanceID))
 	}
