@@ -138,6 +138,12 @@ type StreamableOptions struct {
 	// reading loses its stream (it may resume it with Last-Event-ID)
 	// instead of holding a goroutine for ever. Default 30 s.
 	WriteTimeout time.Duration
+	// TraceHeaders puts the W3C trace context of a POST's headers
+	// (traceparent, tracestate, baggage) into params._meta of each request
+	// it carries that has no traceparent of its own, where the owner reads
+	// a message's trace context whichever transport brought it (see
+	// MetaTraceparent). Off, requests reach the owner as they were sent.
+	TraceHeaders bool
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -494,6 +500,9 @@ func (h *StreamableHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 			h.refuse(w, err)
 			return
 		}
+	}
+	if h.opts.TraceHeaders {
+		withTraceHeadersAll(msgs, r.Header)
 	}
 
 	var s *StreamSession

@@ -48,6 +48,10 @@ type StreamableClientOptions struct {
 	// one already: the stream says which call they belong to, and a relay
 	// that passes the messages on (`hub connect`) would lose it.
 	NameRelated bool
+	// TraceHeaders sends the W3C trace context of a POST's one request
+	// (traceparent, tracestate and baggage of its _meta) as HTTP headers
+	// too, for a server that reads them there.
+	TraceHeaders bool
 }
 
 // StreamableClientConn is the client end of an MCP Streamable HTTP session,
@@ -260,6 +264,9 @@ func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if stateless != "" {
 		setStatelessHeaders(req.Header, stateless, single)
+	}
+	if c.opts.TraceHeaders {
+		setTraceHeaders(req.Header, single)
 	}
 
 	if len(calls) == 0 {
