@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 	"github.com/switchboard-mcp/switchboard/pkg/catalog"
 	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
@@ -68,6 +69,9 @@ type serveOptions struct {
 	taskAfter    time.Duration
 	taskAfterFor string
 	taskTTL      time.Duration
+
+	tracing   bool
+	tracingUI string
 }
 
 func serveCommand(o *serveOptions) *command {
@@ -129,6 +133,8 @@ func serveCommand(o *serveOptions) *command {
 	fs.DurationVar(&o.taskAfter, "task-after", hub.DefaultTaskAfter, "how long a tools/call of a client that declared the tasks extension may run at a server without it before the hub makes it a task it holds: the default, or half of --call-timeout when that is shorter; 0 disables")
 	fs.StringVar(&o.taskAfterFor, "task-after-for", "", "comma-separated `NAME=DURATION` pairs: --task-after for the server NAME (0 disables it there)")
 	fs.DurationVar(&o.taskTTL, "task-ttl", hub.DefaultTaskTTL, "how long the hub keeps a task it holds (its ttlMs; a call still running then is cancelled), and the handle of a server's task without a ttlMs of its own")
+	fs.BoolVar(&o.tracing, "tracing", false, "export OpenTelemetry traces over OTLP, configured by the standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT, ...; docs/observability.md)")
+	fs.StringVar(&o.tracingUI, "tracing-ui-url", "", "`URL` of a tracing UI (Jaeger: http://jaeger:16686) that the call log links each call's trace to; {traceId} in it is replaced by the trace id, else /trace/<id> is added")
 	return c
 }
 
@@ -234,6 +240,7 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 		ReservationPeriod: o.reservation, OAuth: oauthCfg, Audit: audit,
 		CatalogFile: o.catalog, Discovery: catalog.Discovery(o.discovery),
 		TaskAfter: taskAfter, TaskAfterFor: taskAfterFor, TaskTTL: o.taskTTL,
+		Tracing: tracing.Config{Enabled: o.tracing}, TracingUI: o.tracingUI,
 	}
 	cfg.AllowedHosts = splitList(o.allowedHosts)
 	if host, _, err := net.SplitHostPort(o.addr); err == nil && host != "" {
@@ -263,7 +270,8 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("switchboard listening", "addr", ln.Addr().String(), "dashboard", "http://"+ln.Addr().String()+"/",
-		"tokens", o.tokens != "", "redis", o.redis != "", "oauth_issuers", splitList(o.oauthIssuers), "audit_log", o.auditLog)
+		"tokens", o.tokens != "", "redis", o.redis != "", "oauth_issuers", splitList(o.oauthIssuers), "audit_log", o.auditLog,
+		"tracing", o.tracing)
 
 	if tokens != nil || audit != nil || o.catalog != "" {
 		hup := make(chan os.Signal, 1)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-mcp/switchboard/internal/jaegertest"
 	"github.com/switchboard-mcp/switchboard/internal/oauthtest"
 	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
@@ -252,4 +253,39 @@ func TestServe_introspectionFlags(t *testing.T) {
 		_, err := parse(tt.env, tt.args...)
 		assert.ErrorContains(t, err, tt.want, "%v", tt.args)
 	}
+}
+
+// TestRun_tracing: --tracing with the standard OTEL_* variables exports the
+// hub's spans where they say (a real Jaeger here); a configuration the
+// exporter cannot use stops the command at start, with the reason.
+func TestRun_tracing(t *testing.T) {
+	j := jaegertest.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", j.OTLPGRPC())
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
+	logs := newSyncBuffer()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, []string{"--addr", "127.0.0.1:0", "--demo"}, envOf(map[string]string{"SWITCHBOARD_TRACING": "true"}, logs))
+	}()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "server registered") }, 10*time.Second, 10*time.Millisecond,
+		"the demo server never registered: %s", logs)
+	_, rest, _ := strings.Cut(logs.String(), "addr=")
+	addr, _, _ := strings.Cut(rest, " ")
+	since := time.Now()
+	c, err := mcp.Connect(context.Background(), "ws://"+addr+"/mcp", nil)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.CallTool(context.Background(), "demo__add", map[string]int{"a": 1, "b": 2}, nil)
+	require.NoError(t, err)
+	j.WaitTraces(t, "switchboard", since, func(tr *jaegertest.Trace) bool { return tr.Span("tools/call demo__add") != nil })
+
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+	err = Run(context.Background(), []string{"--addr", "127.0.0.1:0", "--tracing"}, envOf(nil, io.Discard))
+	assert.ErrorContains(t, err, `OTLP protocol "http/json"`)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
@@ -100,15 +101,17 @@ func servedBy(key servedID, instance string) bool { return key.from == instance 
 // sendCall is replica.send's twin for a replica on another instance: it
 // forwards a call there and returns at once; done runs with the answer when
 // it comes back. The returned function ends the call early: the other
-// instance is told to give up.
-func (c *cluster) sendCall(ri *replicaInfo, server string, cl caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+// instance is told to give up. ctx carries the call's trace, which the
+// envelope carries on.
+func (c *cluster) sendCall(ctx context.Context, ri *replicaInfo, server string, cl caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	caps := cl.caps()
 	env := &envelope{Kind: envCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: caps.shared(), Client: cl.client(),
 		LogLevel: cl.logLevel()}
 	if caps.Tasks {
 		env.Owner = cl.owner() // a task made of the call there is theirs
 	}
-	return c.startRequest(ri.Instance, env, cl, done)
+	span := c.traceOut(ctx, ri.Instance, env)
+	return c.startRequest(ri.Instance, env, cl, ending(span, done))
 }
 
 // request sends a request (a sub, or a server's request for a client) to
@@ -417,6 +420,7 @@ func (c *cluster) serveCall(env *envelope) {
 	sc := &servedCall{env: env,
 		remoteCaller: remoteCaller{c: c, instance: env.From, call: env.Call, clientKey: env.Client, declared: env.Caps, level: env.LogLevel,
 			whose: env.Owner}}
+	sc.trace, sc.span = c.traceIn(context.Background(), env)
 	c.mu.Lock()
 	c.served[servedKey(env.From, env.Call)] = sc
 	c.mu.Unlock()
@@ -441,6 +445,7 @@ type servedCall struct {
 	env     *envelope
 	ri      *replicaInfo // the replica it was sent to; nil while it waits for a lease
 	release func()       // ends its share of the replica's lease, if leased
+	span    tracing.Span // its crossing, received (its flight's trace holds it)
 }
 
 // sendTo sends the call to ri, a replica of this instance; release, when
@@ -448,7 +453,7 @@ type servedCall struct {
 func (sc *servedCall) sendTo(ri *replicaInfo, release func()) (abort func(error)) {
 	sc.ri, sc.release = ri, release
 	ri.inflight.Add(1)
-	return ri.local.send(&sc.remoteCaller, sc.env.Method, sc.env.Params, sc.finish)
+	return ri.local.send(sc.trace, &sc.remoteCaller, sc.env.Method, sc.env.Params, sc.finish)
 }
 
 // finish sends the call's answer back, once.
@@ -456,6 +461,7 @@ func (sc *servedCall) finish(raw json.RawMessage, err error) {
 	if !sc.end() {
 		return
 	}
+	sc.span.EndWith(raw, err)
 	c := sc.c
 	server := sc.env.Server
 	if sc.ri != nil {
@@ -486,7 +492,7 @@ func (sc *servedCall) answered(err error) {
 // instance whose requestState it carries (routing_input.go), which checks that the
 // call is owner's; done runs with what comes next: the call's answer, or
 // its next input requests. The returned function gives up on it.
-func (c *cluster) resume(instance string, owner identity, method string, params json.RawMessage, cl caller, done func(json.RawMessage, error)) (abort func(error), err error) {
+func (c *cluster) resume(ctx context.Context, instance string, owner identity, method string, params json.RawMessage, cl caller, done func(json.RawMessage, error)) (abort func(error), err error) {
 	c.mu.Lock()
 	_, known := c.remotes[instance]
 	c.mu.Unlock()
@@ -494,7 +500,8 @@ func (c *cluster) resume(instance string, owner identity, method string, params 
 		return nil, errBadState("the hub instance that gave it has left; send the request again without it")
 	}
 	env := &envelope{Kind: envResume, Method: method, Params: params, Client: cl.client(), Owner: owner}
-	return c.startRequest(instance, env, cl, done), nil
+	span := c.traceOut(ctx, instance, env)
+	return c.startRequest(instance, env, cl, ending(span, done)), nil
 }
 
 // serveResume takes a retry another instance sent for a call of this one,
@@ -503,7 +510,9 @@ func (c *cluster) resume(instance string, owner identity, method string, params 
 func (c *cluster) serveResume(env *envelope) {
 	h := c.hub
 	key := servedKey(env.From, env.Call)
+	_, span := c.traceIn(context.Background(), env)
 	answer := func(raw json.RawMessage, err error) {
+		span.EndWith(raw, err)
 		c.unserve(key)
 		h.goOwned(func() { c.answer(env, envResult, raw, err) })
 	}
@@ -527,7 +536,7 @@ func (c *cluster) serveResume(env *envelope) {
 }
 
 // serveRequest carries out a sub or a sreq another instance sent.
-func (c *cluster) serveRequest(ctx context.Context, env *envelope) (json.RawMessage, error) {
+func (c *cluster) serveRequest(ctx context.Context, env *envelope) (raw json.RawMessage, err error) {
 	h := c.hub
 	switch env.Kind {
 	case envSub:
@@ -546,6 +555,8 @@ func (c *cluster) serveRequest(ctx context.Context, env *envelope) (json.RawMess
 	case envTask:
 		return h.tasks.serveOp(ctx, env.Owner, env.Method, env.Params)
 	case envSReq:
+		ctx, span := c.traceIn(ctx, env)
+		defer func() { span.EndWith(raw, err) }()
 		oc := c.callerOf(env.Of, env.Client)
 		if oc == nil {
 			return nil, errCannotRoute(env.Method, "the call it serves has ended")
@@ -558,7 +569,7 @@ func (c *cluster) serveRequest(ctx context.Context, env *envelope) (json.RawMess
 			return nil, err
 		}
 		raw, err := await(ctx, func(done func(json.RawMessage, error)) func(error) {
-			return oc.caller.request(env.Method, env.Params, done)
+			return oc.caller.request(ctx, env.Method, env.Params, done)
 		})
 		if err != nil {
 			return nil, h.downstreamError(err)
@@ -589,10 +600,12 @@ func (o *remoteCaller) notify(method string, params json.RawMessage) {
 	o.c.post(o.instance, &envelope{Kind: envNotify, Call: o.call, Method: method, Params: params}, nil)
 }
 
-func (o *remoteCaller) request(method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+func (o *remoteCaller) request(ctx context.Context, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	// The sreq names the caller's call, so that the caller's instance finds
 	// the client; the answer comes back under this instance's own number.
-	return o.c.startRequest(o.instance, &envelope{Kind: envSReq, Method: method, Params: params, Of: o.call, Client: o.clientKey}, nil, done)
+	env := &envelope{Kind: envSReq, Method: method, Params: params, Of: o.call, Client: o.clientKey}
+	span := o.c.traceOut(ctx, o.instance, env)
+	return o.c.startRequest(o.instance, env, nil, ending(span, done))
 }
 
 func (o *remoteCaller) caps() clientCaps {

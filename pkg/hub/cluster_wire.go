@@ -61,6 +61,7 @@ type envelope struct {
 	Params   json.RawMessage  `json:"p,omitempty"`
 	Caps     *clientCaps      `json:"cap,omitempty"`
 	LogLevel mcp.LoggingLevel `json:"ll,omitempty"` // of a call: the client's, for a modern server
+	Trace    string           `json:"tc,omitempty"` // of a call, sreq or resume: its trace context (tracing.Pack), when traced
 	Result   json.RawMessage  `json:"res,omitempty"`
 	Error    *wireError       `json:"err,omitempty"`
 	URI      string           `json:"u,omitempty"`
@@ -101,7 +102,7 @@ func (env *envelope) encode() ([]byte, error) {
 // sizeHint is a close upper estimate of the wire form's size, snapshots
 // and HTTP parts aside: one allocation for the usual envelope.
 func (env *envelope) sizeHint() int {
-	n := 192 + len(env.From) + len(env.Client) + len(env.Owner) + len(env.Replica) + len(env.Server) + len(env.Method) + len(env.URI) + len(env.LogLevel) +
+	n := 192 + len(env.From) + len(env.Client) + len(env.Owner) + len(env.Replica) + len(env.Server) + len(env.Method) + len(env.URI) + len(env.LogLevel) + len(env.Trace) +
 		len(env.Params) + len(env.Result) + 4*len(env.Chunk)/3
 	if env.Error != nil {
 		n += len(env.Error.Message) + len(env.Error.Data)
@@ -195,6 +196,7 @@ func (env *envelope) appendHead(b []byte) ([]byte, error) {
 		b = append(b, '}')
 	}
 	b = appendStr(b, `,"ll":`, string(env.LogLevel))
+	b = appendStr(b, `,"tc":`, env.Trace)
 	if b, err = appendRaw(b, `,"res":`, env.Result); err != nil {
 		return nil, err
 	}
@@ -324,6 +326,8 @@ func (env *envelope) decodeHead(head []byte) bool {
 			if ok && !null {
 				env.LogLevel = mcp.LoggingLevel(level)
 			}
+		case "tc":
+			ok = null || decodeStr(v, &env.Trace)
 		case "res":
 			env.Result = rawMember(v)
 		case "err":

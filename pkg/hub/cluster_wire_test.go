@@ -19,7 +19,7 @@ func sampleEnvelopes() []*envelope {
 	return []*envelope{
 		{Kind: envCall, From: "a", Call: 7, Client: "c<1>", Replica: "r/1", Server: "s", Method: "tools/call",
 			Params: json.RawMessage(`{"name":"x"}`), Caps: &clientCaps{Sampling: true, ElicitURL: true, Roots: true}},
-		{Kind: envCall, From: "a", Call: 8, Caps: &clientCaps{}},
+		{Kind: envCall, From: "a", Call: 8, Caps: &clientCaps{}, Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\nk=v\nb=\"1\""},
 		{Kind: envCall, From: "a", Call: 10, Caps: &clientCaps{ElicitForm: true, Tasks: true}, Owner: "oauth:https://i alice"},
 		{Kind: envTask, From: "a", Call: 11, Owner: "token:bob", Method: "tasks/cancel", Params: json.RawMessage(`{"taskId":"x"}`)},
 		{Kind: envResult, From: "b", Call: 7, Error: &wireError{Code: -32602, Message: "bad \"x\"\n\u2028", Data: json.RawMessage(`{"uri":"a"}`)}},

@@ -50,6 +50,8 @@
 //	http.go                the HTTP mux, bodies under a deadline, readiness,
 //	                       the dashboard's login and logout
 //	errors.go              every JSON-RPC error the hub gives, built in one place
+//	tracing.go             every span of a call's hops, built in one place
+//	                       (internal/tracing), free while tracing is off
 //	builtin.go             the hub's own resources (switchboard://servers,
 //	                       instances) and who may read each of them
 //	coalesce.go            at most one event per key and interval, always the

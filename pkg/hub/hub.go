@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 	"github.com/switchboard-mcp/switchboard/pkg/catalog"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
@@ -208,6 +209,16 @@ type Config struct {
 	// default) lists them all, catalog.DiscoverySearch lists the
 	// meta-tools search_tools and call_tool.
 	Discovery catalog.Discovery
+	// Tracing configures OpenTelemetry tracing (docs/observability.md):
+	// off unless Tracing.Enabled, and then free. The hub sets its
+	// InstanceID (service.instance.id) and Logger, registers its metrics,
+	// and shuts it down on Close, exporting what is left.
+	Tracing tracing.Config
+	// TracingUI, when set, is the base URL of a tracing UI (Jaeger, Grafana
+	// Tempo) that the call log links each call's trace to: "{traceId}" in
+	// it is replaced by the trace id; without it, "/trace/<id>" is added,
+	// as Jaeger's UI takes it.
+	TracingUI string
 
 	// WebSocket tunes every connection (keepalive, write timeout).
 	WebSocket peer.WebSocketOptions
@@ -327,6 +338,7 @@ type Hub struct {
 	cfg        Config
 	log        *slog.Logger
 	metrics    *metrics
+	tracing    *tracing.Tracing // never nil; off unless Config.Tracing.Enabled (tracing.go)
 	id         string
 	broker     pubsub.Broker
 	ownsBroker bool
@@ -401,6 +413,14 @@ func New(cfg Config) (*Hub, error) {
 		h.ownsBroker = true
 	}
 	h.metrics = newMetrics(h)
+	tcfg := cfg.Tracing
+	tcfg.InstanceID, tcfg.Logger = h.id, h.log
+	tr, err := tracing.New(context.Background(), tcfg)
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	h.tracing = tr
+	h.metrics.reg.MustRegister(tr)
 	h.broker = &meteredBroker{Broker: h.broker, m: h.metrics}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.reg = newRegistry(cfg.ReservationPeriod, h.viewChanged)
@@ -537,6 +557,13 @@ func (h *Hub) Close() error {
 	var err error
 	if h.ownsBroker {
 		err = h.broker.Close()
+	}
+	// The spans of the last calls leave now, or are dropped (and counted)
+	// once a collector that does not answer has had its time.
+	ctx, cancel := context.WithTimeout(context.Background(), tracingShutdown)
+	defer cancel()
+	if terr := h.tracing.Shutdown(ctx); terr != nil {
+		h.log.Warn("tracing: the last spans were not exported", "err", terr)
 	}
 	return err
 }

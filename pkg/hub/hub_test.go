@@ -19,7 +19,7 @@ import (
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(stopsJaeger{m}) }
 
 const wait = 10 * time.Second
 

@@ -45,9 +45,10 @@ import (
 // differ only there and in the shape of their answers (answerer).
 
 // A callRoute takes an admitted call on its way to t; send answers the
-// client, once. It returns how to give up on the call when the client
+// client, once; ctx carries the call's trace (tracing.go), not its
+// cancellation. It returns how to give up on the call when the client
 // cancels it, or nil when send has answered already.
-type callRoute func(t *target, send func(json.RawMessage, error)) (giveUp func())
+type callRoute func(ctx context.Context, t *target, send func(json.RawMessage, error)) (giveUp func())
 
 // routeCall is the entry of a client's routed call: m is what a modern
 // request said of itself (nil for a session's request), route its way on.
@@ -61,16 +62,17 @@ func (s *session) routeCall(req *jsonrpc.Request, reply *peer.Reply, m *mcp.Requ
 	if limited := s.takeToken(req.Method); limited != nil {
 		err = limited
 	}
-	send := s.answerer(req, reply, m)
+	ctx, span := s.traceReceived(context.Background(), req, m, t)
+	send := ending(span, s.answerer(req, reply, m))
 	if err != nil {
 		if m != nil {
 			err = modernError(err)
 		}
-		h.stats.refused(s, req, err)
+		h.stats.refused(ctx, s, req, err)
 		send(nil, err)
 		return true
 	}
-	if giveUp := route(t, send); giveUp != nil {
+	if giveUp := route(ctx, t, send); giveUp != nil {
 		reply.OnCancel(giveUp)
 	}
 	return true
@@ -100,11 +102,11 @@ func (s *session) answerer(req *jsonrpc.Request, reply *peer.Reply, m *mcp.Reque
 // forwardCall forwards a client's call to t for c, counted while it is in
 // flight: a drain waits for it, and the session hears the logs of its
 // server meanwhile. done runs once with the outcome (forward).
-func (s *session) forwardCall(t *target, c caller, method string, done func(json.RawMessage, error)) *flight {
+func (s *session) forwardCall(ctx context.Context, t *target, c caller, method string, done func(json.RawMessage, error)) *flight {
 	h := s.hub
 	h.inflight.Add(1)
 	s.callStarted(t.server)
-	return h.forward(t, c, method, func(raw json.RawMessage, err error) {
+	return h.forward(ctx, t, c, method, func(raw json.RawMessage, err error) {
 		s.callEnded(t.server)
 		h.inflight.Add(-1)
 		done(raw, err)
@@ -124,8 +126,9 @@ type caller interface {
 	// the client thinks, and done runs once with the answer, on whichever
 	// goroutine it arrives (or at once, with a refusal). abort gives up on
 	// it: done then runs with abort's cause, unless the answer came first.
-	// A client holds at most clientMaxAsks of them at once.
-	request(method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error))
+	// ctx carries the request's trace, not its cancellation. A client
+	// holds at most clientMaxAsks of them at once.
+	request(ctx context.Context, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error))
 	// caps returns what the client declared it can do for servers.
 	caps() clientCaps
 	// client identifies the client across the cluster: the calls of one
@@ -172,7 +175,7 @@ const clientMaxAsks = 64
 // with the client's own id, so that the client (and a transport with one
 // stream per call) knows which call asks. A modern client takes no request:
 // its calls that may ask for input have an inputCall as their caller.
-func (c sessionCall) request(method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+func (c sessionCall) request(ctx context.Context, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	if c.meta != nil {
 		done(nil, errCannotRoute(method, "a client of protocol version "+mcp.ModernVersion+
 			" is asked for input only during tools/call, prompts/get or resources/read"))
@@ -185,7 +188,9 @@ func (c sessionCall) request(method string, params json.RawMessage, done func(js
 		return noAbort
 	}
 	id := s.peer.NextID()
-	err := s.peer.Go(id, method, withRelated(params, c.id), func(resp *jsonrpc.Response, err error) {
+	_, params, span := s.traceAsk(ctx, id, method, withRelated(params, c.id))
+	done = ending(span, done)
+	err := s.peer.Go(id, method, params, func(resp *jsonrpc.Response, err error) {
 		s.asks.Add(-1)
 		done(answerOf(resp, err))
 	})
@@ -547,13 +552,14 @@ func (h *Hub) pick(replicas []*replicaInfo) *replicaInfo {
 // what the caller sees (upstreamError). It never blocks: done runs later,
 // on whichever goroutine the answer arrives. The returned flight's cancel
 // ends the call early, with cause context.Canceled (the caller gave up: the
-// server is told) or context.DeadlineExceeded.
-func (h *Hub) forward(t *target, c caller, method string, done func(json.RawMessage, error)) *flight {
+// server is told) or context.DeadlineExceeded; ctx carries the call's
+// trace, not its cancellation.
+func (h *Hub) forward(ctx context.Context, t *target, c caller, method string, done func(json.RawMessage, error)) *flight {
 	if h.draining.Load() {
 		done(nil, errDraining)
 		return &flight{ended: true}
 	}
-	f := &flight{start: time.Now()}
+	f := &flight{start: time.Now(), trace: ctx}
 	h.attempt(f, t, c, method, t.params, done)
 	return f
 }
@@ -604,8 +610,8 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 			release()
 		}
 		ri.inflight.Add(-1)
-		h.metrics.observeRouted(method, ri.local != nil, start)
-		if step := h.nextStep(ri, t.server, c, method, params, raw, err); step != nil {
+		h.metrics.observeRouted(method, ri.local != nil, start, h.tracing.TraceID(f.trace))
+		if step := h.nextStep(f, ri, t.server, c, method, params, raw, err); step != nil {
 			h.goOn(f, t, c, method, done, step)
 			return
 		}
@@ -614,27 +620,31 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 		}
 		h.ended(f, t, c, method, raw, h.upstreamError(t.server, err), done)
 	}
-	return h.sendOne(ri, t.server, c, method, params, finish)
+	return h.sendOne(f.trace, ri, t.server, c, method, params, finish)
 }
 
 // sendOne sends one request to the replica ri, here or on another
-// instance, and returns how to abort it; done runs with its answer.
-func (h *Hub) sendOne(ri *replicaInfo, server string, c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+// instance, and returns how to abort it; done runs with its answer. ctx
+// carries the request's trace.
+func (h *Hub) sendOne(ctx context.Context, ri *replicaInfo, server string, c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	if ri.local != nil {
-		return ri.local.send(c, method, params, done)
+		return ri.local.send(ctx, c, method, params, done)
 	}
-	return h.cluster.sendCall(ri, server, c, method, params, done)
+	return h.cluster.sendCall(ctx, ri, server, c, method, params, done)
 }
 
 // nextStep returns what a call does next when its answer is not yet the
 // client's: a modern server's input requests, which the hub asks a client
 // that takes requests before sending the call again (routing_input.go);
 // a server's task, or its demand for one (routing_tasks.go). nil when the
-// answer is the client's.
-func (h *Hub) nextStep(ri *replicaInfo, server string, c caller, method string, params, raw json.RawMessage, err error) flightStep {
+// answer is the client's. f is the call's flight: its trace, and the
+// number of the round.
+func (h *Hub) nextStep(f *flight, ri *replicaInfo, server string, c caller, method string, params, raw json.RawMessage, err error) flightStep {
 	if err == nil && h.mustAnswerInput(ri, c, method, raw) {
 		return func(ctx context.Context) (json.RawMessage, json.RawMessage, error) {
+			ctx, round := h.traceRound(ctx, f.trace, method, server, f.generation())
 			next, err := h.answerInput(ctx, c, raw, params)
+			round.EndWith(nil, err)
 			return next, nil, err
 		}
 	}
@@ -673,7 +683,7 @@ func (h *Hub) goOn(f *flight, t *target, c caller, method string, done func(json
 // ended ends a flight's call with its outcome: counted in the statistics
 // (the whole flight, every attempt of it), then told to done.
 func (h *Hub) ended(f *flight, t *target, c caller, method string, raw json.RawMessage, err error, done func(json.RawMessage, error)) {
-	h.stats.observe(t, c, method, f.start, raw, err)
+	h.stats.observe(f.trace, t, c, method, f.start, raw, err)
 	h.auditCall(t, c, method, f.start, err)
 	done(raw, err)
 }
@@ -682,7 +692,7 @@ func (h *Hub) ended(f *flight, t *target, c caller, method string, raw json.RawM
 // comes or ctx ends (the call is then cancelled upstream).
 func (h *Hub) call(ctx context.Context, t *target, c caller, method string) (json.RawMessage, error) {
 	return await(ctx, func(done func(json.RawMessage, error)) func(error) {
-		return h.forward(t, c, method, done).cancel
+		return h.forward(ctx, t, c, method, done).cancel
 	})
 }
 
@@ -690,7 +700,8 @@ func (h *Hub) call(ctx context.Context, t *target, c caller, method string) (jso
 // cancellation or its timeout, whichever comes first. A call answered in
 // rounds (attempt) is one flight.
 type flight struct {
-	start   time.Time // of its first attempt, for the statistics
+	start   time.Time       // of its first attempt, for the statistics
+	trace   context.Context // the call's trace (tracing.go): the parent of its spans
 	mu      sync.Mutex
 	ended   bool
 	gen     int         // the attempt running now
@@ -780,14 +791,15 @@ func (f *flight) cancel(cause error) {
 type upstreamCall struct {
 	caller      caller
 	clientToken json.RawMessage // the caller's progress token, restored on progress reports
+	trace       context.Context // the request sent to the server: the server's requests about the call continue its trace
 }
 
 // send forwards one call to the replica under a new id of the hub's and
 // returns at once; done runs with the answer on the connection's read
 // loop, or with the error that ended the call. The returned function ends
 // the call early: the server hears notifications/cancelled with the hub's
-// id.
-func (rp *replica) send(c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+// id. ctx carries the call's trace, which the server receives in _meta.
+func (rp *replica) send(ctx context.Context, c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	id := rp.peer.NextID()
 	hc := rp.hub.tasks.hold(rp, c, method, params, done) // a call that may become a task (routing_heldtasks.go)
 	if hc != nil {
@@ -798,7 +810,8 @@ func (rp *replica) send(c caller, method string, params json.RawMessage, done fu
 	} else {
 		params = withoutModernMeta(params)
 	}
-	params, token := rp.register(id, c, params)
+	ctx, params, span := rp.traceSent(ctx, id, method, params)
+	params, token := rp.register(ctx, id, c, params)
 	finish := func(resp *jsonrpc.Response, err error) {
 		if token != "" && err == nil {
 			rp.flushProgress(token) // a report the rate limit held back comes before the answer
@@ -807,7 +820,9 @@ func (rp *replica) send(c caller, method string, params json.RawMessage, done fu
 		if err == nil && resp.Error != nil {
 			rp.noteRequired(c, resp.Error)
 		}
-		done(answerOf(resp, err))
+		raw, err := answerOf(resp, err)
+		span.EndWith(raw, err)
+		done(raw, err)
 	}
 	if err := rp.peer.Go(id, method, params, finish); err != nil {
 		finish(nil, err)
@@ -823,9 +838,10 @@ func (rp *replica) send(c caller, method string, params json.RawMessage, done fu
 // progress reports, logs and requests about it find their way back: the id
 // maps to its caller and, if the caller asked for progress, a progress
 // token of the hub's replaces the caller's, so that tokens of two clients
-// never collide here. It returns the params to send.
-func (rp *replica) register(id jsonrpc.ID, c caller, params json.RawMessage) (json.RawMessage, string) {
-	uc := &upstreamCall{caller: c}
+// never collide here; ctx is the trace of the request sent. It returns the
+// params to send.
+func (rp *replica) register(ctx context.Context, id jsonrpc.ID, c caller, params json.RawMessage) (json.RawMessage, string) {
+	uc := &upstreamCall{caller: c, trace: ctx}
 	var token string
 	if mayHaveMeta(params) {
 		params, token = rp.swapToken(uc, params)
@@ -951,15 +967,18 @@ func (rp *replica) callOf(params json.RawMessage) (uc *upstreamCall, rest json.R
 // once with the answer (or the hub's own, or a refusal), within the call
 // timeout; abort gives up on it (the server cancelled it, or left).
 func (rp *replica) routeToClient(req *jsonrpc.Request, done func(json.RawMessage, error)) (abort func(error)) {
-	c, params, err := rp.clientOf(req)
+	uc, params, err := rp.clientOf(req)
+	ctx, span := rp.traceAsked(uc, req)
+	done = ending(span, done)
 	switch {
 	case err != nil:
 		done(nil, err)
 		return noAbort
-	case c == nil:
+	case uc == nil:
 		done(rp.answerAlone(req.Method))
 		return noAbort
 	}
+	c := uc.caller
 	if err := c.caps().check(req.Method, params); err != nil {
 		if req.Method == mcp.MethodRootsList {
 			done(rp.answerAlone(req.Method)) // no roots from that client: the server's own, from its URL
@@ -970,7 +989,7 @@ func (rp *replica) routeToClient(req *jsonrpc.Request, done func(json.RawMessage
 	}
 	// One timeout and one way to give up, as for a call (flight).
 	f := &flight{}
-	cancel := rp.ask(c, req.Method, params, func(raw json.RawMessage, err error) {
+	cancel := rp.ask(ctx, c, req.Method, params, func(raw json.RawMessage, err error) {
 		if f.end() {
 			done(raw, rp.hub.downstreamError(err))
 		}
@@ -979,11 +998,11 @@ func (rp *replica) routeToClient(req *jsonrpc.Request, done func(json.RawMessage
 	return f.cancel
 }
 
-// clientOf finds the caller a server's request goes to (routeToClient),
-// and returns the request's params without the hub's routing hint. A nil
-// caller without error: no client has a call in flight here, and the hub
-// answers itself (answerAlone).
-func (rp *replica) clientOf(req *jsonrpc.Request) (caller, mcp.Object, error) {
+// clientOf finds the call whose caller a server's request goes to
+// (routeToClient), and returns the request's params without the hub's
+// routing hint. A nil call without error: no client has a call in flight
+// here, and the hub answers itself (answerAlone).
+func (rp *replica) clientOf(req *jsonrpc.Request) (*upstreamCall, mcp.Object, error) {
 	params, err := mcp.ParseObject(req.Params)
 	if err != nil {
 		return nil, nil, err
@@ -996,15 +1015,15 @@ func (rp *replica) clientOf(req *jsonrpc.Request) (caller, mcp.Object, error) {
 		return nil, nil, errCannotRoute(req.Method, "the call it names is not in flight")
 	case named:
 		params, err = mcp.ParseObject(rest)
-		return uc.caller, params, err
+		return uc, params, err
 	}
-	var c caller
+	var only *upstreamCall
 	n := 0
 	rp.mu.Lock()
 	for _, uc := range rp.calls {
-		if c == nil {
-			c, n = uc.caller, 1
-		} else if c.client() != uc.caller.client() {
+		if only == nil {
+			only, n = uc, 1
+		} else if only.caller.client() != uc.caller.client() {
 			n = 2
 			break
 		}
@@ -1014,7 +1033,7 @@ func (rp *replica) clientOf(req *jsonrpc.Request) (caller, mcp.Object, error) {
 		return nil, nil, errCannotRoute(req.Method, "several clients have calls in flight; set _meta[\""+
 			mcp.MetaRelatedRequest+"\"] to the id of the call it serves")
 	}
-	return c, params, nil
+	return only, params, nil
 }
 
 // answerAlone answers a server's request that names no call while no client

@@ -117,16 +117,16 @@ func (e *elicitations) dropLocked(server string, se *serverElicitations, id stri
 // answer (see caller.request). A URL-mode elicitation is noted first (its
 // notice may overtake the answer), and forgotten unless the client
 // accepted: no notice follows a decline.
-func (rp *replica) ask(c caller, method string, params mcp.Object, done func(json.RawMessage, error)) (abort func(error)) {
+func (rp *replica) ask(ctx context.Context, c caller, method string, params mcp.Object, done func(json.RawMessage, error)) (abort func(error)) {
 	server, id := rp.name(), ""
 	if method == mcp.MethodElicitationCreate {
 		id = urlElicitationID(params)
 	}
 	if id == "" || server == "" {
-		return c.request(method, params.Raw(), done)
+		return c.request(ctx, method, params.Raw(), done)
 	}
 	rp.hub.elicits.note(server, id, c.client())
-	return c.request(method, params.Raw(), func(res json.RawMessage, err error) {
+	return c.request(ctx, method, params.Raw(), func(res json.RawMessage, err error) {
 		if action, _ := jsonrpc.StringMember(res, "action"); err != nil || action != "accept" {
 			rp.hub.elicits.forget(server, id)
 		}

@@ -605,12 +605,12 @@ func progressMessage(params json.RawMessage) string {
 	return fmt.Sprintf("%g", p.Progress)
 }
 
-func (hc *heldCall) request(method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+func (hc *heldCall) request(ctx context.Context, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	hc.mu.Lock()
 	switch hc.state {
 	case heldCalling, heldMaking:
 		hc.mu.Unlock()
-		return hc.inner.request(method, params, done)
+		return hc.inner.request(ctx, method, params, done)
 	case heldEnded:
 		hc.mu.Unlock()
 		done(nil, errCallEnded)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
@@ -165,6 +166,7 @@ type inputCall struct {
 	method string
 	name   string // the tool's or prompt's name, or the URI: a retry must repeat it
 	server string
+	trace  context.Context // its first request's trace: the parent of its rounds' spans
 
 	mu       sync.Mutex
 	cur      *inputWaiter // the request waiting for what comes next; nil between rounds
@@ -178,15 +180,18 @@ type inputCall struct {
 	cancel   func(error)
 	gaveUp   error       // a cancellation that came before the call was started
 	deadline *time.Timer // ends a kept answer no retry came for
+
+	span tracing.Span // the round waiting for its retry, when traced (guarded by mu)
 }
 
 var _ caller = (*inputCall)(nil)
 
 // start registers owner's modern call about to be forwarded; first is its
-// request, answered with the call's answer or its first input requests.
-func (in *inputs) start(owner identity, server string, req *jsonrpc.Request, first sessionCall, send func(json.RawMessage, error)) (*inputCall, *inputWaiter) {
+// request, answered with the call's answer or its first input requests;
+// ctx carries its trace.
+func (in *inputs) start(ctx context.Context, owner identity, server string, req *jsonrpc.Request, first sessionCall, send func(json.RawMessage, error)) (*inputCall, *inputWaiter) {
 	w := &inputWaiter{c: first, meta: first.meta, token: progressToken(req.Params), send: send}
-	ic := &inputCall{in: in, whose: owner, method: req.Method, name: callName(req), server: server, meta: first.meta, cur: w}
+	ic := &inputCall{in: in, whose: owner, method: req.Method, name: callName(req), server: server, trace: ctx, meta: first.meta, cur: w}
 	in.mu.Lock()
 	in.next++
 	ic.id = strconv.FormatUint(in.next, 10)
@@ -240,6 +245,7 @@ func (ic *inputCall) endLocked() bool {
 	if ic.deadline != nil {
 		ic.deadline.Stop()
 	}
+	ic.span.End() // a round no retry came for
 	for _, a := range ic.asks {
 		ic.settled = append(ic.settled, settledAsk{a, askAnswer{err: errCallEnded}})
 	}
@@ -326,6 +332,8 @@ func (ic *inputCall) askLocked() func() {
 		reqs[a.key] = mcp.InputRequest{Method: a.method, Params: a.params}
 	}
 	ic.round++
+	ic.span.End()
+	_, ic.span = ic.in.h.traceRound(context.Background(), ic.trace, ic.method, ic.server, ic.round)
 	res, err := jsonrpc.Marshal(&mcp.InputRequiredResult{ResultType: mcp.ResultInputRequired, InputRequests: reqs,
 		RequestState: ic.in.state(ic.id, ic.round)})
 	w := ic.cur
@@ -360,7 +368,7 @@ func (ic *inputCall) notify(method string, params json.RawMessage) {
 // request of the answer to the client's request waiting now (or of the
 // answer to its next retry), and done gets the client's input when a retry
 // brings it.
-func (ic *inputCall) request(method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+func (ic *inputCall) request(_ context.Context, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	short, ok := inputKinds[method]
 	if !ok {
 		if method == mcp.MethodPing {
@@ -495,7 +503,7 @@ func parseModernCaps(m *mcp.RequestMeta) clientCaps {
 // on only for the principal that made it (resumeWith). send answers the
 // retry with what comes next. It returns how to give up on the retry, or
 // nil when it was refused (send has answered).
-func (in *inputs) resume(s *session, st inputState, req *jsonrpc.Request, m *mcp.RequestMeta, send func(json.RawMessage, error)) (giveUp func()) {
+func (in *inputs) resume(ctx context.Context, s *session, st inputState, req *jsonrpc.Request, m *mcp.RequestMeta, send func(json.RawMessage, error)) (giveUp func()) {
 	h := in.h
 	sc := sessionCall{s: s, id: req.ID, meta: m}
 	if st.instance == h.id {
@@ -506,7 +514,7 @@ func (in *inputs) resume(s *session, st inputState, req *jsonrpc.Request, m *mcp
 		}
 		return func() { in.giveUp(st.call, w) }
 	}
-	abort, err := h.cluster.resume(st.instance, s.owner, req.Method, req.Params, sc, send)
+	abort, err := h.cluster.resume(ctx, st.instance, s.owner, req.Method, req.Params, sc, send)
 	if err != nil {
 		send(nil, err)
 		return nil
@@ -553,6 +561,8 @@ func (in *inputs) resumeWith(st inputState, owner identity, method string, param
 	if ic.deadline != nil {
 		ic.deadline.Stop()
 	}
+	ic.span.End() // the round's retry came
+	ic.span = tracing.Span{}
 	ic.cur, ic.meta = w, w.meta
 	kept := ic.asks[:0]
 	for _, a := range ic.asks {
@@ -671,7 +681,7 @@ func (h *Hub) askClient(ctx context.Context, c caller, ir mcp.InputRequest) (jso
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
 	defer cancel()
 	res, err := await(ctx, func(done func(json.RawMessage, error)) func(error) {
-		return c.request(ir.Method, params.Raw(), done)
+		return c.request(ctx, ir.Method, params.Raw(), done)
 	})
 	if err != nil {
 		return nil, h.downstreamError(err)

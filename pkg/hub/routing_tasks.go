@@ -330,7 +330,7 @@ func (ts *tasks) upstream(ctx context.Context, ri *replicaInfo, server string, c
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
 	defer cancel()
 	res, err := await(ctx, func(done func(json.RawMessage, error)) func(error) {
-		return h.sendOne(ri, server, c, method, raw, done)
+		return h.sendOne(ctx, ri, server, c, method, raw, done)
 	})
 	if err != nil {
 		return nil, h.upstreamError(server, err)

@@ -30,6 +30,7 @@ type session struct {
 	owner     identity // who its calls, input requests and HTTP session belong to
 	role      string   // for metrics: "client" or "dashboard"
 	transport string   // "websocket" or "http", for the dashboard's view of clients
+	httpID    string   // the Mcp-Session-Id of a Streamable HTTP session, for traces; "" on a WebSocket
 	scope     string   // the one server of /servers/<name>/mcp; "" for the whole hub
 	limit     *bucket  // nil: no rate limit
 	release   func()   // frees the token's connection slot
@@ -55,6 +56,7 @@ type session struct {
 	initialized bool
 	name        string           // its clientInfo.name, for logs
 	version     string           // its clientInfo.version, for switchboard://clients
+	protocol    string           // the protocol version it negotiated, for traces
 	declared    clientCaps       // what it can do for servers
 	level       mcp.LoggingLevel // "" until the client sets one: then everything is sent
 	sinceGen    uint64           // the view it initialized in: it hears of later changes only
@@ -347,7 +349,9 @@ func (s *session) Handle(ctx context.Context, req *jsonrpc.Request) (any, error)
 	if limited := s.takeToken(req.Method); limited != nil {
 		err = limited // refused or not (HandleAsync)
 	}
+	ctx, span := s.traceReceived(ctx, req, m, nil)
 	if err != nil {
+		span.EndWith(nil, err)
 		h.metrics.observeRequest(req.Method, err)
 		return nil, err
 	}
@@ -359,6 +363,8 @@ func (s *session) Handle(ctx context.Context, req *jsonrpc.Request) (any, error)
 		res, err = s.dispatch(ctx, req)
 	}
 	h.inflight.Add(-1)
+	raw, _ := res.(json.RawMessage)
+	span.EndWith(raw, err)
 	h.metrics.observeRequest(req.Method, err)
 	if err != nil && h.log.Enabled(ctx, slog.LevelDebug) {
 		h.log.Debug("request failed", "client", s.id, "req", req.ID.String(), "method", req.Method, "err", err)
@@ -440,8 +446,8 @@ func (s *session) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 	if !sessionMethods[req.Method].routed || !s.isInitialized() || h.draining.Load() {
 		return false
 	}
-	return s.routeCall(req, reply, nil, func(t *target, send func(json.RawMessage, error)) func() {
-		f := s.forwardCall(t, sessionCall{s: s, id: req.ID}, req.Method, send)
+	return s.routeCall(req, reply, nil, func(ctx context.Context, t *target, send func(json.RawMessage, error)) func() {
+		f := s.forwardCall(ctx, t, sessionCall{s: s, id: req.ID}, req.Method, send)
 		return func() { f.cancel(context.Canceled) }
 	})
 }
@@ -531,7 +537,8 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 	s.sinceGen = s.hub.reg.view().gen
 	s.name, s.version = p.ClientInfo.Name, p.ClientInfo.Version
 	s.declared = parseClientCaps(raw.Capabilities)
-	return s.initializeResult(mcp.NegotiateVersion(p.ProtocolVersion)), nil
+	s.protocol = mcp.NegotiateVersion(p.ProtocolVersion)
+	return s.initializeResult(s.protocol), nil
 }
 
 // initializeResult is what the hub (or, on a server's own endpoint, that

@@ -119,6 +119,7 @@ func (h *Hub) newStreamable() *mcp.StreamableHandler {
 		ReplayBytes:  h.cfg.ReplayBytes,
 		ResponseMode: h.cfg.HTTPResponses,
 		WriteTimeout: h.cfg.StreamWriteTimeout,
+		TraceHeaders: h.tracing.Enabled(),
 		Logger:       h.log,
 	})
 }
@@ -177,7 +178,7 @@ func (h *Hub) openHTTP(r *http.Request, ss *mcp.StreamSession, stateless bool) e
 		return &mcp.HTTPError{Status: http.StatusTooManyRequests, Message: err.Error(), Header: http.Header{"Retry-After": {"5"}}}
 	}
 	s := h.newSession(ss.Conn(), ownPrincipal(info.who), release, "http", info.scope)
-	s.stateless = stateless
+	s.stateless, s.httpID = stateless, ss.ID()
 	if stateless {
 		endListensAtExpiry(s)
 	}

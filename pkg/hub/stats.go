@@ -273,25 +273,25 @@ func newStats(h *Hub) *stats {
 // observe records a routed call of a client of this instance as it ends:
 // its item's outcome and latency and, while someone watches the call log,
 // an entry.
-func (st *stats) observe(t *target, c caller, method string, start time.Time, raw json.RawMessage, err error) {
+func (st *stats) observe(ctx context.Context, t *target, c caller, method string, start time.Time, raw json.RawMessage, err error) {
 	d := time.Since(start)
 	ctr := st.rec.get(itemKey{server: t.server, method: method, name: t.item})
 	o := outcomeOf(err)
 	ctr.outcomes[o].Add(1)
 	ctr.hist[bucketOf(d)].Add(1)
 	if want := st.want.Load(); want&watchCalls != 0 {
-		st.logCall(want, t, c, method, start, d, raw, err, o)
+		st.logCall(want, st.hub.tracing.TraceID(ctx), t, c, method, start, d, raw, err, o)
 	}
 }
 
 // refused records a call the hub answered without routing it: over the
 // rate limit, forbidden, for an unknown tool.
-func (st *stats) refused(s *session, req *jsonrpc.Request, err error) {
+func (st *stats) refused(ctx context.Context, s *session, req *jsonrpc.Request, err error) {
 	st.hub.auditRefused(s, req, err)
 	o := outcomeOf(err)
 	st.rec.get(itemKey{method: req.Method}).outcomes[o].Add(1)
 	if st.want.Load()&watchCalls != 0 {
-		st.logRefused(s, req, err, o)
+		st.logRefused(st.hub.tracing.TraceID(ctx), s, req, err, o)
 	}
 }
 

@@ -53,6 +53,11 @@ type callEntry struct {
 	Arguments string `json:"arguments,omitempty"` // JSON, cut at maxCallArgument bytes; in the arguments view only
 	seq       uint64
 	from      *session // this instance's caller, whose names fill the entry when it is shown
+
+	// TraceID is the call's trace (32 hex digits) when tracing is on and
+	// sampled it; TraceURL its page in the tracing UI (Config.TracingUI).
+	TraceID  string `json:"traceId,omitempty"`
+	TraceURL string `json:"traceUrl,omitempty"`
 }
 
 // shown returns the entry as documents show it: a copy, with its client's
@@ -178,13 +183,14 @@ func (l *callLog) entries() []*callEntry {
 }
 
 // logCall makes the entry of a routed call that started at start and took
-// d: one allocation; the client's names are read when it is shown.
-func (st *stats) logCall(want uint32, t *target, c caller, method string, start time.Time, d time.Duration, raw json.RawMessage, err error, o int) {
+// d, traced as traceID: one allocation; the client's names are read when it
+// is shown.
+func (st *stats) logCall(want uint32, traceID string, t *target, c caller, method string, start time.Time, d time.Duration, raw json.RawMessage, err error, o int) {
 	if !st.log.admit(o >= outcomeFirstCode) {
 		return
 	}
 	e := &callEntry{At: start.Add(d).UTC(), Instance: st.hub.id, Server: t.server, Method: method, Name: t.item,
-		DurationMs: round3(float64(d) / 1e6)}
+		DurationMs: round3(float64(d) / 1e6), TraceID: traceID}
 	switch cl := c.(type) {
 	case sessionCall:
 		e.from = cl.s
@@ -212,11 +218,11 @@ func (st *stats) logCall(want uint32, t *target, c caller, method string, start 
 }
 
 // logRefused makes the entry of a call the hub refused.
-func (st *stats) logRefused(s *session, req *jsonrpc.Request, err error, o int) {
+func (st *stats) logRefused(traceID string, s *session, req *jsonrpc.Request, err error, o int) {
 	if !st.log.admit(o >= outcomeFirstCode) {
 		return
 	}
-	e := &callEntry{At: time.Now().UTC(), Instance: st.hub.id, Method: req.Method, from: s}
+	e := &callEntry{At: time.Now().UTC(), Instance: st.hub.id, Method: req.Method, from: s, TraceID: traceID}
 	if meta, ok := jsonrpc.Member(req.Params, "_meta"); ok {
 		if info, ok := jsonrpc.Member(meta, mcp.MetaClientInfo); ok {
 			name, _ := jsonrpc.StringMember(info, "name") // a modern request names its client itself
@@ -293,7 +299,9 @@ func (st *stats) callsJSON(args bool) ([]byte, error) {
 		doc.Skipped += sum.Counts.CallsSkipped
 	}
 	for _, e := range entries {
-		doc.Calls = append(doc.Calls, e.shown(args))
+		e = e.shown(args)
+		e.TraceURL = st.hub.traceLink(e.TraceID)
+		doc.Calls = append(doc.Calls, e)
 	}
 	return json.Marshal(doc)
 }

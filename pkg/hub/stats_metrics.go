@@ -126,7 +126,8 @@ func newMetrics(h *Hub) *metrics {
 }
 
 func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	// OpenMetrics, to a scraper that asks for it, carries the exemplars.
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
 }
 
 // methodLabel bounds the method label to the methods MCP defines:
@@ -162,13 +163,22 @@ func (m *metrics) observeRequest(method string, err error) {
 	m.requests.WithLabelValues(methodLabel(method), outcome).Inc()
 }
 
-// observeRouted records how long a routed request took.
-func (m *metrics) observeRouted(method string, local bool, since time.Time) {
+// observeRouted records how long a routed request took, with the trace
+// id of a call that tracing sampled as the observation's exemplar.
+func (m *metrics) observeRouted(method string, local bool, since time.Time, traceID string) {
 	where := "local"
 	if !local {
 		where = "remote"
 	}
-	m.routed.WithLabelValues(methodLabel(method), where).Observe(time.Since(since).Seconds())
+	o := m.routed.WithLabelValues(methodLabel(method), where)
+	d := time.Since(since).Seconds()
+	if traceID != "" {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(d, prometheus.Labels{"trace_id": traceID})
+			return
+		}
+	}
+	o.Observe(d)
 }
 
 // meteredBroker counts what goes through the broker.

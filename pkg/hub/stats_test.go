@@ -482,9 +482,9 @@ func TestStats_observeAllocatesNothing(t *testing.T) {
 	tg := &target{server: "demo", item: "add"}
 	var c caller = sessionCall{} // as forward gets it
 	start := time.Now()
-	h.stats.observe(tg, c, mcp.MethodToolsCall, start, nil, nil) // the item is made once
+	h.stats.observe(context.Background(), tg, c, mcp.MethodToolsCall, start, nil, nil) // the item is made once
 	allocs := testing.AllocsPerRun(1000, func() {
-		h.stats.observe(tg, c, mcp.MethodToolsCall, start, nil, nil)
+		h.stats.observe(context.Background(), tg, c, mcp.MethodToolsCall, start, nil, nil)
 	})
 	assert.Zero(t, allocs)
 }
@@ -499,7 +499,7 @@ func BenchmarkStats_observe(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			h.stats.observe(tg, c, mcp.MethodToolsCall, start, nil, nil)
+			h.stats.observe(context.Background(), tg, c, mcp.MethodToolsCall, start, nil, nil)
 		}
 	})
 }
@@ -546,7 +546,7 @@ func BenchmarkStats_observeLogged(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			h.stats.log.left.Store(1) // every call logged: the worst case, beyond the log's bound per interval
-			h.stats.observe(tg, c, mcp.MethodToolsCall, start, raw, nil)
+			h.stats.observe(context.Background(), tg, c, mcp.MethodToolsCall, start, raw, nil)
 		}
 	})
 }

@@ -459,6 +459,8 @@ func (s *subscriptions) reask(uri string) {
 
 // publishUpdate fans a server's resources/updated out to every instance.
 func (s *subscriptions) publishUpdate(ctx context.Context, server string, params json.RawMessage) {
+	span := s.hub.tracePublish(server, params)
+	defer span.End()
 	frame := (&jsonrpc.Request{Method: mcp.NotificationResourceUpdated, Params: params}).Encode()
 	if err := s.hub.broker.Publish(ctx, topicUpdates, frame); err != nil {
 		s.hub.log.Warn("publishing a resource update failed", "server", server, "err", err)
