@@ -5,13 +5,22 @@
 // # Setup
 //
 // New builds a Tracing from a Config: with Enabled set (the hub's
-// --tracing), an OTLP exporter over gRPC or HTTP configured by the standard
+// --tracing), an OTLP exporter over HTTP or gRPC configured by the standard
 // OTEL_* variables, the sampler they name (parent-based, always on, by
 // default), and a resource with service.name "switchboard" and
 // service.instance.id the instance's id. Without it, the Tracing is off: no
-// SDK, no goroutine, and every method returns at once after one atomic load
-// and allocates nothing (TestOff_allocatesNothing, BenchmarkCallPath/off).
-// A nil *Tracing is off too. Shutdown exports what is left and turns it off.
+// goroutine, and every method returns at once after one atomic load and
+// allocates nothing (TestOff_allocatesNothing, BenchmarkCallPath/off). A
+// nil *Tracing is off too. Shutdown exports what is left and turns it off.
+//
+// The hub records its spans itself (record.go) and encodes them to OTLP
+// itself (otlp.go), where the OpenTelemetry SDK's tracer and exporters
+// copied every span three times and allocated for each attribute: a traced
+// call cost several times an untraced one. A span is one allocation; its
+// attributes are made from what it keeps only when it is exported, off the
+// call path; a trace that is not sampled records nothing at all. The SDK
+// still decides (its samplers), describes (its resource detection) and,
+// over gRPC, sends (its exporter, which takes the spans as it knows them).
 //
 // Spans leave through a bounded queue (queue.go): ending a span never
 // waits, and a span that finds the queue full, or whose export fails, is
@@ -50,6 +59,8 @@
 // # Files
 //
 //	tracing.go    Config, New, Tracing: setup, flush, shutdown, metrics
+//	record.go     the spans the hub records, ids, the sampler of OTEL_TRACES_*
+//	otlp.go       their OTLP protobuf encoding
 //	exporter.go   the OTLP exporter the OTEL_* variables choose
 //	queue.go      the bounded span queue and its drop counters
 //	span.go       Kind, Op, Start, Span: the hub's spans and their outcome

@@ -219,3 +219,16 @@ func TestTraceIDAndCarry(t *testing.T) {
 		assert.Equal(t, bg, off.Carry(bg, ctx), name)
 	}
 }
+
+// A trace that is not sampled is not written into _meta: nothing records
+// it, and every server would pay for reading it. Pack carries it still.
+func TestInjectMeta_notSampled(t *testing.T) {
+	t.Parallel()
+	tr := on()
+	ctx := tr.ExtractMeta(context.Background(), []byte(`{"_meta":{"traceparent":"00-`+testTraceID+`-`+testSpanID+`-00"}}`))
+	require.True(t, trace.SpanContextFromContext(ctx).IsValid())
+	params := []byte(`{"name":"echo","_meta":{"traceparent":"00-` + testTraceID + `-` + testSpanID + `-00"}}`)
+	out := tr.InjectMeta(ctx, params)
+	assert.Same(t, &params[0], &out[0], "params as they came")
+	assert.Equal(t, "00-"+testTraceID+"-"+testSpanID+"-00", tr.Pack(ctx))
+}

@@ -1,7 +1,9 @@
 package tracing
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"net/http"
 	"strings"
 
@@ -61,6 +63,12 @@ func extractMeta(ctx context.Context, params []byte) context.Context {
 	if f.empty() {
 		return ctx
 	}
+	return extractFields(ctx, f)
+}
+
+// extractFields is the propagators' reading of f; apart, so that f itself
+// stays on the stack when there is nothing to read.
+func extractFields(ctx context.Context, f fields) context.Context {
 	return propagator.Extract(ctx, &f)
 }
 
@@ -68,8 +76,11 @@ func extractMeta(ctx context.Context, params []byte) context.Context {
 // and baggage of ctx written into params._meta: _meta is created when
 // absent (and params when empty), its traceparent, tracestate and baggage
 // replaced, and every other member kept byte for byte. With tracing off, no
-// span in ctx, or params that are not an object, params come back as they
-// are, without a copy.
+// span in ctx, a trace that is not sampled, or params that are not an
+// object, params come back as they are, without a copy. (A trace not
+// sampled is recorded nowhere: writing it would only cost every request's
+// receiver the reading of it. The envelope between instances carries it,
+// so that the far instance decides as this one did: Pack.)
 func (t *Tracing) InjectMeta(ctx context.Context, params []byte) []byte {
 	if !t.Enabled() {
 		return params
@@ -78,12 +89,59 @@ func (t *Tracing) InjectMeta(ctx context.Context, params []byte) []byte {
 }
 
 func injectMeta(ctx context.Context, params []byte) []byte {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return params
+	}
+	if out, ok := withTraceparentOnly(ctx, params); ok {
+		return out
+	}
 	var f fields
 	propagator.Inject(ctx, &f)
 	if f.traceparent == "" {
 		return params
 	}
 	return withMetaFields(params, f)
+}
+
+// withTraceparentOnly is injectMeta for what most calls are: params without
+// _meta, and a context with neither tracestate nor baggage. It writes the
+// traceparent into a _meta of its own, in one allocation. ok is false for
+// anything else.
+func withTraceparentOnly(ctx context.Context, params []byte) (out []byte, ok bool) {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() || sc.TraceState().Len() > 0 || baggage.FromContext(ctx).Len() > 0 {
+		return nil, false
+	}
+	obj := bytes.TrimSpace(params)
+	switch {
+	case len(obj) == 0 || string(obj) == "null":
+		obj = []byte("{}")
+	case obj[0] != '{' || obj[len(obj)-1] != '}' || bytes.Contains(obj, []byte("_meta")) || bytes.Contains(obj, []byte(`\u`)):
+		return nil, false // a _meta, or an escape that might spell one: the general way
+	}
+	body := bytes.TrimSpace(obj[1 : len(obj)-1])
+	out = make([]byte, 0, len(obj)+len(`,"_meta":{"traceparent":""}`)+55)
+	out = append(out, obj[:len(obj)-1]...)
+	if len(body) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"_meta":{"traceparent":"`...)
+	out = appendTraceparent(out, sc)
+	return append(out, `"}}`...), true
+}
+
+// appendTraceparent appends sc as W3C's traceparent: version 00, the trace
+// id, the span id and the sampled flag, in lowercase hex.
+func appendTraceparent(b []byte, sc trace.SpanContext) []byte {
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b = append(b, "00-"...)
+	b = hex.AppendEncode(b, tid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, sid[:])
+	if sc.IsSampled() {
+		return append(b, "-01"...)
+	}
+	return append(b, "-00"...)
 }
 
 // The compact form of a trace context for the envelope between instances:

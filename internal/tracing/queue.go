@@ -7,27 +7,26 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// queue is the span processor between the hub's calls and the exporter: a
-// bounded queue that ended spans enter without ever waiting (a span that
-// finds it full is dropped and counted), and one goroutine that sends them
-// to the exporter in batches. An exporter that is down or slow costs the
-// calls nothing: its spans are dropped, by the queue or by the failed
-// export, and counted in switchboard_tracing_spans_dropped_total.
+// queue is between the hub's calls and the exporter: a bounded queue that
+// ended spans enter without ever waiting (a span that finds it full is
+// dropped and counted), and one goroutine that sends them to the exporter
+// in batches. An exporter that is down or slow costs the calls nothing: its
+// spans are dropped, by the queue or by the failed export, and counted in
+// switchboard_tracing_spans_dropped_total.
 //
 // The SDK's BatchSpanProcessor behaves alike but counts its drops only in
 // an experimental metric of the global MeterProvider; a hub has its own
 // Prometheus registry, and tests run several hubs in one process.
 type queue struct {
-	exp     sdktrace.SpanExporter
+	exp     exporter
 	log     *slog.Logger
 	batch   int
 	delay   time.Duration
 	timeout time.Duration
 
-	spans   chan sdktrace.ReadOnlySpan
+	spans   chan *span
 	flushes chan chan struct{} // ForceFlush: the worker closes the channel once it exported what was queued
 	stop    chan struct{}      // closed by Shutdown
 	done    chan struct{}      // closed when the worker has returned
@@ -40,7 +39,14 @@ type queue struct {
 	exported      prometheus.Counter
 }
 
-var _ sdktrace.SpanProcessor = (*queue)(nil)
+// exporter sends batches of spans to a collector (exporter.go).
+type exporter interface {
+	// export sends spans, in one request when it can; an error means they
+	// were not all taken.
+	export(ctx context.Context, spans []*span) error
+	// shutdown releases the exporter's connections.
+	shutdown(ctx context.Context) error
+}
 
 // queueConfig sizes a queue; see Config.
 type queueConfig struct {
@@ -48,14 +54,14 @@ type queueConfig struct {
 	delay, timeout time.Duration
 }
 
-func newQueue(exp sdktrace.SpanExporter, cfg queueConfig, m *metrics, log *slog.Logger) *queue {
+func newQueue(exp exporter, cfg queueConfig, m *metrics, log *slog.Logger) *queue {
 	q := &queue{
 		exp:           exp,
 		log:           log,
 		batch:         cfg.batch,
 		delay:         cfg.delay,
 		timeout:       cfg.timeout,
-		spans:         make(chan sdktrace.ReadOnlySpan, cfg.size),
+		spans:         make(chan *span, cfg.size),
 		flushes:       make(chan chan struct{}),
 		stop:          make(chan struct{}),
 		done:          make(chan struct{}),
@@ -68,15 +74,9 @@ func newQueue(exp sdktrace.SpanExporter, cfg queueConfig, m *metrics, log *slog.
 	return q
 }
 
-// OnStart implements sdktrace.SpanProcessor: nothing to do.
-func (q *queue) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-
-// OnEnd implements sdktrace.SpanProcessor: it queues a sampled span, or
-// drops it when the queue is full. It never blocks.
-func (q *queue) OnEnd(s sdktrace.ReadOnlySpan) {
-	if !s.SpanContext().IsSampled() {
-		return
-	}
+// add queues an ended span, or drops it when the queue is full. It never
+// blocks.
+func (q *queue) add(s *span) {
 	select {
 	case q.spans <- s:
 	default:
@@ -84,9 +84,8 @@ func (q *queue) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 }
 
-// ForceFlush implements sdktrace.SpanProcessor: it returns once every span
-// queued before it was called has been exported (or counted dropped), or
-// when ctx is done.
+// ForceFlush returns once every span queued before it was called has been
+// exported (or counted dropped), or when ctx is done.
 func (q *queue) ForceFlush(ctx context.Context) error {
 	flushed := make(chan struct{})
 	select {
@@ -104,9 +103,9 @@ func (q *queue) ForceFlush(ctx context.Context) error {
 	}
 }
 
-// Shutdown implements sdktrace.SpanProcessor: it exports what is queued,
-// stops the worker and shuts the exporter down. When ctx ends first, the
-// export in flight is abandoned (its spans counted dropped).
+// Shutdown exports what is queued, stops the worker and shuts the exporter
+// down. When ctx ends first, the export in flight is abandoned (its spans
+// counted dropped).
 func (q *queue) Shutdown(ctx context.Context) error {
 	q.once.Do(func() { close(q.stop) })
 	select {
@@ -116,7 +115,7 @@ func (q *queue) Shutdown(ctx context.Context) error {
 		<-q.done
 	}
 	q.cancel()
-	return q.exp.Shutdown(ctx)
+	return q.exp.shutdown(ctx)
 }
 
 // run is the worker: it gathers spans into batches and exports a batch when
@@ -125,7 +124,7 @@ func (q *queue) run() {
 	defer close(q.done)
 	tick := time.NewTicker(q.delay)
 	defer tick.Stop()
-	buf := make([]sdktrace.ReadOnlySpan, 0, q.batch)
+	buf := make([]*span, 0, q.batch)
 	failing := false
 	export := func() {
 		if len(buf) > 0 {
@@ -169,10 +168,10 @@ func (q *queue) run() {
 // export sends one batch, counting it exported or dropped, and logs when
 // exports start or stop failing (not every failure: an exporter that is
 // down would fill the log). It returns whether this export failed.
-func (q *queue) export(spans []sdktrace.ReadOnlySpan, failing bool) bool {
+func (q *queue) export(spans []*span, failing bool) bool {
 	ctx, cancel := context.WithTimeout(q.base, q.timeout)
 	defer cancel()
-	err := q.exp.ExportSpans(ctx, spans)
+	err := q.exp.export(ctx, spans)
 	if err != nil {
 		q.droppedFailed.Add(float64(len(spans)))
 		if !failing {

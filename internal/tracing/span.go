@@ -136,10 +136,11 @@ const (
 const maxTarget = 256
 
 // Span is a span the hub started, or nothing when tracing is off or the
-// Kind is not sampled: its methods are then free. The zero Span is such a
-// nothing. A Span is ended once, by End or EndWith.
+// trace is not sampled: its methods are then free. The zero Span is such a
+// nothing. A Span is ended once, by End or EndWith, by the goroutine that
+// holds it.
 type Span struct {
-	s trace.Span // nil when tracing is off
+	s *span // nil when nothing is recorded
 }
 
 // Start starts a span of kind k about op, a child of ctx's span (for
@@ -155,78 +156,99 @@ func (t *Tracing) Start(ctx context.Context, k Kind, op Op) (context.Context, Sp
 }
 
 func (t *Tracing) start(ctx context.Context, k Kind, op Op) (context.Context, Span) {
-	if k >= numKinds {
+	if k >= numKinds || t.queue == nil {
 		return ctx, Span{}
 	}
 	kd := kinds[k]
-	opts := []trace.SpanStartOption{trace.WithSpanKind(kd.span)}
+	var links []trace.Link
 	switch k {
 	case Received:
 		ambient := trace.SpanContextFromContext(ctx)
 		if mctx := extractMeta(ctx, op.Params); trace.SpanContextFromContext(mctx).IsValid() {
 			ctx = mctx
 			if ambient.IsValid() && !ambient.Equal(trace.SpanContextFromContext(mctx)) {
-				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: ambient}))
+				links = []trace.Link{{SpanContext: ambient}}
 			}
 		}
 	case Publish:
-		opts = append(opts, trace.WithNewRoot())
 		if sc := trace.SpanContextFromContext(extractMeta(context.Background(), op.Params)); sc.IsValid() {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+			links = []trace.Link{{SpanContext: sc}}
 		}
 	}
 	op.Method = clean(op.Method) // a peer's, for a method the hub refuses
-	attrs, target := op.attributes(k)
-	opts = append(opts, trace.WithAttributes(attrs...))
-	name := kd.prefix + op.Method
-	if kd.target && target != "" {
-		name += " " + target
+	ctx, s := t.begin(ctx, kd.span, op.Method, k == Publish, links)
+	if s == nil {
+		return ctx, Span{} // not sampled: nothing of op is read
 	}
-	ctx, s := t.tracer.Start(ctx, name, opts...)
+	// The span keeps op, less its params, and the one string it reads of
+	// them: its attributes are made from these when it is exported, off
+	// the call path (eachAttribute).
+	op.Params, s.subject = nil, op.subject()
+	s.op, s.k, s.prefix = op, k, kd.prefix
+	if kd.target && (op.Method == "tools/call" || op.Method == "prompts/get") {
+		s.target = s.subject // the conventions' "{method} {target}"
+	}
 	return ctx, Span{s: s}
 }
 
-// attributes returns op's attributes, and the tool or prompt name that
-// ends a span's name (empty for other methods).
-func (op Op) attributes(k Kind) ([]attribute.KeyValue, string) {
-	attrs := make([]attribute.KeyValue, 0, 12)
-	attrs = append(attrs, attrMCPMethod.String(op.Method))
-	var target string
+// subject reads what op's method is about from its params: the tool or
+// prompt name, or the resource URI; "" for other methods.
+func (op Op) subject() string {
 	switch op.Method {
-	case "tools/call":
-		if target = member(op.Params, "name"); target != "" {
-			attrs = append(attrs, attrToolName.String(target), attrOperation.String("execute_tool"))
-		}
-	case "prompts/get":
-		if target = member(op.Params, "name"); target != "" {
-			attrs = append(attrs, attrPromptName.String(target))
-		}
+	case "tools/call", "prompts/get":
+		return member(op.Params, "name")
 	case "resources/read", "resources/subscribe", "resources/unsubscribe", "notifications/resources/updated":
-		if uri := member(op.Params, "uri"); uri != "" {
-			attrs = append(attrs, attrResourceURI.String(uri))
-		}
+		return member(op.Params, "uri")
 	}
-	if op.ID.IsValid() && !op.ID.IsNull() {
-		attrs = appendString(attrs, attrRequestID, idString(op.ID))
-	}
-	attrs = appendString(attrs, attrSessionID, op.Session)
-	attrs = appendString(attrs, attrClientID, op.Client)
-	attrs = appendString(attrs, attrMCPProtocol, op.Protocol)
-	attrs = append(attrs, op.Network.attributes()...)
-	attrs = appendString(attrs, attrServerName, op.Server)
-	attrs = appendString(attrs, attrReplicaID, op.Replica)
-	attrs = appendString(attrs, attrInstancePeer, op.Instance)
-	if k == InputRound {
-		attrs = append(attrs, attrInputRound.Int(op.Round))
-	}
-	return attrs, target
+	return ""
 }
 
-func appendString(attrs []attribute.KeyValue, k attribute.Key, v string) []attribute.KeyValue {
-	if v == "" {
-		return attrs
+// eachAttribute calls fn with each of the span's attributes, in the names of
+// the semantic conventions (semconv.go) and the hub's own; strings from
+// peers cleaned (clean).
+func (s *span) eachAttribute(fn func(attribute.KeyValue)) {
+	op := &s.op
+	str := func(k attribute.Key, v string) {
+		if v != "" {
+			fn(k.String(clean(v)))
+		}
 	}
-	return append(attrs, k.String(clean(v)))
+	fn(attrMCPMethod.String(op.Method))
+	switch op.Method {
+	case "tools/call":
+		if s.subject != "" {
+			fn(attrToolName.String(s.subject))
+			fn(attrOperation.String("execute_tool"))
+		}
+	case "prompts/get":
+		str(attrPromptName, s.subject)
+	default:
+		str(attrResourceURI, s.subject)
+	}
+	if op.ID.IsValid() && !op.ID.IsNull() {
+		str(attrRequestID, idString(op.ID))
+	}
+	str(attrSessionID, op.Session)
+	str(attrClientID, op.Client)
+	str(attrMCPProtocol, op.Protocol)
+	for _, kv := range op.Network.attributes() {
+		fn(kv)
+	}
+	str(attrServerName, op.Server)
+	str(attrReplicaID, op.Replica)
+	str(attrInstancePeer, op.Instance)
+	if s.k == InputRound {
+		fn(attrInputRound.Int(op.Round))
+	}
+	if s.errType != "" {
+		fn(attrErrorType.String(s.errType))
+		if s.errType != toolErrorType {
+			fn(attrStatusCode.String(s.errType))
+		}
+	}
+	for _, kv := range s.extra {
+		fn(kv)
+	}
 }
 
 // member returns a string member of params, cleaned.
@@ -293,7 +315,7 @@ func (s Span) TraceID() string {
 }
 
 func (s Span) traceID() string {
-	return sampledID(s.s.SpanContext())
+	return sampledID(s.s.sc)
 }
 
 // TraceID returns the trace id of the span ctx carries when it is sampled,
@@ -313,6 +335,15 @@ func sampledID(sc trace.SpanContext) string {
 	return sc.TraceID().String()
 }
 
+// Describe lets fn fill in what the span's Op lacked, when the span
+// records: what costs something to find (a lock to take) is then found for
+// recorded spans only. Params are not read after Start.
+func (s Span) Describe(fn func(op *Op)) {
+	if s.s != nil {
+		fn(&s.s.op)
+	}
+}
+
 // Fail records that the operation failed with err: error.type and
 // rpc.response.status_code are its JSON-RPC code (jsonrpc.ErrorOf's: an
 // error without a code counts as an internal error, and its text is not
@@ -325,8 +356,7 @@ func (s Span) Fail(err error) {
 
 func (s Span) fail(err error) {
 	e := jsonrpc.ErrorOf(err)
-	code := strconv.FormatInt(int64(e.Code), 10)
-	s.s.SetAttributes(attrErrorType.String(code), attrStatusCode.String(code))
+	s.s.errType = strconv.FormatInt(int64(e.Code), 10)
 	s.s.SetStatus(codes.Error, clean(e.Message))
 }
 
@@ -339,9 +369,13 @@ func (s Span) ToolError() {
 }
 
 func (s Span) toolError() {
-	s.s.SetAttributes(attrErrorType.String("tool_error"))
-	s.s.SetStatus(codes.Error, "tool_error")
+	s.s.errType = toolErrorType
+	s.s.SetStatus(codes.Error, toolErrorType)
 }
+
+// toolErrorType is error.type of a tool result with isError, as the
+// conventions say.
+const toolErrorType = "tool_error"
 
 // End ends the span.
 func (s Span) End() {

@@ -2,7 +2,6 @@ package tracing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // ServiceName is the service.name of the hub's spans, unless
@@ -73,10 +71,10 @@ type Config struct {
 // and a nil *Tracing do nothing, at the cost of an atomic load per call;
 // all methods are safe for concurrent use.
 type Tracing struct {
-	on       atomic.Bool
-	provider *sdktrace.TracerProvider // nil when off from the start
-	tracer   trace.Tracer
-	metrics  *metrics
+	on      atomic.Bool
+	sampler sdktrace.Sampler // what traces are recorded (record.go)
+	queue   *queue           // nil when off from the start
+	metrics *metrics
 }
 
 var _ prometheus.Collector = (*Tracing)(nil)
@@ -110,21 +108,20 @@ func New(ctx context.Context, cfg Config) (*Tracing, error) {
 	if err != nil {
 		return nil, err
 	}
-	exp, err := newExporter(ctx, cfg)
-	if err != nil {
+	// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, else
+	// parentbased_always_on, as the SDK's default.
+	if t.sampler, err = samplerFromEnv(); err != nil {
 		return nil, err
 	}
 	qc, err := cfg.queueConfig()
 	if err != nil {
-		return nil, errors.Join(err, exp.Shutdown(ctx))
+		return nil, err
 	}
-	// The sampler is the SDK's default: OTEL_TRACES_SAMPLER and
-	// OTEL_TRACES_SAMPLER_ARG, else parentbased_always_on.
-	t.provider = sdktrace.NewTracerProvider(
-		sdktrace.WithResource(res),
-		sdktrace.WithSpanProcessor(newQueue(exp, qc, t.metrics, log)),
-	)
-	t.tracer = t.provider.Tracer(scope)
+	exp, err := newExporter(ctx, cfg, res)
+	if err != nil {
+		return nil, err
+	}
+	t.queue = newQueue(exp, qc, t.metrics, log)
 	t.on.Store(true)
 	return t, nil
 }
@@ -135,20 +132,20 @@ func (t *Tracing) Enabled() bool { return t != nil && t.on.Load() }
 // ForceFlush exports every span ended so far, for tests and before a
 // planned stop; it returns when they are exported or dropped, or ctx ends.
 func (t *Tracing) ForceFlush(ctx context.Context) error {
-	if t == nil || t.provider == nil {
+	if t == nil || t.queue == nil {
 		return nil
 	}
-	return t.provider.ForceFlush(ctx)
+	return t.queue.ForceFlush(ctx)
 }
 
 // Shutdown turns tracing off, exports the spans already ended (until ctx
 // ends: those left are dropped and counted) and stops the exporter.
 func (t *Tracing) Shutdown(ctx context.Context) error {
-	if t == nil || t.provider == nil {
+	if t == nil || t.queue == nil {
 		return nil
 	}
 	t.on.Store(false)
-	return t.provider.Shutdown(ctx)
+	return t.queue.Shutdown(ctx)
 }
 
 // Describe implements prometheus.Collector: the hub registers its Tracing
