@@ -91,7 +91,7 @@ func newEncoder(res *resource.Resource, scope string) *encoder {
 	e := &encoder{}
 	var r []byte
 	for _, kv := range res.Attributes() {
-		r = appendEmbedded(r, fResourceAttributes, func(b []byte) []byte { return appendKeyValue(b, kv) })
+		r = appendAttribute(r, fResourceAttributes, kv)
 	}
 	e.head = protowire.AppendTag(nil, fResourceSpansResource, protowire.BytesType)
 	e.head = protowire.AppendBytes(e.head, r)
@@ -148,9 +148,7 @@ func (s *span) appendOTLP(b []byte) []byte {
 	b = protowire.AppendFixed64(b, uint64(s.start.UnixNano()))
 	b = protowire.AppendTag(b, fSpanEnd, protowire.Fixed64Type)
 	b = protowire.AppendFixed64(b, uint64(s.end.UnixNano()))
-	s.eachAttribute(func(kv attribute.KeyValue) {
-		b = appendEmbedded(b, fSpanAttributes, func(b []byte) []byte { return appendKeyValue(b, kv) })
-	})
+	s.eachAttribute(func(kv attribute.KeyValue) { b = appendAttribute(b, fSpanAttributes, kv) })
 	for _, l := range s.links {
 		b = appendEmbedded(b, fSpanLinks, func(b []byte) []byte {
 			tid, sid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
@@ -191,6 +189,24 @@ func remoteFlags(f trace.TraceFlags, remote bool) uint32 {
 		v |= flagIsRemote
 	}
 	return v
+}
+
+// appendAttribute appends field num holding an attribute as a KeyValue.
+// A string's, most of the hub's, is written with its lengths computed
+// first (appendEmbedded would move each of its two messages).
+func appendAttribute(b []byte, num protowire.Number, kv attribute.KeyValue) []byte {
+	if kv.Value.Type() != attribute.STRING {
+		return appendEmbedded(b, num, func(b []byte) []byte { return appendKeyValue(b, kv) })
+	}
+	key, v := string(kv.Key), kv.Value.AsString()
+	value := 1 + protowire.SizeBytes(len(v))                                   // AnyValue.string_value
+	body := 1 + protowire.SizeBytes(len(key)) + 1 + protowire.SizeBytes(value) // KeyValue.key, .value
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(body))
+	b = appendStringField(b, fKeyValueKey, key)
+	b = protowire.AppendTag(b, fKeyValueValue, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(value))
+	return appendStringField(b, fAnyString, v)
 }
 
 // appendKeyValue appends an attribute's fields, as a KeyValue message.
