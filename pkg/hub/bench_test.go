@@ -3,7 +3,9 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"slices"
@@ -14,14 +16,21 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/redistest"
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
 )
 
 // benchHub starts a hub for a benchmark: no rate limit, the given broker.
 func benchHub(b *testing.B, broker pubsub.Broker) *testHub {
+	return benchHubWith(b, Config{Broker: broker})
+}
+
+// benchHubWith starts a hub of cfg for a benchmark, without rate limit.
+func benchHubWith(b *testing.B, cfg Config) *testHub {
 	b.Helper()
-	h, err := New(Config{Broker: broker, RateLimit: -1, HeartbeatInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	cfg.RateLimit, cfg.HeartbeatInterval, cfg.Logger = -1, 100*time.Millisecond, slog.New(slog.DiscardHandler)
+	h, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -213,37 +222,63 @@ func BenchmarkCall(b *testing.B) {
 	for _, th := range []*testHub{single, a} {
 		waitBenchServer(b, th)
 	}
-	params := json.RawMessage(`{"name":"bench__echo","arguments":{"text":"` + strings.Repeat("x", 100-len(`{"text":""}`)) + `"}}`)
 	for _, tc := range []struct {
 		name string
 		th   *testHub
 	}{{"one-instance", single}, {"two-instances", a}} {
-		b.Run(tc.name, func(b *testing.B) {
-			clients := make([]*mcp.Client, 4)
-			for i := range clients {
-				c, err := mcp.Connect(context.Background(), tc.th.wsURL("/mcp"), &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer c.Close()
-				clients[i] = c
+		b.Run(tc.name, func(b *testing.B) { runCalls(b, tc.th) })
+	}
+}
+
+// runCalls is the load of BenchmarkCall: 100 bytes of arguments to
+// bench__echo through th, 64 calls in flight on 4 connections.
+func runCalls(b *testing.B, th *testHub) {
+	params := json.RawMessage(`{"name":"bench__echo","arguments":{"text":"` + strings.Repeat("x", 100-len(`{"text":""}`)) + `"}}`)
+	clients := make([]*mcp.Client, 4)
+	for i := range clients {
+		c, err := mcp.Connect(context.Background(), th.wsURL("/mcp"), &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	var next atomic.Int64
+	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	b.RunParallel(func(pb *testing.PB) {
+		c := clients[next.Add(1)%int64(len(clients))]
+		var out json.RawMessage
+		for pb.Next() {
+			if err := c.Peer().Call(context.Background(), mcp.MethodToolsCall, params, &out); err != nil {
+				b.Error(err)
+				return
 			}
-			var next atomic.Int64
-			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu0 := processCPU()
-			defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
-			b.RunParallel(func(pb *testing.PB) {
-				c := clients[next.Add(1)%int64(len(clients))]
-				var out json.RawMessage
-				for pb.Next() {
-					if err := c.Peer().Call(context.Background(), mcp.MethodToolsCall, params, &out); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+		}
+	})
+}
+
+// BenchmarkCallTraced is BenchmarkCall's one instance with tracing on,
+// every call sampled and 1% of them, exporting over OTLP/HTTP to a sink
+// that takes every export: against BenchmarkCall/one-instance, what
+// tracing costs a call (the sink's work included, in-process).
+func BenchmarkCallTraced(b *testing.B) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(sink.Close)
+	for _, tc := range []struct{ name, sampler, arg string }{{"sampled", "always_on", ""}, {"1%", "traceidratio", "0.01"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.Setenv("OTEL_TRACES_SAMPLER", tc.sampler)
+			b.Setenv("OTEL_TRACES_SAMPLER_ARG", tc.arg)
+			th := benchHubWith(b, Config{Tracing: tracing.Config{Enabled: true, Endpoint: sink.URL, BatchDelay: 100 * time.Millisecond}})
+			dialBenchServer(b, th, newBenchServer(echoArguments))
+			waitBenchServer(b, th)
+			runCalls(b, th)
 		})
 	}
 }

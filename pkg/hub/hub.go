@@ -419,7 +419,7 @@ func New(cfg Config) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
-	h.tracing = tr
+	h.tracing, h.metrics.tracing = tr, tr
 	h.metrics.reg.MustRegister(tr)
 	h.broker = &meteredBroker{Broker: h.broker, m: h.metrics}
 	h.ctx, h.cancel = context.WithCancel(context.Background())

@@ -610,7 +610,7 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 			release()
 		}
 		ri.inflight.Add(-1)
-		h.metrics.observeRouted(method, ri.local != nil, start, h.tracing.TraceID(f.trace))
+		h.metrics.observeRouted(f.trace, method, ri.local != nil, start)
 		if step := h.nextStep(f, ri, t.server, c, method, params, raw, err); step != nil {
 			h.goOn(f, t, c, method, done, step)
 			return

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/pubsub"
@@ -40,6 +42,9 @@ type metrics struct {
 	published func(error)
 	brokerUp  prometheus.Gauge
 	draining  prometheus.Gauge
+
+	tracing      *tracing.Tracing // for the exemplars of routed; set by New
+	nextExemplar atomic.Int64     // Unix nanoseconds from which routed may take an exemplar
 }
 
 func newMetrics(h *Hub) *metrics {
@@ -163,22 +168,39 @@ func (m *metrics) observeRequest(method string, err error) {
 	m.requests.WithLabelValues(methodLabel(method), outcome).Inc()
 }
 
-// observeRouted records how long a routed request took, with the trace
-// id of a call that tracing sampled as the observation's exemplar.
-func (m *metrics) observeRouted(method string, local bool, since time.Time, traceID string) {
+// observeRouted records how long a routed request took. The request's
+// trace id (ctx's, when tracing sampled it) becomes the observation's
+// exemplar, at most once every exemplarInterval: Prometheus keeps one
+// exemplar per bucket, and making one costs a dozen allocations, which
+// every call would pay for nothing.
+func (m *metrics) observeRouted(ctx context.Context, method string, local bool, since time.Time) {
 	where := "local"
 	if !local {
 		where = "remote"
 	}
 	o := m.routed.WithLabelValues(methodLabel(method), where)
-	d := time.Since(since).Seconds()
-	if traceID != "" {
-		if eo, ok := o.(prometheus.ExemplarObserver); ok {
-			eo.ObserveWithExemplar(d, prometheus.Labels{"trace_id": traceID})
-			return
+	now := time.Now()
+	d := now.Sub(since).Seconds()
+	if m.tracing.Enabled() && m.exemplarDue(now) {
+		if id := m.tracing.TraceID(ctx); id != "" {
+			if eo, ok := o.(prometheus.ExemplarObserver); ok {
+				eo.ObserveWithExemplar(d, prometheus.Labels{"trace_id": id})
+				return
+			}
 		}
 	}
 	o.Observe(d)
+}
+
+// exemplarInterval is the least time between two exemplars of the
+// routed-request histogram.
+const exemplarInterval = 100 * time.Millisecond
+
+// exemplarDue reports whether an observation at now may carry an exemplar,
+// and if so takes the turn.
+func (m *metrics) exemplarDue(now time.Time) bool {
+	next := m.nextExemplar.Load()
+	return now.UnixNano() >= next && m.nextExemplar.CompareAndSwap(next, now.Add(exemplarInterval).UnixNano())
 }
 
 // meteredBroker counts what goes through the broker.

@@ -60,12 +60,13 @@ func (s *session) traceReceived(ctx context.Context, req *jsonrpc.Request, m *mc
 	if !tr.Enabled() {
 		return ctx, tracing.Span{}
 	}
-	op := tracing.Op{Method: req.Method, ID: req.ID, Params: req.Params, Session: s.httpID, Client: s.key(),
-		Protocol: s.protocolOf(m), Network: s.network()}
+	op := tracing.Op{Method: req.Method, ID: req.ID, Params: req.Params, Session: s.httpID, Client: s.key(), Network: s.network()}
 	if t != nil {
 		op.Server = t.server
 	}
-	return tr.Start(ctx, tracing.Received, op)
+	ctx, span := tr.Start(ctx, tracing.Received, op)
+	span.Describe(func(op *tracing.Op) { op.Protocol = s.protocolOf(m) })
+	return ctx, span
 }
 
 // ending returns done, made to end span with the outcome first when span
@@ -89,12 +90,12 @@ func (rp *replica) traceSent(ctx context.Context, id jsonrpc.ID, method string, 
 	if !tr.Enabled() {
 		return ctx, params, tracing.Span{}
 	}
-	ri := rp.currentInfo()
-	op := tracing.Op{Method: method, ID: id, Params: params, Replica: rp.id, Network: tracing.NetworkWebSocket}
-	if ri != nil {
-		op.Server, op.Protocol = ri.Name, ri.ProtocolVersion
-	}
-	ctx, span := tr.Start(ctx, tracing.Sent, op)
+	ctx, span := tr.Start(ctx, tracing.Sent, tracing.Op{Method: method, ID: id, Params: params, Replica: rp.id, Network: tracing.NetworkWebSocket})
+	span.Describe(func(op *tracing.Op) {
+		if ri := rp.currentInfo(); ri != nil {
+			op.Server, op.Protocol = ri.Name, ri.ProtocolVersion
+		}
+	})
 	return ctx, tr.InjectMeta(ctx, params), span
 }
 
@@ -111,8 +112,10 @@ func (rp *replica) traceAsked(uc *upstreamCall, req *jsonrpc.Request) (context.C
 	if uc != nil && uc.trace != nil {
 		ctx = uc.trace
 	}
-	return tr.Start(ctx, tracing.Received, tracing.Op{Method: req.Method, ID: req.ID, Params: req.Params,
-		Server: rp.name(), Replica: rp.id, Network: tracing.NetworkWebSocket})
+	ctx, span := tr.Start(ctx, tracing.Received, tracing.Op{Method: req.Method, ID: req.ID, Params: req.Params,
+		Replica: rp.id, Network: tracing.NetworkWebSocket})
+	span.Describe(func(op *tracing.Op) { op.Server = rp.name() })
+	return ctx, span
 }
 
 // traceAsk starts the span of a server's request the hub sends the client
@@ -123,7 +126,8 @@ func (s *session) traceAsk(ctx context.Context, id jsonrpc.ID, method string, pa
 		return ctx, params, tracing.Span{}
 	}
 	ctx, span := tr.Start(ctx, tracing.Sent, tracing.Op{Method: method, ID: id, Params: params, Session: s.httpID,
-		Client: s.key(), Protocol: s.protocolOf(nil), Network: s.network()})
+		Client: s.key(), Network: s.network()})
+	span.Describe(func(op *tracing.Op) { op.Protocol = s.protocolOf(nil) })
 	return ctx, tr.InjectMeta(ctx, params), span
 }
 
