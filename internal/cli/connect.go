@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/switchboard-mcp/switchboard/internal/connect"
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 )
 
@@ -30,6 +33,7 @@ type connectOptions struct {
 	poolIdle    time.Duration
 	shared      bool
 	initTimeout time.Duration
+	tracing     bool
 	log         logFlags
 
 	// The connector's OAuth client of the hub, and of an --upstream server.
@@ -97,6 +101,7 @@ func connectCommand(o *connectOptions) *command {
 	fs.StringVar(&o.upSecretFile, "upstream-oauth-client-secret-file", "", "`file` holding that client's secret (or "+connect.UpstreamClientSecretEnv+"): client credentials, or a confidential client's refreshes")
 	fs.StringVar(&o.upRefreshFile, "upstream-oauth-refresh-token-file", "", "`file` holding a refresh token for the --upstream server: tokens by the refresh grant; a rotated refresh token is written back")
 	fs.StringVar(&o.upScope, "upstream-oauth-scope", "", "`scopes` to ask the --upstream server's authorization server for (default: those of its 401, else its metadata's)")
+	fs.BoolVar(&o.tracing, "tracing", false, "export an OpenTelemetry span of each request's hop to the server over OTLP, configured by the standard OTEL_* variables (docs/observability.md)")
 	o.log.add(fs)
 	return c
 }
@@ -155,8 +160,17 @@ func runConnect(ctx context.Context, args []string, env *Env) error {
 		log.Warn("the token is on the command line (" + visible + "), where every user of this machine sees it in the process list; " +
 			"use --token-file FILE or SWITCHBOARD_TOKEN instead")
 	}
+	tr, err := tracing.New(ctx, tracing.Config{Enabled: o.tracing, Service: tracing.ServiceName + "-connect", InstanceID: uuid.NewString(), Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		tr.Shutdown(sctx) // what is left is dropped, and the process ends
+	}()
 	return connect.Run(ctx, servers, &connect.Options{URL: hubURL, Header: header, OAuth: hubOAuth, Logger: log,
-		InitTimeout: o.initTimeout, PoolIdle: o.poolIdle})
+		InitTimeout: o.initTimeout, PoolIdle: o.poolIdle, Tracing: tr})
 }
 
 // secretOnCommandLine names a flag that would put a client secret on the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/link"
+	"github.com/switchboard-mcp/switchboard/internal/tracing"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
@@ -144,6 +145,9 @@ type Options struct {
 	ReadLimit int
 	// WebSocket tunes the connections to the hub.
 	WebSocket peer.WebSocketOptions
+	// Tracing, when on, traces each request of the hub's on its way to a
+	// server (trace.go); the caller shuts it down.
+	Tracing *tracing.Tracing
 
 	hubCreds *credentials // of OAuth, made by Run
 }
@@ -375,6 +379,7 @@ func (c *connector) session(ctx context.Context) (time.Duration, error) {
 	if c.pool.elastic() {
 		r.load = func(busy bool) { c.pool.loaded(c, busy) }
 	}
+	r.hops = newHops(c.opts.Tracing, c.srv.label(), c.network())
 	end := r.run(ctx, up, c.opts.StopGrace)
 	c.pool.ended(c)
 	if !r.initAt.IsZero() && time.Since(r.initAt) >= c.opts.ResetAfter {

@@ -91,6 +91,13 @@
 // leased like a stdio one; a Streamable HTTP server is not: its client conn
 // names the call of each request from the POST stream that carries it.
 //
+// # Tracing
+//
+// With Options.Tracing on (`hub connect --tracing`), each request of the
+// hub's is a span of its hop to the server, the child of the hub's span of
+// the request, whose context the server receives in _meta in its place
+// (trace.go); an HTTP upstream gets it as headers too.
+//
 // # Stopping
 //
 // When ctx ends, each connection is closed with 1001 and each child's

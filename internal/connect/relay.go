@@ -101,6 +101,7 @@ type relay struct {
 	// hub's in flight, each time that changes (a pool that grows and
 	// shrinks needs to know).
 	load func(busy bool)
+	hops *hops // the spans of the hub's requests at the server (trace.go); nil when not traced
 
 	wg       sync.WaitGroup
 	ends     chan end
@@ -189,6 +190,7 @@ wait:
 	default:
 	}
 	up.stop(grace)
+	r.hops.close()
 	e.how, e.http = up.how(), r.http
 	return e
 }
@@ -220,6 +222,7 @@ func (r *relay) hubToServer() {
 		if r.load != nil {
 			r.count(jsonrpc.Decode(frame).Messages, true)
 		}
+		frame = r.hops.sent(frame)
 		if err := r.server.Write(context.Background(), frame); err != nil {
 			r.ends <- end{kind: endOutput, err: err}
 			return
@@ -307,6 +310,7 @@ func (r *relay) serverToHub() {
 		if r.load != nil {
 			r.count(f.Messages, false)
 		}
+		r.hops.answered(f.Messages)
 		if err := r.hub.Write(context.Background(), frame); err != nil {
 			r.ends <- end{kind: endHubLost, err: err}
 			return

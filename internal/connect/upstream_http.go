@@ -50,7 +50,10 @@ func dialUpstream(ctx context.Context, srv *Server, client *http.Client, readLim
 	// serves from the POST stream that carried it, so that one session
 	// serves every client at once (an HTTP+SSE server's requests all come
 	// on one stream: its session is leased to one client at a time).
-	opts := &mcp.StreamableClientOptions{HTTPClient: client, Header: srv.Header, MaxMessageBytes: readLimit, Logger: log, NameRelated: true}
+	// TraceHeaders: a server that reads trace context from headers only
+	// continues the trace the request's _meta carries.
+	opts := &mcp.StreamableClientOptions{HTTPClient: client, Header: srv.Header, MaxMessageBytes: readLimit, Logger: log, NameRelated: true,
+		TraceHeaders: true}
 	if srv.transport() == TransportSSE {
 		ctx, cancel := context.WithTimeout(ctx, link.DialTimeout)
 		defer cancel()
