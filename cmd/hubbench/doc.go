@@ -15,9 +15,10 @@
 // moves the report (- for none); -profile off|DIR controls the CPU profiles;
 // -servers N puts N replicas of the MCP server behind each hub path;
 // -pools-only measures the connector pools alone (a minute), -pool N sizes
-// the pool measured (8), and -base REV names the revision whose hub the
-// cost of leases is measured against (main: the commit where this tree left
-// it; empty for none).
+// the pool measured (8), -tracing-only measures the cost of tracing alone
+// (a minute), and -base REV names the revision whose hub the cost of leases
+// and of tracing are measured against (main: the commit where this tree
+// left it; empty for none).
 //
 // # Processes
 //
@@ -34,7 +35,8 @@
 //     -role stdio-server (the same server on stdio, for `hub connect`),
 //     -role fanout-server (the raw fan-out baseline: a coder/websocket
 //     server that answers MCP clients just enough for them to subscribe,
-//     and writes one prepared frame to all of them) and -role hub (`hub
+//     and writes one prepared frame to all of them), -role otlp-sink (an
+//     OTLP/HTTP receiver that discards what it takes) and -role hub (`hub
 //     serve` run in-process through the command's own entry, internal/cli,
 //     with the flags bin/hub gets, plus net/http/pprof: the twin that is
 //     profiled, since the hub binary has no profiling endpoint).
@@ -85,6 +87,13 @@
 // hub of the base revision, built from `git archive`, each with the bench
 // server dialing out, at 64x16 in alternating rounds (target: at least
 // 0.97x the base's calls/s).
+//
+// The cost of tracing (tracing.go): this tree's hub with tracing compiled
+// in but off, on with every call sampled and on with 1% sampled (exporting
+// over OTLP/HTTP to -role otlp-sink, a local receiver that discards what it
+// takes), against the base revision's hub, each with the bench server
+// dialing out, at 64x16 in alternating rounds (targets: at least 0.98x,
+// 0.8x and 0.95x the base's calls/s).
 //
 // Traffic statistics (statscost.go): the hub's 64x16 load with nobody
 // watching its traffic, and with a client doing what the dashboard's

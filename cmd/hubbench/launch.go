@@ -31,6 +31,12 @@ var roleReady = regexp.MustCompile(`^hubbench: ready addr=(\S+)`)
 // a policy, not a cost, and a benchmark that hits it measures the policy.
 // (Set through the environment, which a hub without that flag ignores.)
 func startHub(ctx context.Context, sup *benchlab.Supervisor, name, bin, redisURL string, extra ...string) (*hubRef, error) {
+	return startHubEnv(ctx, sup, name, bin, redisURL, nil, extra...)
+}
+
+// startHubEnv is startHub with variables (KEY=VALUE) added to the hub's
+// environment: OTEL_* for its tracing.
+func startHubEnv(ctx context.Context, sup *benchlab.Supervisor, name, bin, redisURL string, vars []string, extra ...string) (*hubRef, error) {
 	argv := []string{bin, "--addr", "127.0.0.1:0", "--log-level", "info"}
 	if redisURL != "" {
 		argv = append(argv, "--redis", redisURL)
@@ -42,7 +48,7 @@ func startHub(ctx context.Context, sup *benchlab.Supervisor, name, bin, redisURL
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "SWITCHBOARD_RATE_LIMIT=-1")
+	env = append(append(env, "SWITCHBOARD_RATE_LIMIT=-1"), vars...)
 	c, addr, err := sup.Start(ctx, name, argv, env, hubListening)
 	if err != nil {
 		return nil, err

@@ -83,6 +83,8 @@ type options struct {
 	base      string
 	// catalogOnly measures the catalog's costs only (catalog.go).
 	catalogOnly bool
+	// tracingOnly measures the cost of tracing only (against base too).
+	tracingOnly bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
@@ -103,11 +105,12 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.poolsOnly, "pools-only", false, "measure the connector pools (hub connect: one child, a pool, --shared) and the cost of leases only, print the table and write no report")
 	fs.BoolVar(&o.catalogOnly, "catalog-only", false, "measure the catalog's costs only (tool search over 10,000 tools, a server of 500 joining the index, a call through a virtual server against the per-server endpoint), print them and write no report")
 	fs.IntVar(&o.pool, "pool", 8, "children of the connector pool measured")
-	fs.StringVar(&o.base, "base", "main", "git revision whose hub the cost of leases is measured against (built from git archive); empty for none")
+	fs.StringVar(&o.base, "base", "main", "git revision whose hub the cost of leases and of tracing is measured against (built from git archive); empty for none")
+	fs.BoolVar(&o.tracingOnly, "tracing-only", false, "measure the cost of tracing only (this tree's hub off, on at 100% and at 1%, against the base's), print the table and write no report")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if o.fanoutOnly || o.poolsOnly || o.catalogOnly {
+	if o.fanoutOnly || o.poolsOnly || o.catalogOnly || o.tracingOnly {
 		o.out, o.profile = "-", "off"
 	}
 	if o.pool < 1 {
@@ -213,9 +216,16 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		cat.print(stdout)
 		return nil
 	}
-	if o.poolsOnly {
-		if rep.pools, err = runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress); err != nil {
-			return fmt.Errorf("connector pools: %w", err)
+	if o.poolsOnly || o.tracingOnly {
+		if o.poolsOnly {
+			if rep.pools, err = runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress); err != nil {
+				return fmt.Errorf("connector pools: %w", err)
+			}
+		}
+		if o.tracingOnly {
+			if rep.tracing, err = runTracing(ctx, cfg, sup, root, hubBin, tmp, o.base, progress); err != nil {
+				return fmt.Errorf("the cost of tracing: %w", err)
+			}
 		}
 		sup.StopAll()
 		fmt.Fprint(stdout, rep.table().Text())
@@ -265,6 +275,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		}
 		if rep.catalog, err = runCatalog(ctx, cfg, sup, root, hubBin, tmp, progress); err != nil {
 			return fmt.Errorf("catalog: %w", err)
+		}
+		if rep.tracing, err = runTracing(ctx, cfg, sup, root, hubBin, tmp, o.base, progress); err != nil {
+			return fmt.Errorf("the cost of tracing: %w", err)
 		}
 	}
 	fresh, err := startHub(ctx, sup, "hub (fan-out)", hubBin, "")
@@ -373,6 +386,9 @@ func commandLine(o *options) string {
 	}
 	if o.poolsOnly {
 		parts = append(parts, "-pools-only")
+	}
+	if o.tracingOnly {
+		parts = append(parts, "-tracing-only")
 	}
 	if o.pool != 8 {
 		parts = append(parts, "-pool", strconv.Itoa(o.pool))

@@ -52,6 +52,7 @@ type report struct {
 	statsCost  *statsCostResult // statscost.go
 	pools      *poolsResult     // pools.go
 	catalog    *catalogResult   // catalog.go
+	tracing    *tracingResult   // tracing.go
 	profiles   []*profileResult
 	profileDir string
 	notes      []string // what could not be measured, and why
@@ -203,7 +204,7 @@ func (r *report) verdicts() []verdict {
 	if r.catalog != nil {
 		out = append(out, r.catalog.verdicts()...)
 	}
-	return out
+	return append(out, r.tracingVerdicts()...)
 }
 
 func verdictCell(vs ...verdict) string {
@@ -269,6 +270,7 @@ func (r *report) table() *benchlab.Table {
 	}
 	r.statsCostRows(t)
 	r.poolRows(t)
+	r.tracingRows(t)
 	if len(r.fanout) > 0 {
 		t.Section("fan-out: one notifications/resources/updated, server send -> each subscriber (p999/max: max)")
 		for _, f := range r.fanout {
@@ -428,6 +430,7 @@ func (r *report) markdown() string {
 	w("- Churn: %d workers each connect, initialize and close a session, over and over, for %v.\n", r.cfg.churnWorkers, r.cfg.churn)
 	w("%s", r.statsCostMethod())
 	w("%s", r.poolsMethod())
+	w("%s", r.tracingMethod())
 	w("- Processes: `bin/hub` (built from this tree, run with `SWITCHBOARD_RATE_LIMIT=-1`: the per-connection rate\n")
 	w("  limit is a policy, not a cost), redis-server (`--save '' --appendonly no`), and hubbench itself\n")
 	w("  in hidden roles: `-role echo-server`, `-role peer-server`, `-role mcp-server`, `-role fanout-server`, and for profiles only\n")

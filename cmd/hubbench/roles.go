@@ -32,6 +32,9 @@ const (
 	roleHub   = "hub" // `hub serve` in-process (internal/cli) plus net/http/pprof: the profiled twin
 	// raw coder/websocket fan-out to MCP clients: the fan-out baseline
 	roleFanout = "fanout-server"
+	// an OTLP/HTTP receiver that discards what it takes: the traced hubs'
+	// local collector (tracing.go)
+	roleOTLPSink = "otlp-sink"
 )
 
 // roleFlags are the flags of the hidden roles.
@@ -73,6 +76,8 @@ func runRole(ctx context.Context, role string, f roleFlags) error {
 		return ss.Peer().Wait()
 	case roleHub:
 		return runTwin(ctx, f)
+	case roleOTLPSink:
+		return runOTLPSink(ctx, f.addr)
 	}
 	return fmt.Errorf("unknown role %q", role)
 }
