@@ -493,6 +493,9 @@ function renderCalls() {
     .filter((e) => server === '*' || (e.server ?? '') === server)
     .filter((e) => outcome === '*' || (outcome === 'errors' ? e.outcome === 'error' : outcomeKey(e) === outcome))
     .reverse(); // newest first
+  // The Trace column is there when the hub traces (--tracing).
+  const traced = entries.some((e) => e.traceId);
+  const columns = ['Time', 'Client', 'Tool', 'Duration', 'Result', ...(traced ? ['Trace'] : [])];
   replaceChildren(
     callsEl,
     h('p', { class: 'muted small', 'aria-live': 'polite', text: `${plural(shownEntries.length, 'call')} shown of the last ${entries.length}` }),
@@ -501,7 +504,7 @@ function renderCalls() {
       : null,
     table(
       'Call log',
-      ['Time', 'Client', 'Tool', 'Duration', 'Result'],
+      columns,
       shownEntries.map((e) => {
         const at = new Date(e.at);
         const row = h(
@@ -512,13 +515,26 @@ function renderCalls() {
           h('td', {}, h('code', { text: e.server ? `${e.server} \u203a ${e.name || e.method}` : e.name || e.method })),
           h('td', { class: 'num', text: `${formatNumber(e.durationMs)} ms` }),
           h('td', { class: 'result', title: e.message ?? null, text: resultText(e) }),
+          traced ? h('td', { class: 'trace' }, traceCell(e)) : null,
         );
         if (!calls.arguments || !e.arguments) return row;
-        return [row, h('tr', { class: 'call-args' }, h('td', { colspan: '5' }, h('code', { text: e.arguments })))];
+        return [row, h('tr', { class: 'call-args' }, h('td', { colspan: String(columns.length) }, h('code', { text: e.arguments })))];
       }),
       server !== '*' || outcome !== '*' ? 'No call matches the filters.' : 'No calls yet: they appear here as clients make them.',
     ),
   );
+}
+
+/**
+ * traceCell shows a call's trace id, short, as a link to its page in the
+ * tracing UI when the hub names one (--tracing-ui-url); the full id is its
+ * title. A call tracing left out has none.
+ */
+function traceCell(e) {
+  if (!e.traceId) return null;
+  const id = h('code', { text: e.traceId.slice(0, 8), title: `trace ${e.traceId}` });
+  if (!/^https?:\/\//.test(e.traceUrl ?? '')) return id;
+  return h('a', { href: e.traceUrl, target: '_blank', rel: 'noopener noreferrer' }, id);
 }
 
 const outcomeKey = (e) => (e.outcome === 'error' ? String(e.code) : e.outcome);

@@ -260,3 +260,40 @@ describe('the Traffic view of two hubs sharing Redis', () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'traffic-two-instances-1280x800.png') });
   });
 });
+
+describe('the call log of a hub that traces', () => {
+  let hub;
+  before(async () => {
+    // Spans go nowhere here (nothing listens on the endpoint): they are
+    // dropped and counted, and every call still has its trace id.
+    const endpoint = process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+    process.env.OTEL_EXPORTER_OTLP_ENDPOINT = 'http://127.0.0.1:9';
+    try {
+      [hub, browser] = await Promise.all([startHub({ args: ['--tracing', '--tracing-ui-url', 'http://jaeger.example:16686'] }), launch()]);
+    } finally {
+      if (endpoint === undefined) delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+      else process.env.OTEL_EXPORTER_OTLP_ENDPOINT = endpoint;
+    }
+  });
+  after(async () => {
+    await browser?.close();
+    await hub?.stop();
+  });
+
+  it("links each call to its trace in the tracing UI", async () => {
+    const page = await newPage(hub.httpURL);
+    await openTraffic(page);
+    const c = await caller(hub.wsURL, 'traced', '1.0');
+    await c.callTool('demo__add', { a: 1, b: 2 });
+    const rows = await poll(() => rowCells(page, 'Call log'), (rs) => rs.length === 1, { what: 'the call in the log' });
+    const headers = await page.evaluate(() => [...document.querySelectorAll('table[aria-label="Call log"] thead th')].map((th) => th.textContent));
+    assert.equal(headers.at(-1), 'Trace');
+    const doc = await page.evaluate(async () => JSON.parse((await window.switchboard.client.readResource('switchboard://calls')).contents[0].text));
+    const traceId = doc.calls.at(-1).traceId;
+    assert.match(traceId, /^[0-9a-f]{32}$/);
+    assert.equal(rows[0].at(-1), traceId.slice(0, 8));
+    const link = page.locator('table[aria-label="Call log"] td.trace a');
+    assert.equal(await link.getAttribute('href'), `http://jaeger.example:16686/trace/${traceId}`);
+    assert.equal(await link.getAttribute('rel'), 'noopener noreferrer');
+  });
+});
