@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // Trace is one trace as Jaeger returns it.
@@ -26,6 +27,7 @@ type Span struct {
 	Links                     []Link
 	StatusCode                string // UNSET, OK, ERROR
 	StatusMessage             string
+	Start, End                time.Time
 }
 
 // Link is a span's link to another span.
@@ -92,6 +94,8 @@ type (
 			Code    json.Number `json:"code"`
 			Message string      `json:"message"`
 		} `json:"status"`
+		Start json.Number `json:"startTimeUnixNano"`
+		End   json.Number `json:"endTimeUnixNano"`
 	}
 	otlpKeyValue struct {
 		Key   string `json:"key"`
@@ -135,6 +139,8 @@ func decodeTraces(body []byte) ([]*Trace, error) {
 					Resource:      res,
 					StatusCode:    enum(statusCodes, os.Status.Code),
 					StatusMessage: os.Status.Message,
+					Start:         unixNano(os.Start),
+					End:           unixNano(os.End),
 				}
 				for _, l := range os.Links {
 					s.Links = append(s.Links, Link{TraceID: l.TraceID, SpanID: l.SpanID})
@@ -149,6 +155,16 @@ func decodeTraces(body []byte) ([]*Trace, error) {
 		}
 	}
 	return traces, nil
+}
+
+// unixNano reads a time in Unix nanoseconds (OTLP JSON writes 64-bit
+// integers as strings); the zero time when there is none.
+func unixNano(n json.Number) time.Time {
+	v, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil || v == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, v)
 }
 
 // enum names the OTLP enum value n (a number, or already a name).
