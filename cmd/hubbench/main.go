@@ -232,6 +232,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		for _, v := range rep.verdicts() {
 			fmt.Fprintln(stdout, "  "+v.String())
 		}
+		if m := rep.tracingMethod(); m != "" {
+			fmt.Fprintln(stdout, m)
+		}
 		return nil
 	}
 	env, err := startEnv(ctx, sup, hubBin, tmp, o.servers, progress)

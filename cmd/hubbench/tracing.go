@@ -111,7 +111,7 @@ func runTracing(ctx context.Context, cfg *config, sup *benchlab.Supervisor, root
 		eps = append(eps, &endpoint{name: hr.name, dial: func(p json.RawMessage) dialer { return hubDialer{url: hr.h.ws("/mcp"), params: p} },
 			pids: pidsOf([]*hubRef{hr.h}), stats: statsOf([]*hubRef{hr.h})})
 	}
-	if res.rows, err = runCell(ctx, withRounds(cfg, tracingRounds), eps, tracingShape, tracingPayload, nil, progress); err != nil {
+	if res.rows, err = runCell(ctx, withRounds(cfg, tracingRounds), eps, tracingShape, tracingPayload, sup.CPUByProcess, progress); err != nil {
 		return nil, err
 	}
 	for i, row := range res.rows {
@@ -228,7 +228,7 @@ func (r *report) tracingRows(t *benchlab.Table) {
 		}
 		t.Add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
 			benchlab.FormatDuration(c.sum.P50), benchlab.FormatDuration(c.sum.P99), benchlab.FormatDuration(c.sum.P999), "", "",
-			benchlab.FormatDuration(c.cpuPerCall()), "", "", allocsCell(c), "", target)
+			benchlab.FormatDuration(c.cpuPerCall()), "", benchlab.FormatDuration(c.allCPUPerCall()), allocsCell(c), "", target)
 	}
 }
 
@@ -243,6 +243,9 @@ func (r *report) tracingMethod() string {
 		"over OTLP/HTTP to a local sink that takes each export and answers at once (`-role %s`), beside the %s; each with the "+
 		"bench server dialing out, at %s %s in %d alternating rounds; ratios to %s's calls/s.", roleOTLPSink, t.base,
 		tracingShape, tracingPayload.name, len(t.rows[0].rates), t.reference())
+	for _, c := range t.rows[1:] {
+		s += fmt.Sprintf(" %s, per round: %s.", c.endpoint, fmtRatios(c.ratios))
+	}
 	for _, name := range []string{tracingAll, tracingSome} {
 		if c, ok := t.spans[name]; ok {
 			s += fmt.Sprintf(" %s: %.0f spans exported, %.0f dropped.", name, c.exported, c.dropped)

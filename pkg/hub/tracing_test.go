@@ -478,3 +478,49 @@ func TestTracing_updatePublished(t *testing.T) {
 	assert.Equal(t, "srv://x", s.Attributes["mcp.resource.uri"])
 	assert.Equal(t, "srv", s.Attributes["switchboard.server.name"])
 }
+
+// The other way of the translation between eras: a session client's call to
+// a server of the 2026-07-28 revision that answers with an input request is
+// one trace: the client's request, the hub's two attempts at the server,
+// and between them the round, whose child is the sampling request the hub
+// asks the client.
+func TestTracing_inputRoundForAModernServer(t *testing.T) {
+	t.Parallel()
+	j := testJaeger(t)
+	th := startHub(t, Config{Tracing: tracingTo(j)})
+	ms := startModernServer(t, th, "modern")
+	traceID, spanID := randomHex(16), randomHex(8)
+	c := th.client(&mcp.ClientOptions{Sampling: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+		return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: mcp.TextContent("because")}, nil
+	}})
+	res, err := c.CallTool(ctxFor(t), "modern__ask", nil, &mcp.CallOptions{Meta: mcp.Meta{"traceparent": "00-" + traceID + "-" + spanID + "-01"}})
+	require.NoError(t, err)
+	assert.Equal(t, "the model said: because", res.Content[0].Text)
+	ms.mu.Lock()
+	require.Len(t, ms.calls, 2)
+	for _, call := range ms.calls {
+		meta, _ := jsonrpc.Member(call, "_meta")
+		tp, _ := jsonrpc.StringMember(meta, "traceparent")
+		assert.Contains(t, tp, traceID, "each attempt carries the trace")
+	}
+	ms.mu.Unlock()
+
+	tr := j.WaitTrace(t, traceID, 5)
+	recv := spanOf(t, tr, th.ID(), "tools/call modern__ask")
+	round := spanOf(t, tr, th.ID(), "input round tools/call")
+	ask := spanOf(t, tr, th.ID(), "sampling/createMessage")
+	assert.Equal(t, spanID, recv.ParentID)
+	assert.Equal(t, recv.SpanID, round.ParentID)
+	assert.Equal(t, "1", round.Attributes["switchboard.input.round"])
+	assert.Equal(t, round.SpanID, ask.ParentID, "the hub asks the client within the round")
+	assert.Equal(t, "CLIENT", ask.Kind)
+	attempts := 0
+	for _, s := range tr.Spans {
+		if s.Name == "tools/call ask" {
+			attempts++
+			assert.Equal(t, recv.SpanID, s.ParentID)
+			assert.Equal(t, mcp.ModernVersion, s.Attributes["mcp.protocol.version"])
+		}
+	}
+	assert.Equal(t, 2, attempts, "%v", tr.Names())
+}
