@@ -243,9 +243,7 @@ func (r *report) poolRows(t *benchlab.Table) {
 		if i == 1 {
 			target = fmt.Sprintf("vs 1 child %s", benchlab.FormatRatio(p.poolRatio))
 		}
-		t.Add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
-			benchlab.FormatDuration(c.sum.P50), benchlab.FormatDuration(c.sum.P99), benchlab.FormatDuration(c.sum.P999), "", "",
-			benchlab.FormatDuration(c.cpuPerCall()), "", "", allocsCell(c), "", target)
+		addCallRow(t, c, target)
 	}
 	if p.lease == nil {
 		return
@@ -257,10 +255,21 @@ func (r *report) poolRows(t *benchlab.Table) {
 		if i == 1 {
 			target = verdictCell(v)
 		}
-		t.Add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
-			benchlab.FormatDuration(c.sum.P50), benchlab.FormatDuration(c.sum.P99), benchlab.FormatDuration(c.sum.P999), "", "",
-			benchlab.FormatDuration(c.cpuPerCall()), "", "", allocsCell(c), "", target)
+		addCallRow(t, c, target)
 	}
+}
+
+// addCallRow adds a row of calls measured beside others (no ratio to the
+// raw echo, no floor): its rate, latencies, CPU and allocations per call,
+// and target.
+func addCallRow(t *benchlab.Table, c *callResult, target string) {
+	allCPU := ""
+	if d := c.allCPUPerCall(); d > 0 {
+		allCPU = benchlab.FormatDuration(d)
+	}
+	t.Add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
+		benchlab.FormatDuration(c.sum.P50), benchlab.FormatDuration(c.sum.P99), benchlab.FormatDuration(c.sum.P999), "", "",
+		benchlab.FormatDuration(c.cpuPerCall()), "", allCPU, allocsCell(c), "", target)
 }
 
 func allocsCell(c *callResult) string {

@@ -226,9 +226,7 @@ func (r *report) tracingRows(t *benchlab.Table) {
 		} else if c.endpoint != tr.reference() {
 			target = "vs " + tr.reference() + " " + benchlab.FormatRatio(tr.ratios[c.endpoint])
 		}
-		t.Add(c.endpoint, c.shape.String(), c.payload.name, rateCell(c.rate, c.errs),
-			benchlab.FormatDuration(c.sum.P50), benchlab.FormatDuration(c.sum.P99), benchlab.FormatDuration(c.sum.P999), "", "",
-			benchlab.FormatDuration(c.cpuPerCall()), "", benchlab.FormatDuration(c.allCPUPerCall()), allocsCell(c), "", target)
+		addCallRow(t, c, target)
 	}
 }
 

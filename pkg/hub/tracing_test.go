@@ -144,6 +144,16 @@ func (ts *tracedServer) flush(t *testing.T) {
 	}
 }
 
+// startTracedHub starts a hub of cfg with a traced server named srv on it,
+// whose own spans go to j (nil: it records none).
+func startTracedHub(t *testing.T, cfg Config, j *jaegertest.Jaeger) (*testHub, *tracedServer) {
+	t.Helper()
+	th := startHub(t, cfg)
+	srv := newTracedServer(t, j)
+	th.runServer(srv.Server, "srv")
+	return th, srv
+}
+
 // traceparentParts splits a valid traceparent into its trace id and span
 // id.
 func traceparentParts(t *testing.T, tp string) (traceID, spanID string) {
@@ -251,9 +261,7 @@ func TestTracing_callAcrossInstances(t *testing.T) {
 func TestTracing_clientContextContinues(t *testing.T) {
 	t.Parallel()
 	j := testJaeger(t)
-	th := startHub(t, Config{Tracing: tracingTo(j)})
-	srv := newTracedServer(t, j)
-	th.runServer(srv.Server, "srv")
+	th, srv := startTracedHub(t, Config{Tracing: tracingTo(j)}, j)
 	sampling := func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 		return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: mcp.TextContent("sampled")}, nil
 	}
@@ -314,9 +322,7 @@ func TestTracing_clientContextContinues(t *testing.T) {
 func TestTracing_malformedContextIsIgnored(t *testing.T) {
 	t.Parallel()
 	j := testJaeger(t)
-	th := startHub(t, Config{Tracing: tracingTo(j)})
-	srv := newTracedServer(t, nil)
-	th.runServer(srv.Server, "srv")
+	th, srv := startTracedHub(t, Config{Tracing: tracingTo(j)}, nil)
 	zero := "00-00000000000000000000000000000000-00f067aa0ba902b7-01"
 	for _, tc := range []struct {
 		name   string
@@ -358,9 +364,7 @@ func TestTracing_exporterDown(t *testing.T) {
 	require.NoError(t, err)
 	down := "http://" + ln.Addr().String()
 	ln.Close() // nothing listens there any more
-	th := startHub(t, Config{Tracing: tracing.Config{Enabled: true, Endpoint: down, BatchDelay: 10 * time.Millisecond}})
-	srv := newTracedServer(t, nil)
-	th.runServer(srv.Server, "srv")
+	th, _ := startTracedHub(t, Config{Tracing: tracing.Config{Enabled: true, Endpoint: down, BatchDelay: 10 * time.Millisecond}}, nil)
 	c := th.client(nil)
 	ctx := ctxFor(t)
 	for range 50 {
@@ -396,9 +400,7 @@ func scrapeOpenMetrics(t *testing.T, th *testHub) string {
 func TestTracing_callLogAndExemplars(t *testing.T) {
 	t.Parallel()
 	j := testJaeger(t)
-	th := startHub(t, Config{Tracing: tracingTo(j), TracingUI: "http://jaeger.example:16686/"})
-	srv := newTracedServer(t, nil)
-	th.runServer(srv.Server, "srv")
+	th, srv := startTracedHub(t, Config{Tracing: tracingTo(j), TracingUI: "http://jaeger.example:16686/"}, nil)
 	c := th.client(nil)
 	ctx := ctxFor(t)
 	_, err := c.ReadResource(ctx, uriCalls) // someone watches the call log
@@ -427,9 +429,7 @@ func TestTracing_callLogAndExemplars(t *testing.T) {
 // reaches the server as the client wrote it, and no span is made.
 func TestTracing_offChangesNothing(t *testing.T) {
 	t.Parallel()
-	th := startHub(t, Config{})
-	srv := newTracedServer(t, nil)
-	th.runServer(srv.Server, "srv")
+	th, srv := startTracedHub(t, Config{}, nil)
 	tp := "00-" + randomHex(16) + "-" + randomHex(8) + "-01"
 	_, err := th.client(nil).CallTool(ctxFor(t), "srv__echo", nil, &mcp.CallOptions{Meta: mcp.Meta{"traceparent": tp}})
 	require.NoError(t, err)
