@@ -128,8 +128,9 @@ func TestTasks_legacyClientAnswersTheTasksInput(t *testing.T) {
 	assert.Equal(t, "answer: accept", out.Content[0].Text)
 }
 
-// slowServer is a server of the session revisions, without the extension:
-// "slow" reports progress and answers when released.
+// slowServer is a server of both eras (the hub speaks 2026-07-28 to it),
+// without the extension: "slow" reports progress and answers when
+// released.
 func slowServer(release <-chan struct{}, started chan<- struct{}) *mcp.Server {
 	s := mcp.NewServer(mcp.Implementation{Name: "slow", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -182,6 +183,33 @@ func TestTasks_heldTask(t *testing.T) {
 	out, err := modern.CallTool(ctxFor(t), "slow__slow", map[string]any{}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "slow and done", out.Content[0].Text)
+}
+
+// TestTasks_heldTaskOfAModernServer: a call to a server of 2026-07-28
+// only, without the extension, that outlasts TaskAfter is a task the hub
+// holds, as for any server without it: tasks/get reads it, tasks/cancel
+// cancels it at the hub. (The hub took its own CreateTaskResult, in the
+// call's place, for the server's task, recorded it as the server's, and
+// sent tasks/get and tasks/cancel to a server that has no such methods.)
+func TestTasks_heldTaskOfAModernServer(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{TaskAfter: 20 * time.Millisecond})
+	s := mcp.NewServer(mcp.Implementation{Name: "slow", Version: "1"}, &mcp.ServerOptions{ProtocolVersions: []string{mcp.ModernVersion}})
+	s.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	th.runServer(s, "slow")
+	c := th.tasksClient("/mcp", nil)
+	task := startTask(t, c, "slow__slow", map[string]any{})
+	got, err := c.GetTask(ctxFor(t), task.TaskID)
+	require.NoError(t, err)
+	assert.Equal(t, mcp.TaskWorking, got.Status)
+	require.NoError(t, c.CancelTask(ctxFor(t), task.TaskID))
+	got, err = c.GetTask(ctxFor(t), task.TaskID)
+	require.NoError(t, err)
+	assert.Equal(t, mcp.TaskCancelled, got.Status)
 }
 
 func TestTasks_heldTaskCancelled(t *testing.T) {
