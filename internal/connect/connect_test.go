@@ -166,6 +166,23 @@ func TestRun_restartsAChildThatDies(t *testing.T) {
 	assert.NotEqual(t, second, pidOf())
 }
 
+// TestRun_childThatExitsOnDiscover: the hub asks server/discover first; a
+// child that exits on a method it does not know is restarted, and the hub,
+// which remembers it, sends the new child initialize first: the server is
+// on the hub after one failed start.
+func TestRun_childThatExitsOnDiscover(t *testing.T) {
+	th := startHub(t, hub.Config{})
+	r := runConnector(t, []connect.Server{selfServer("strict", "strict")}, connect.Options{URL: th.url("/mcp/server")})
+	c := th.client(t, nil)
+	waitTool(t, c, "strict__echo", true)
+	res, err := c.CallTool(ctxFor(t), "strict__echo", map[string]string{"text": "hello"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", text(t, res))
+	assert.Equal(t, 1, r.log.count("not initialize first", "server/discover"), "the log:\n%s", r.log)
+	assert.Equal(t, 1, r.log.count("the server exited with status 2; restarting"), "the log:\n%s", r.log)
+	assert.Equal(t, 1, r.log.count("the server answered the hub's initialize"), "the log:\n%s", r.log)
+}
+
 // TestRun_garbageOnStdout: lines that are not JSON-RPC are dropped and
 // logged, the hub gets an error log message, and the server keeps working.
 func TestRun_garbageOnStdout(t *testing.T) {

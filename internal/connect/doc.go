@@ -26,10 +26,10 @@
 // connection and the server's pipes are one conversation, so requests,
 // answers, notifications, progress, cancellation and the server's own
 // requests to clients (sampling, elicitation, roots) all pass as they are.
-// The hub sends initialize first, as it does to every server (and
-// server/discover to a server of the 2026-07-28 revision, which refuses
-// initialize); the connector only watches for them and for the server's
-// answer: a server that answered either has started.
+// The hub asks server/discover first, as it does every server, and sends
+// initialize to a server that refuses it (one of the session revisions);
+// the connector only watches for them and for the server's answers: a
+// server that answered either has started.
 //
 // The server's standard error goes to the log line by line, with
 // server=<name>. A line on its standard output that is not JSON-RPC (a

@@ -1,6 +1,7 @@
 package connect_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -61,6 +62,9 @@ func TestMain(m *testing.M) {
 //	roots    the server, asking roots/list once initialized (outside any call)
 //	alone    the server, asking for sampling and elicitation once
 //	         initialized (outside any call), saying on stderr how each failed
+//	strict   the server, but a first request other than initialize (the
+//	         hub's server/discover) makes it exit with status 2, as some
+//	         servers take a method they do not know
 func runRole(role string) int {
 	switch role {
 	case "mute":
@@ -155,7 +159,17 @@ func runRole(role string) int {
 			abandon.cancel()
 			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("abandoned")}}, nil
 		})
-	ss := d.Serve(context.Background(), peer.NewStdio(os.Stdin, os.Stdout, nil))
+	var in io.Reader = os.Stdin
+	if role == "strict" {
+		br := bufio.NewReader(os.Stdin)
+		first, err := br.ReadBytes('\n')
+		if err != nil || !bytes.Contains(first, []byte(`"method":"initialize"`)) {
+			fmt.Fprintf(os.Stderr, "not initialize first: %.80s\n", first)
+			return 2
+		}
+		in = io.MultiReader(bytes.NewReader(first), br)
+	}
+	ss := d.Serve(context.Background(), peer.NewStdio(in, os.Stdout, nil))
 	if role == "alone" {
 		// Requests that need a client, outside any client's call.
 		go func() {

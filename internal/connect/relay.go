@@ -85,11 +85,10 @@ type upstream interface {
 var _ upstream = (*child)(nil)
 
 // relay passes frames both ways between the hub and one run of a server,
-// unchanged. It watches only the start: the hub's initialize (or, for a
-// server of the 2026-07-28 revision, which refuses initialize, its
-// server/discover) and the server's answer (for the init timeout and the
-// server's name), and it drops, logs and reports lines that are not
-// JSON-RPC.
+// unchanged. It watches only the start: the hub's server/discover and, for
+// a server of the session revisions, which refuses it, its initialize, and
+// the server's answer to either (for the init timeout and the server's
+// name), and it drops, logs and reports lines that are not JSON-RPC.
 type relay struct {
 	hub, server peer.Conn
 	log         *slog.Logger
@@ -230,10 +229,10 @@ func (r *relay) hubToServer() {
 	}
 }
 
-// watchStart notes the ids of the hub's initialize and server/discover:
-// the answer to either starts the server. (A server of the 2026-07-28
-// revision refuses initialize and answers server/discover: counting only
-// initialize restarted it every InitTimeout.)
+// watchStart notes the ids of the hub's server/discover and initialize:
+// the answer to either starts the server (a server of the session
+// revisions refuses discover and answers initialize; one of 2026-07-28 is
+// never sent initialize).
 func (r *relay) watchStart(frame []byte) {
 	for _, m := range jsonrpc.Decode(frame).Messages {
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() &&
@@ -334,8 +333,8 @@ func (r *relay) watchInitialized(ms []jsonrpc.Message) {
 			continue
 		}
 		if resp.Error != nil {
-			// A server of the 2026-07-28 revision refuses initialize: the
-			// hub asks server/discover next. Otherwise the hub closes.
+			// A server of the session revisions refuses server/discover:
+			// the hub sends initialize next. Otherwise the hub closes.
 			r.log.Info("the server refused "+method, "code", resp.Error.Code, "message", resp.Error.Message)
 			continue
 		}

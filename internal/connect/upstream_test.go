@@ -164,7 +164,7 @@ func modernOnlyWatched(t *testing.T, seen func(http.Header)) *httptest.Server {
 // discovery as the start and keeps the session, call after call, well past
 // its init timeout (it restarted the server every init timeout before).
 func TestRun_modernUpstreamIsStarted(t *testing.T) {
-	th := startHub(t, hub.Config{})
+	th := startHub(t, hub.Config{RateLimit: -1}) // it calls as fast as it can
 	srv := modernOnly(t)
 	const initTimeout = 200 * time.Millisecond
 	r := runConnector(t, []connect.Server{{Name: "modern", Upstream: srv.URL + "/mcp"}},

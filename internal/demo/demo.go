@@ -70,8 +70,14 @@ func New(opts *Options) *Server {
 		o.ClockInterval = time.Second
 	}
 	d := &Server{
+		// The session revisions only: ask blocks on CreateMessage, which
+		// needs a session to send on (a request of 2026-07-28 has none).
+		// Behind the hub, which speaks to each server in the newest
+		// revision it supports, it is what exercises the translation for
+		// clients of 2026-07-28.
 		Server: mcp.NewServer(mcp.Implementation{Name: o.Name, Title: "Switchboard demo", Version: "1.0.0"},
-			&mcp.ServerOptions{Instructions: "A demo server: echo, add, slow (with progress), ask (uses sampling)."}),
+			&mcp.ServerOptions{Instructions: "A demo server: echo, add, slow (with progress), ask (uses sampling).",
+				ProtocolVersions: mcp.SupportedVersions}),
 		clock: o.ClockInterval,
 	}
 

@@ -110,7 +110,8 @@
 // Replicas, the server's side:
 //
 //	replica.go             a server connection: handshake, lists, what it sends
-//	replica_modern.go      servers of the 2026-07-28 revision: discover, _meta,
+//	replica_modern.go      servers of the 2026-07-28 revision: which revision a
+//	                       server is spoken to in (discover first), _meta,
 //	                       their listen stream
 //
 // The registry of servers:
@@ -206,11 +207,11 @@
 // Every other mutex is a leaf: nothing else is taken while it is held.
 // They are cluster.mu and cluster.inboxMu (cluster.go), subscriptions.mu,
 // session.mu, flight.mu (routing.go), inputs.mu, leases.mu,
-// elicitations.mu, departures.mu, catalogKeeper.mu (catalog.go),
-// Tokens.mu, bucket.mu, coalescer.mu, internTable.mu (cluster_wire.go),
-// recorder.mu, stats.mu, stats.rmu, callLog.mu, principalCache.mu and
-// knownTokens.mu (auth_oauth.go), and tasks.mu but for the pair above
-// (cluster_tasks.go).
+// elicitations.mu, departures.mu, closers.mu (replica_modern.go),
+// catalogKeeper.mu (catalog.go), Tokens.mu, bucket.mu, coalescer.mu,
+// internTable.mu (cluster_wire.go), recorder.mu, stats.mu, stats.rmu,
+// callLog.mu, principalCache.mu and knownTokens.mu (auth_oauth.go), and
+// tasks.mu but for the pair above (cluster_tasks.go).
 //
 // One change of a modern server's listen stream holds a turn across its
 // round trip to the server (upstreamListen, replica_modern.go), and so

@@ -850,12 +850,16 @@ func registerRaw(th *testHub, name, token string) (bool, error) {
 		if !ok || req.IsNotification() {
 			continue
 		}
-		if req.Method != mcp.MethodInitialize {
+		answer := `"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"x","version":"1"}}`
+		switch req.Method {
+		case mcp.MethodServerDiscover: // a server of the session revisions
+			answer = `"error":{"code":-32601,"message":"Method not found"}`
+		case mcp.MethodInitialize:
+		default:
 			// The hub lists only after the name is its: registered.
 			return true, nil
 		}
-		res := `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"x","version":"1"}}`
-		if err := conn.Write(ctxFor(t), []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, res))); err != nil {
+		if err := conn.Write(ctxFor(t), []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,%s}`, req.ID, answer))); err != nil {
 			return false, err
 		}
 	}

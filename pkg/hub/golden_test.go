@@ -48,8 +48,10 @@ import (
 //	S answer METHOD RESULT       S receives a request METHOD and answers RESULT
 //	C initialize [CAPS]          client C opens its session (initialize with CAPS,
 //	                             any answer, notifications/initialized)
-//	S initialize CAPS            server S answers the hub's initialize with CAPS and
-//	                             receives notifications/initialized
+//	S initialize CAPS            server S refuses the hub's server/discover (-32601, a
+//	                             server of the session revisions), answers its
+//	                             initialize with CAPS and receives
+//	                             notifications/initialized
 //	sync A S N                   wait until instance A lists server S with N replicas
 //	close C                      close C's connection
 //	quiet C                      C has received nothing it was not expected to
@@ -510,11 +512,16 @@ func (r *goldenRun) step(n int, line string) (string, bool) {
 			caps = "{}"
 		}
 		if r.isServer(words[0]) {
-			got := gc.next(t, n, gc.name)
 			var req struct {
 				ID     json.RawMessage `json:"id"`
 				Method string          `json:"method"`
 			}
+			got := gc.next(t, n, gc.name)
+			require.NoError(t, json.Unmarshal([]byte(got), &req), "line %d", n)
+			require.Equal(t, "server/discover", req.Method, "line %d: %s received %s", n, words[0], got)
+			refuse := `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32601,"message":"Method not found"}}`
+			require.NoError(t, gc.conn.Write(ctxFor(t), []byte(refuse)), "line %d", n)
+			got = gc.next(t, n, gc.name)
 			require.NoError(t, json.Unmarshal([]byte(got), &req), "line %d", n)
 			require.Equal(t, "initialize", req.Method, "line %d: %s received %s", n, words[0], got)
 			frame := `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":` +

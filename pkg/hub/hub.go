@@ -86,6 +86,12 @@ type Config struct {
 	// data.retryAfterMs. Defaults 1000 and 2000; negative disables.
 	RateLimit float64
 	RateBurst int
+	// DiscoverTimeout is how long a server that dialed in has to answer
+	// the hub's first request, server/discover, before the hub takes it for
+	// a server of the session revisions and sends initialize instead (one
+	// of those should refuse a method it does not know at once). Default
+	// 5 s.
+	DiscoverTimeout time.Duration
 	// InitializeTimeout is how long a client has, once connected, to send
 	// initialize; a slower one is closed with 1008. Default 10 s.
 	InitializeTimeout time.Duration
@@ -238,6 +244,7 @@ const (
 	DefaultRateLimit                = 1000
 	DefaultRateBurst                = 2000
 	DefaultInitializeTimeout        = 10 * time.Second
+	DefaultDiscoverTimeout          = 5 * time.Second
 	DefaultHandshakeTimeout         = 10 * time.Second
 	DefaultBodyTimeout              = 10 * time.Second
 	DefaultSendQueue                = 1024
@@ -290,6 +297,7 @@ func (cfg *Config) setDefaults() {
 	}
 	def(&cfg.RateBurst, DefaultRateBurst)
 	defDur(&cfg.InitializeTimeout, DefaultInitializeTimeout)
+	defDur(&cfg.DiscoverTimeout, DefaultDiscoverTimeout)
 	defDur(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	defDur(&cfg.BodyTimeout, DefaultBodyTimeout)
 	defDur(&cfg.StreamWriteTimeout, mcp.DefaultStreamWriteTimeout)
@@ -352,6 +360,7 @@ type Hub struct {
 	cluster    *cluster
 	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
 	gone       departures             // servers that left lately
+	closers    closers                // servers that closed on server/discover (replica_modern.go)
 	elicits    elicitations           // where URL-mode elicitations went (routing_elicitation.go)
 	stats      *stats                 // traffic statistics: switchboard://stats, clients, calls
 	oauth      *resourceServer        // nil without OAuthConfig

@@ -89,6 +89,20 @@ func sessionOpts(opts *mcp.ClientOptions) *mcp.ClientOptions {
 	return &o
 }
 
+// sessionServer returns a pkg/mcp Server of the session revisions only,
+// which the hub initializes (it refuses server/discover): for tests of what
+// only a session-based server does (requests to a client in the middle of
+// a call, leases, logs outside any call). A server of both eras is spoken
+// to in 2026-07-28.
+func sessionServer(name string, opts *mcp.ServerOptions) *mcp.Server {
+	o := mcp.ServerOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.ProtocolVersions = mcp.SupportedVersions
+	return mcp.NewServer(mcp.Implementation{Name: name, Version: "1"}, &o)
+}
+
 // client connects an MCP client to the hub, with a session.
 func (th *testHub) client(opts *mcp.ClientOptions) *mcp.Client {
 	th.t.Helper()

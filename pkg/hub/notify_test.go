@@ -176,7 +176,7 @@ func TestHub_serverRequestRouting(t *testing.T) {
 	var relMu sync.Mutex
 	var reqs []*mcp.ToolRequest
 	held := make(chan struct{}, 4)
-	s := mcp.NewServer(mcp.Implementation{Name: "r", Version: "1"}, nil)
+	s := sessionServer("r", nil)
 	s.AddTool(&mcp.Tool{Name: "hold"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
 		relMu.Lock()
 		reqs = append(reqs, req)
@@ -230,7 +230,7 @@ func TestHub_serverRequestRouting(t *testing.T) {
 func TestHub_elicitationAndRoots(t *testing.T) {
 	t.Parallel()
 	th := startHub(t, Config{})
-	s := mcp.NewServer(mcp.Implementation{Name: "e", Version: "1"}, nil)
+	s := sessionServer("e", nil)
 	s.AddTool(&mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
 		el, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)})
 		if err != nil {
@@ -300,7 +300,7 @@ func TestHub_listChanged(t *testing.T) {
 	th := startHub(t, Config{})
 	n := newNotes()
 	c := th.client(&mcp.ClientOptions{OnNotification: n.add})
-	s := mcp.NewServer(mcp.Implementation{Name: "lc", Version: "1"}, nil)
+	s := sessionServer("lc", nil)
 	s.AddTool(&mcp.Tool{Name: "one"}, nil)
 	th.runServer(s, "lc")
 	n.wait(t, mcp.NotificationToolsListChanged, 1, nil) // connect

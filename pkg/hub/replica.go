@@ -179,31 +179,15 @@ func (rp *replica) intendedName(hint string) string {
 	return normalizeName(hint)
 }
 
-// handshake initializes the server, lists what it offers and registers it.
+// handshake opens the server in the newest revision both sides speak
+// (open), lists what it offers and registers it.
 func (rp *replica) handshake(nameHint string) error {
 	h := rp.hub
 	ctx, cancel := context.WithTimeout(h.ctx, handshakeTimeout)
 	defer cancel()
-	var init mcp.InitializeResult
-	err := rp.peer.Call(ctx, mcp.MethodInitialize, &mcp.InitializeParams{
-		ProtocolVersion: mcp.LatestVersion,
-		Capabilities:    hubCaps,
-		ClientInfo:      hubClientInfo,
-	}, &init)
-	if refusedInitialize(err) {
-		// A server of the stateless revision has no initialize: it says
-		// what it is when discovered.
-		d, derr := rp.discover(ctx)
-		if derr != nil {
-			return fmt.Errorf("initialize failed: %w; server/discover failed too: %v", err, derr)
-		}
-		init, err, rp.modern = *d, nil, true
-	}
+	init, err := rp.open(ctx, nameHint)
 	if err != nil {
-		return fmt.Errorf("initialize failed: %w", err)
-	}
-	if !rp.modern && !mcp.IsSupportedVersion(init.ProtocolVersion) {
-		return fmt.Errorf("unsupported protocol version %q", init.ProtocolVersion)
+		return err
 	}
 	// The name comes from the credentials when they fix one, else from
 	// ?name=, else from serverInfo.name.

@@ -8,19 +8,23 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
-// Servers of the 2026-07-28 revision. The hub sends a server initialize
-// first, as it always has; a server of the stateless revision only
-// refuses it (the method is gone), and is then discovered with
-// server/discover. From then on every request the hub sends it describes
-// itself in _meta (the revision, what the client can do, the log level it
-// wants), list_changed and resource updates come on a subscriptions/listen
-// stream the hub keeps open, and the server's input requests come back as
+// Servers of the 2026-07-28 revision. The hub speaks to each server in the
+// newest revision both support: it asks server/discover first, as the
+// SDKs' clients do, and opens a session with initialize only when the
+// server refuses it (a server of the session revisions does not know the
+// method), does not list 2026-07-28, or does not answer in time. From then
+// on every request the hub sends a modern server describes itself in _meta
+// (the revision, what the client can do, the log level it wants),
+// list_changed and resource updates come on a subscriptions/listen stream
+// the hub keeps open, and the server's input requests come back as
 // InputRequiredResults: a modern client gets them as they are, and for a
 // session-based one the hub asks the client and retries the call
 // (routing_input.go).
@@ -51,29 +55,126 @@ type upstreamListen struct {
 	open bool
 }
 
-// discover asks a server that refused initialize whether it speaks the
-// stateless revision, and returns what it offers as an InitializeResult.
+// open learns which revision to speak with the server, the newest both
+// support, and returns what the server offers as an InitializeResult:
+// server/discover first (2026-07-28, rp.modern), then initialize (the
+// session revisions) when the server refuses discover, answers it without
+// 2026-07-28, or is silent for Config.DiscoverTimeout (a server of the
+// session revisions should refuse a method it does not know at once; one
+// that ignores it would hold its handshake). A server that closes its
+// connection on discover (some older servers take an unknown method for a
+// fatal error, and `hub connect` restarts them) is remembered, and sent
+// initialize first when it comes back, then discover if it refuses that.
+func (rp *replica) open(ctx context.Context, nameHint string) (*mcp.InitializeResult, error) {
+	key := rp.who.name + "\x00" + rp.intendedName(nameHint)
+	first := !rp.hub.closers.has(key)
+	var refused error
+	if first {
+		d, err := rp.discover(ctx)
+		if err == nil {
+			return d, nil
+		}
+		select {
+		case <-rp.peer.Done():
+			rp.hub.closers.add(key)
+			return nil, fmt.Errorf("the server closed the connection on server/discover (it is sent initialize first when it comes back): %w", err)
+		default:
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("server/discover: %w", err)
+		}
+		refused = err
+	}
+	var init mcp.InitializeResult
+	err := rp.peer.Call(ctx, mcp.MethodInitialize, &mcp.InitializeParams{
+		ProtocolVersion: mcp.LatestVersion,
+		Capabilities:    hubCaps,
+		ClientInfo:      hubClientInfo,
+	}, &init)
+	var rpcErr *jsonrpc.Error
+	if !first && errors.As(err, &rpcErr) && rpcErr != peer.ErrClosed {
+		// Refused with an answer, the connection open: a server of
+		// 2026-07-28 only, whose name once closed on discover.
+		if d, derr := rp.discover(ctx); derr == nil {
+			return d, nil
+		}
+	}
+	switch {
+	case err != nil && refused != nil:
+		return nil, fmt.Errorf("initialize failed: %w (server/discover failed first: %v)", err, refused)
+	case err != nil:
+		return nil, fmt.Errorf("initialize failed: %w", err)
+	case !mcp.IsSupportedVersion(init.ProtocolVersion):
+		return nil, fmt.Errorf("unsupported protocol version %q", init.ProtocolVersion)
+	}
+	rp.log.Debug("server initialized: it speaks a session revision", "version", init.ProtocolVersion, "discover", refused)
+	return &init, nil
+}
+
+// discover asks the server whether it speaks the stateless revision, within
+// Config.DiscoverTimeout, and returns what it offers as an InitializeResult.
 func (rp *replica) discover(ctx context.Context) (*mcp.InitializeResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, rp.hub.cfg.DiscoverTimeout)
+	defer cancel()
 	var d mcp.DiscoverResult
 	if err := rp.peer.Call(ctx, mcp.MethodServerDiscover, rp.modernMeta(nil, nil), &d); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(d.SupportedVersions, mcp.ModernVersion) {
-		return nil, fmt.Errorf("it supports none of the hub's protocol versions (it has %v)", d.SupportedVersions)
+		return nil, fmt.Errorf("it does not speak %s (it has %v)", mcp.ModernVersion, d.SupportedVersions)
 	}
 	init := &mcp.InitializeResult{ProtocolVersion: mcp.ModernVersion, Capabilities: d.Capabilities, Instructions: d.Instructions}
 	if raw, ok := d.Meta[mcp.MetaServerInfo]; ok {
 		b, _ := json.Marshal(raw)
 		_ = json.Unmarshal(b, &init.ServerInfo)
 	}
+	rp.modern = true
 	return init, nil
 }
 
-// refusedInitialize reports whether initialize failed as a server of the
-// stateless revision fails it: with an error answer, the connection open.
-func refusedInitialize(err error) bool {
-	var rpcErr *jsonrpc.Error
-	return errors.As(err, &rpcErr) && rpcErr != peer.ErrClosed
+// closersKept is how long the hub remembers a server that closed its
+// connection on server/discover, and closersMax how many it remembers (the
+// oldest is forgotten first): a server may be upgraded meanwhile, and a
+// forgotten one costs one more failed attempt.
+const (
+	closersKept = time.Hour
+	closersMax  = 4096
+)
+
+// closers are the servers that closed their connection on server/discover,
+// by owner and intended name, and when.
+type closers struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+func (c *closers) has(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.seen[key]
+	if ok && time.Since(at) > closersKept {
+		delete(c.seen, key)
+		return false
+	}
+	return ok
+}
+
+func (c *closers) add(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]time.Time{}
+	}
+	if _, ok := c.seen[key]; !ok && len(c.seen) >= closersMax {
+		oldest, at := "", time.Time{}
+		for k, t := range c.seen {
+			if oldest == "" || t.Before(at) {
+				oldest, at = k, t
+			}
+		}
+		delete(c.seen, oldest)
+	}
+	c.seen[key] = time.Now()
 }
 
 // modernMeta returns params (an object, or nil) with the _meta of a request

@@ -20,7 +20,7 @@ import (
 // listing one; "done" tells of an elicitation's end from a call of its own,
 // as a server does when the user comes back from the URL, whoever calls.
 func signinServer() *mcp.Server {
-	s := mcp.NewServer(mcp.Implementation{Name: "signin", Version: "1"}, nil)
+	s := sessionServer("signin", nil)
 	type idArgs struct {
 		ID string `json:"id"`
 	}

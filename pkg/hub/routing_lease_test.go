@@ -21,7 +21,7 @@ import (
 // (no _meta["switchboard/relatedRequest"]). hold, when set, keeps each call
 // open until it is closed; in counts the calls in the tool now.
 func untaggedServer(hold <-chan struct{}, in *atomic.Int32) *mcp.Server {
-	s := mcp.NewServer(mcp.Implementation{Name: "untagged", Version: "1"}, nil)
+	s := sessionServer("untagged", nil)
 	s.AddTool(&mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
 		if in != nil {
 			in.Add(1)

@@ -206,7 +206,7 @@ func TestHub_sameIDsFromTwoClients(t *testing.T) {
 func TestHub_preservesUnknownFields(t *testing.T) {
 	t.Parallel()
 	th := startHub(t, Config{})
-	s := mcp.NewServer(mcp.Implementation{Name: "raw", Version: "1"}, nil)
+	s := sessionServer("raw", nil)
 	const NAME = "raw"
 	s.AddTool(&mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","x-custom":{"deep":[1,2]}}`),
 		Annotations: map[string]any{"readOnlyHint": true}, Meta: mcp.Meta{"vendor/key": "v"}},

@@ -354,7 +354,7 @@ func TestAbuse(t *testing.T) {
 		InitializeTimeout: 300 * time.Millisecond,
 		HandshakeTimeout:  300 * time.Millisecond,
 	})
-	chatty := mcp.NewServer(mcp.Implementation{Name: "chatty", Version: "1"}, nil)
+	chatty := sessionServer("chatty", nil) // pings the hub mid-call to pace itself
 	var quiet atomic.Bool
 	var shouted atomic.Int64
 	chatty.AddTool(&mcp.Tool{Name: "shout"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {

@@ -409,7 +409,7 @@ func TestModern_inputRequired(t *testing.T) {
 func TestModern_inputRequiredTimesOut(t *testing.T) {
 	t.Parallel()
 	th := startHub(t, Config{CallTimeout: 300 * time.Millisecond})
-	s := mcp.NewServer(mcp.Implementation{Name: "slowpoke", Version: "1"}, nil)
+	s := sessionServer("slowpoke", nil)
 	asked := make(chan error, 1)
 	cancelled := make(chan struct{})
 	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
@@ -748,7 +748,7 @@ func TestModern_retryCancelledOnAnotherInstance(t *testing.T) {
 	t.Parallel()
 	_, hubs := startCluster(t, 2)
 	a, b := hubs[0], hubs[1]
-	s := mcp.NewServer(mcp.Implementation{Name: "stubborn", Version: "1"}, nil)
+	s := sessionServer("stubborn", nil)
 	cancelled := make(chan struct{})
 	answered := make(chan struct{})
 	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {

@@ -98,7 +98,7 @@ func newTracedServer(t *testing.T, j *jaegertest.Jaeger) *tracedServer {
 		t.Cleanup(func() { tr.Shutdown(context.Background()) })
 		ts.tr = tr
 	}
-	ts.Server = mcp.NewServer(mcp.Implementation{Name: "srv", Version: "1"}, nil)
+	ts.Server = sessionServer("srv", nil) // ask blocks on CreateMessage
 	ts.AddTool(&mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
 		_, span := ts.received(ctx, req)
 		defer span.End()
