@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
@@ -30,7 +31,9 @@ import (
 //	                             It keeps the first Mcp-Session-Id it is
 //	                             given and sends it on every request, and
 //	                             sends MCP-Protocol-Version: V (when given)
-//	                             on every request but an initialize
+//	                             on every request but an initialize; at
+//	                             2026-07-28, a POST's Mcp-Method and
+//	                             Mcp-Name mirror its body
 //	C initialize [CAPS]          C opens its session: initialize (at V, else
 //	                             2025-11-25) and notifications/initialized
 //	C POST R [on B] [HEADER]... FRAME
@@ -169,6 +172,9 @@ func (r *goldenRun) httpStep(n int, c *goldenHTTP, rest string) {
 		}
 	}
 	header := c.defaultHeader(method, isInitialize(body))
+	if method == http.MethodPost && mcp.IsModernVersion(c.version) {
+		mirror(header, body)
+	}
 	for _, kv := range set {
 		if kv[1] == "" {
 			header.Del(kv[0])
@@ -200,6 +206,25 @@ func (c *goldenHTTP) defaultHeader(method string, initialize bool) http.Header {
 		h.Set(mcp.HeaderProtocolVersion, c.version)
 	}
 	return h
+}
+
+// mirror sets the headers a client of 2026-07-28 mirrors a request's body
+// in (SEP-2243): Mcp-Method, and Mcp-Name for the methods that name
+// something. A script's own headers, or !Name, replace them.
+func mirror(h http.Header, body string) {
+	var m struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal([]byte(body), &m) != nil || m.Method == "" {
+		return
+	}
+	h.Set(mcp.HeaderMethod, m.Method)
+	if key := mcp.NameMember(m.Method); key != "" {
+		if name, ok := jsonrpc.StringMember(m.Params, key); ok {
+			h.Set(mcp.HeaderName, mcp.EncodeHeaderValue(name))
+		}
+	}
 }
 
 // isInitialize reports whether a body is an initialize request.

@@ -353,12 +353,14 @@ func (h *Hub) resolveNamed(s *session, v *view, k listKind, params json.RawMessa
 	}
 	// One pass over params finds the name; the arguments, usually most of
 	// the bytes, are then copied once, around the new name.
-	var rawName []byte
+	var rawName, args []byte
 	names, metas := 0, 0
 	for key, value := range jsonrpc.Members(params) {
 		switch string(key) {
 		case "name":
 			rawName, names = value, names+1
+		case "arguments":
+			args = value
 		case "_meta":
 			metas++
 		}
@@ -402,6 +404,15 @@ func (h *Hub) resolveNamed(s *session, v *view, k listKind, params json.RawMessa
 	it := v.lookup(k, aggName)
 	if it == nil {
 		return nil, errUnknownItem(what, name)
+	}
+	if k == kindTools && s.header != nil {
+		// A POST without a session: the arguments the tool's schema
+		// mirrors in Mcp-Param-* headers must say what the body does
+		// (SEP-2243). Only here is the schema known.
+		schema, _ := jsonrpc.Member(it.own, "inputSchema")
+		if err := mcp.CheckParamHeaders(s.header, schema, args); err != nil {
+			return nil, err
+		}
 	}
 	if s.scope != "" {
 		if names > 1 {

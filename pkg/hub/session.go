@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,9 @@ type session struct {
 	// stateless marks the session of one Streamable HTTP request of the
 	// 2026-07-28 revision: every request on it is modern (session_modern.go).
 	stateless bool
+	// header is a stateless session's request's HTTP headers: a tools/call's
+	// Mcp-Param-* headers are checked against its tool's schema (resolve).
+	header http.Header
 
 	closed      atomic.Bool  // the session is ending: no longer a client
 	modernSeen  atomic.Bool  // a modern request came: initialize is not awaited

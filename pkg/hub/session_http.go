@@ -181,6 +181,7 @@ func (h *Hub) openHTTP(r *http.Request, ss *mcp.StreamSession, stateless bool) e
 	s.stateless, s.httpID = stateless, ss.ID()
 	if stateless {
 		endListensAtExpiry(s)
+		s.header = ss.Header()
 	}
 	ss.SetData(s)
 	if !stateless {

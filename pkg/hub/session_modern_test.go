@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,6 +248,9 @@ func TestModern_overHTTP(t *testing.T) {
 		{"an unknown method", modernBody(19, "unknown/method", "", "{}"), nil, 404, jsonrpc.CodeMethodNotFound, ""},
 		{"an unknown method, even without _meta", `{"jsonrpc":"2.0","id":20,"method":"unknown/method","params":{}}`, nil, 404, jsonrpc.CodeMethodNotFound, ""},
 		{"an unknown tool", modernBody(21, "tools/call", `"name":"nope__nope"`, "{}"), nil, 400, jsonrpc.CodeInvalidParams, ""},
+		{"no Mcp-Method", modernBody(24, "tools/list", "", "{}"), http.Header{mcp.HeaderMethod: nil}, 400, mcp.CodeHeaderMismatch, ""},
+		{"a call without Mcp-Name", modernBody(25, "tools/call", `"name":"demo__add"`, "{}"), http.Header{mcp.HeaderName: nil}, 400, mcp.CodeHeaderMismatch, ""},
+		{"a read without Mcp-Name", modernBody(26, "resources/read", `"uri":"demo://counter"`, "{}"), http.Header{mcp.HeaderName: nil}, 400, mcp.CodeHeaderMismatch, ""},
 	} {
 		st := modernPost(t, url, tc.body, tc.header)
 		assert.Equal(t, tc.status, st.status, tc.name)
@@ -783,4 +787,58 @@ func TestModern_retryCancelledOnAnotherInstance(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return a.cluster.serving() == 0 }, wait, 5*time.Millisecond,
 		"the retry served for the other instance is gone")
+}
+
+// TestModern_paramHeaders: a tool whose schema has an argument mirrored in
+// a header (SEP-2243's x-mcp-header) is called over HTTP without a session
+// only with that header, saying what the body does: on /mcp and on the
+// server's own endpoint, the hub refuses (400, -32020) a call without it,
+// with another value, or with base64 that does not decode, and the server
+// never sees it. A well-behaved client (pkg/mcp's, which mirrors the
+// arguments of the tools it listed) calls it all along.
+func TestModern_paramHeaders(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	s := mcp.NewServer(mcp.Implementation{Name: "geo", Version: "1"}, nil)
+	var ran atomic.Int32
+	s.AddTool(&mcp.Tool{Name: "deploy", InputSchema: json.RawMessage(
+		`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"query":{"type":"string"}}}`)},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			ran.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("deployed")}}, nil
+		})
+	th.runServer(s, "geo")
+	good, err := mcp.Connect(ctxFor(t), th.srv.URL+"/mcp", nil) // 2026-07-28
+	require.NoError(t, err)
+	defer good.Close()
+	goodCall := func() {
+		t.Helper()
+		res, err := good.CallTool(ctxFor(t), "geo__deploy", map[string]string{"region": "eu-west3", "query": "q"}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, "deployed", res.Content[0].Text)
+	}
+	goodCall()
+
+	for _, ep := range []struct{ url, name string }{{th.srv.URL + "/mcp", "geo__deploy"}, {th.srv.URL + "/servers/geo/mcp", "deploy"}} {
+		body := modernBody(1, "tools/call", `"name":"`+ep.name+`","arguments":{"region":"us-west1","query":"q"}`, "{}")
+		before := ran.Load()
+		for _, tc := range []struct {
+			name   string
+			header http.Header
+		}{
+			{"without it", nil},
+			{"another value", http.Header{"Mcp-Param-Region": {"eu-west1"}}},
+			{"unpadded base64", http.Header{"Mcp-Param-Region": {"=?base64?dXMtd2VzdDE?="}}},
+		} {
+			st := modernPost(t, ep.url, body, tc.header)
+			assert.Equal(t, http.StatusBadRequest, st.status, "%s: %s", ep.url, tc.name)
+			resp, _ := st.answer(t)
+			code, _ := errorOf(t, resp)
+			assert.Equal(t, mcp.CodeHeaderMismatch, code, "%s: %s: %s", ep.url, tc.name, resp)
+			goodCall()
+		}
+		assert.Equal(t, before+3, ran.Load(), "%s: the server saw the good client's calls only", ep.url)
+		resp, _ := modernPost(t, ep.url, body, http.Header{"Mcp-Param-Region": {"=?base64?dXMtd2VzdDE=?="}}).answer(t)
+		assert.Equal(t, "deployed", firstText(t, resultOf(t, resp)), "%s: the header in base64", ep.url)
+	}
 }

@@ -425,7 +425,19 @@ func (c *Client) StartTool(ctx context.Context, name string, args any, opts *Cal
 		}
 	}
 	var answer json.RawMessage
-	if err := c.call(ctx, MethodToolsCall, params, &answer); err != nil {
+	err = c.call(ctx, MethodToolsCall, params, &answer)
+	if c.modern && jsonrpc.CodeOf(err) == CodeHeaderMismatch {
+		// Over Streamable HTTP a tool's schema may have arguments mirrored
+		// in Mcp-Param-* headers (SEP-2243), which the conn learns from
+		// the tools/list answers it carries: one it has not seen, or a
+		// schema that changed, is learned by listing again, and the call
+		// is sent once more, as the revision advises a client.
+		if _, lerr := c.AllTools(ctx); lerr == nil {
+			answer = nil
+			err = c.call(ctx, MethodToolsCall, params, &answer)
+		}
+	}
+	if err != nil {
 		return nil, nil, err
 	}
 	return c.toolAnswer(answer)

@@ -339,7 +339,8 @@ func TestStreamableHandler_statelessWire(t *testing.T) {
 		c := &rawClient{t: t, url: srv.URL, client: srv.Client()}
 		post := func(method, params string) *http.Response {
 			body := `{"jsonrpc":"2.0","id":7,"method":"` + method + `","params":` + string(modern(t, params, `{}`)) + `}`
-			return c.do(http.MethodPost, body, mcp.HeaderProtocolVersion, mcp.ModernVersion, mcp.HeaderMethod, method)
+			name, _ := jsonrpc.StringMember([]byte(params), "name")
+			return c.do(http.MethodPost, body, mcp.HeaderProtocolVersion, mcp.ModernVersion, mcp.HeaderMethod, method, mcp.HeaderName, name)
 		}
 
 		resp := post(mcp.MethodToolsCall, `{"name":"nope"}`)

@@ -359,7 +359,7 @@ func (s *Server) Dial(ctx context.Context, url string, opts *DialOptions) error 
 func (s *Server) Serve(ctx context.Context, conn peer.Conn) *ServerSession {
 	ss := &ServerSession{server: s, ready: make(chan struct{}), subs: map[string]bool{}}
 	if st := StreamSessionFromContext(ctx); st != nil && st.conn == conn {
-		ss.stateless = st.stateless
+		ss.stateless, ss.header = st.stateless, st.header
 	}
 	ss.peer = peer.New(conn, &peer.Options{
 		Handler:       sessionHandler{ss},
@@ -399,6 +399,7 @@ type ServerSession struct {
 	peer      *peer.Peer
 	ready     chan struct{}
 	stateless bool        // every request is modern: see Serve
+	header    http.Header // a stateless HTTP request's headers (Mcp-Param-*)
 	served    atomic.Bool // a request was answered
 
 	mu          sync.Mutex
@@ -936,12 +937,20 @@ func callTool(ctx context.Context, in *inbound) (any, error) {
 	s.mu.RLock()
 	i := slices.IndexFunc(s.tools, func(t *serverTool) bool { return t.tool.Name == p.Name })
 	var h ToolHandler
+	var schema json.RawMessage
 	if i >= 0 {
-		h = s.tools[i].handler
+		h, schema = s.tools[i].handler, s.tools[i].tool.InputSchema
 	}
 	s.mu.RUnlock()
 	if h == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "unknown tool %q", p.Name)
+	}
+	if in.ss.header != nil {
+		// Over Streamable HTTP without a session: the arguments the
+		// schema mirrors in headers must say what the body does.
+		if err := CheckParamHeaders(in.ss.header, schema, p.Arguments); err != nil {
+			return nil, err
+		}
 	}
 	var created *CreateTaskResult // when the handler made a task of the call (RunAsTask)
 	res, err := serveInput(ctx, in, p.InputResponses, p.RequestState, func(responses map[string]json.RawMessage, state string) (*CallToolResult, error) {

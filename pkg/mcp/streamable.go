@@ -612,6 +612,7 @@ func (h *StreamableHandler) serveStateless(w http.ResponseWriter, r *http.Reques
 	}
 	s := newStreamSession(h, "", version)
 	s.stateless = true
+	s.header = r.Header
 	if err := h.opts.Stateless(r, s); err != nil {
 		s.end(errRefused)
 		h.refuse(w, err)
@@ -649,9 +650,13 @@ func isKnownMethod(method string) bool {
 }
 
 // checkHeaders checks that a stateless request's headers say what its body
-// does: the protocol version (when the body states one; a body without it
-// is the owner's to refuse with -32602), and, when sent, the method and the
-// tool or prompt name or resource URI.
+// does, as SEP-2243 has a server do: the protocol version (when the body
+// states one; a body without it is the owner's to refuse with -32602), the
+// method (Mcp-Method, on every request), and for the methods NameMember
+// names, the tool or prompt name, resource URI or task id (Mcp-Name, which
+// may come in the base64 form of DecodeHeaderValue). A header missing or
+// saying something else is -32020. The Mcp-Param-* headers need the tool's
+// schema: the Server (or the hub) checks them (CheckParamHeaders).
 func checkHeaders(r *http.Request, req *jsonrpc.Request, version string) *jsonrpc.Error {
 	header := r.Header.Get(HeaderProtocolVersion)
 	switch {
@@ -660,18 +665,32 @@ func checkHeaders(r *http.Request, req *jsonrpc.Request, version string) *jsonrp
 	case version != "" && header != version:
 		return ErrHeaderMismatch("the %s header says %q, the body's _meta %q", HeaderProtocolVersion, header, version)
 	}
-	if m := r.Header.Values(HeaderMethod); len(m) > 0 && strings.TrimSpace(m[0]) != req.Method {
+	m := r.Header.Values(HeaderMethod)
+	switch {
+	case len(m) == 0:
+		return ErrHeaderMismatch("missing %s header (the body's method is %q)", HeaderMethod, req.Method)
+	case strings.Trim(m[0], " \t") != req.Method:
 		return ErrHeaderMismatch("the %s header says %q, the body %q", HeaderMethod, m[0], req.Method)
 	}
-	if n := r.Header.Values(HeaderName); len(n) > 0 {
-		key := "name"
-		if req.Method == MethodResourcesRead {
-			key = "uri"
-		}
-		if name, _ := jsonrpc.StringMember(req.Params, key); (req.Method == MethodToolsCall || req.Method == MethodPromptsGet ||
-			req.Method == MethodResourcesRead) && strings.TrimSpace(n[0]) != name {
-			return ErrHeaderMismatch("the %s header says %q, the body's %s %q", HeaderName, n[0], key, name)
-		}
+	key := NameMember(req.Method)
+	if key == "" {
+		return nil
+	}
+	name, ok := jsonrpc.StringMember(req.Params, key)
+	if !ok {
+		return nil // the owner refuses the body itself (-32602)
+	}
+	n := r.Header.Values(HeaderName)
+	if len(n) == 0 {
+		return ErrHeaderMismatch("missing %s header (the body's %s is %q)", HeaderName, key, name)
+	}
+	said, err := DecodeHeaderValue(n[0])
+	if err != nil {
+		err.Message = HeaderName + ": " + err.Message
+		return err
+	}
+	if said != name {
+		return ErrHeaderMismatch("the %s header says %q, the body's %s %q", HeaderName, said, key, name)
 	}
 	return nil
 }

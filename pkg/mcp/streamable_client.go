@@ -94,10 +94,15 @@ type StreamableClientConn struct {
 	version   string
 	modern    string                            // the version of the last stateless request
 	posts     map[jsonrpc.ID]context.CancelFunc // POSTs of one request in flight, by its id
-	initID    jsonrpc.ID                        // the initialize request in flight
-	initOK    bool
-	getOpen   bool // the GET stream was started
-	closed    bool
+	// lists are the stateless tools/list requests in flight; schemas the
+	// input schemas their answers taught, of the tools that mirror
+	// arguments in Mcp-Param-* headers, by name (noteTools).
+	lists   map[jsonrpc.ID]bool
+	schemas map[string]json.RawMessage
+	initID  jsonrpc.ID // the initialize request in flight
+	initOK  bool
+	getOpen bool // the GET stream was started
+	closed  bool
 }
 
 var _ peer.Conn = (*StreamableClientConn)(nil)
@@ -168,7 +173,52 @@ func (c *StreamableClientConn) fail(err error) { c.in.fail(err) }
 // deliver hands a frame from the server to Read.
 func (c *StreamableClientConn) deliver(frame []byte) {
 	c.noteInit(frame)
+	c.noteTools(frame)
 	c.in.put(c.ctx, frame)
+}
+
+// maxSchemas bounds the tools whose schemas a conn keeps (noteTools).
+const maxSchemas = 10000
+
+// noteTools learns, from the answer to a stateless tools/list, which tools
+// mirror arguments in Mcp-Param-* headers (x-mcp-header), so that a later
+// tools/call sends them (SEP-2243: a client must). A conn knows a tool from
+// the lists it carried: whoever writes on it (a Client, the hub through
+// `hub connect`) lists before it calls.
+func (c *StreamableClientConn) noteTools(frame []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.lists) == 0 {
+		return
+	}
+	for _, m := range jsonrpc.Decode(frame).Messages {
+		resp, ok := m.(*jsonrpc.Response)
+		if !ok || !c.lists[resp.ID] {
+			continue
+		}
+		delete(c.lists, resp.ID)
+		var page struct {
+			Tools []struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+		}
+		if resp.Error != nil || json.Unmarshal(resp.Result, &page) != nil {
+			continue
+		}
+		for _, t := range page.Tools {
+			if len(paramHeaders(t.InputSchema)) == 0 {
+				delete(c.schemas, t.Name)
+				continue
+			}
+			if c.schemas == nil {
+				c.schemas = map[string]json.RawMessage{}
+			}
+			if _, known := c.schemas[t.Name]; known || len(c.schemas) < maxSchemas {
+				c.schemas[t.Name] = t.InputSchema
+			}
+		}
+	}
 }
 
 // noteInit learns the protocol version from the answer to initialize.
@@ -264,6 +314,7 @@ func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if stateless != "" {
 		setStatelessHeaders(req.Header, stateless, single)
+		c.mirrorArguments(req.Header, single)
 	}
 	if c.opts.TraceHeaders {
 		setTraceHeaders(req.Header, single)
@@ -347,30 +398,40 @@ func (c *StreamableClientConn) statelessVersion(req *jsonrpc.Request) string {
 }
 
 // setStatelessHeaders sets the headers a POST of 2026-07-28 mirrors its
-// message in, in place of a session's.
+// message in, in place of a session's: a name that cannot go in a header
+// as it is goes in the base64 form (EncodeHeaderValue).
 func setStatelessHeaders(h http.Header, version string, req *jsonrpc.Request) {
 	h.Del(HeaderSessionID)
 	h.Set(HeaderProtocolVersion, version)
 	h.Set(HeaderMethod, req.Method)
 	if key := NameMember(req.Method); key != "" {
-		if name, ok := jsonrpc.StringMember(req.Params, key); ok && validHeaderValue(name) {
-			h.Set(HeaderName, name)
+		if name, ok := jsonrpc.StringMember(req.Params, key); ok {
+			h.Set(HeaderName, EncodeHeaderValue(name))
 		}
 	}
 }
 
-// validHeaderValue reports whether s can go in a header as it is: no
-// control characters, no leading or trailing space.
-func validHeaderValue(s string) bool {
-	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; b < 0x20 && b != '\t' || b == 0x7f {
-			return false
+// mirrorArguments sets the Mcp-Param-* headers of a stateless tools/call
+// of a tool whose schema a tools/list taught the conn (noteTools), and
+// notes a stateless tools/list, so that its answer teaches it.
+func (c *StreamableClientConn) mirrorArguments(h http.Header, req *jsonrpc.Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch req.Method {
+	case MethodToolsList:
+		if req.IsCall() {
+			if c.lists == nil {
+				c.lists = map[jsonrpc.ID]bool{}
+			}
+			c.lists[req.ID] = true
+		}
+	case MethodToolsCall:
+		name, _ := jsonrpc.StringMember(req.Params, "name")
+		if schema, ok := c.schemas[name]; ok {
+			args, _ := jsonrpc.Member(req.Params, "arguments")
+			SetParamHeaders(h, schema, args)
 		}
 	}
-	return true
 }
 
 // cancelPOST ends the POST of a request being cancelled. Without a session

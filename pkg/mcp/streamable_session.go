@@ -37,6 +37,7 @@ type StreamSession struct {
 	nonce     string   // tells this session's event ids from another's
 	version   string   // the protocol version the client asked for
 	stateless bool
+	header    http.Header // a stateless session's: its request's headers
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -160,6 +161,12 @@ func (s *StreamSession) Conn() peer.Conn { return s.conn }
 // Context returns a context that ends with the session and carries it (see
 // StreamSessionFromContext).
 func (s *StreamSession) Context() context.Context { return s.ctx }
+
+// Header returns the HTTP headers of a stateless session's one request
+// (nil for a session opened with initialize), for what only the owner can
+// check: the Mcp-Param-* headers of a tools/call against the tool's schema
+// (CheckParamHeaders).
+func (s *StreamSession) Header() http.Header { return s.header }
 
 // Done is closed when the session ends.
 func (s *StreamSession) Done() <-chan struct{} { return s.done }

@@ -814,7 +814,7 @@ func TestStreamableHandler_stateless(t *testing.T) {
 	defer h.Close()
 	c := &rawClient{t: t, url: srv.URL, client: srv.Client()}
 	resp := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
-		mcp.HeaderProtocolVersion, "2026-07-28")
+		mcp.HeaderProtocolVersion, "2026-07-28", mcp.HeaderMethod, mcp.MethodToolsCall, mcp.HeaderName, "echo")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Empty(t, resp.Header.Get(mcp.HeaderSessionID), "no session")
 	msgs := readAll(t, resp)

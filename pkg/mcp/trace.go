@@ -97,7 +97,7 @@ func setTraceHeaders(h http.Header, req *jsonrpc.Request) {
 		return
 	}
 	for _, k := range traceKeys {
-		if v, ok := jsonrpc.StringMember(meta, k); ok && validHeaderValue(v) {
+		if v, ok := jsonrpc.StringMember(meta, k); ok && plainHeaderValue(v) {
 			h.Set(k, v)
 		}
 	}
