@@ -36,9 +36,9 @@ test-gosdk:
 
 ## conformance: the official MCP conformance suite, every server scenario of
 ## 2025-11-25 and of 2026-07-28 at its own wire, in every lane (the fixture
-## served directly, through the hub), and one table of them all
+## served directly, through the hub, behind hub connect), and one table of them all
 conformance:
-	$(GO) test -count=1 -v -run '^TestConformance$$' ./internal/conformance -args -report-lanes
+	$(GO) test -count=1 -v -run '^TestConformance$$' ./internal/conformance
 
 ## test-e2e: interoperability with the official MCP TypeScript SDK
 test-e2e: build

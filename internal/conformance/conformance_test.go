@@ -2,7 +2,6 @@ package conformance_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
@@ -17,15 +16,23 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchboard-mcp/switchboard/internal/conformance"
+	"github.com/switchboard-mcp/switchboard/internal/connect"
+	"github.com/switchboard-mcp/switchboard/internal/link"
 	"github.com/switchboard-mcp/switchboard/pkg/hub"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// fixtureEnv makes the test binary the fixture on standard input and
+// output: the child `hub connect` runs in the lanes behind it.
+const fixtureEnv = "SWITCHBOARD_CONFORMANCE_FIXTURE"
 
-// reportLanes runs the lanes that only report too (make conformance): they
-// hold the build to nothing, and take their time failing.
-var reportLanes = flag.Bool("report-lanes", false, "also run the conformance lanes that only report (make conformance)")
+func TestMain(m *testing.M) {
+	if os.Getenv(fixtureEnv) == "stdio" {
+		_ = conformance.ServeStdio(context.Background(), nil, os.Stdin, os.Stdout)
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // The scenarios of each revision, as the pinned suite
 // (@modelcontextprotocol/conformance 0.2.0-alpha.12) runs them with
@@ -69,20 +76,6 @@ var (
 	}
 )
 
-// fixtureTasks2026 are the unscored scenarios of 2026-07-28 the fixture
-// passes served directly: the tasks extension's, and json-schema-2020-12.
-// Not among them: tasks-status-notifications (the suite skips its only
-// check), and the SEP-2243 header scenarios (tasks-request-headers,
-// http-header-validation, http-custom-header-server-validation), which
-// need pkg/mcp's Streamable HTTP handler to refuse requests whose
-// Mcp-Method, Mcp-Name or Mcp-Param-* headers are missing or disagree with
-// the body, tasks' ids included.
-var fixtureTasks2026 = []string{
-	"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
-	"tasks-mrtr-input", "tasks-dispatch-and-envelope", "tasks-required-task-error", "tasks-mrtr-composition",
-	"json-schema-2020-12",
-}
-
 // lane is one column of the table: the suite at one revision, at that
 // revision's wire, against one target.
 type lane struct {
@@ -92,10 +85,8 @@ type lane struct {
 	// at, and how to stop it; nil for a lane not built yet.
 	start func(t *testing.T) (url string, stop func())
 	// holds are the unscored scenarios the lane must pass, besides every
-	// scored one; report holds it to none: it runs for the table, with
-	// -report-lanes.
-	holds  []string
-	report bool
+	// scored one.
+	holds []string
 	// also checks more of its results.
 	also func(t *testing.T, results map[string]*scenario)
 
@@ -106,30 +97,35 @@ type lane struct {
 // Streamable HTTP, answering POSTs with JSON where that suffices or with
 // SSE always; through a hub's /servers/conformance/mcp, the fixture dialed
 // out to it over a WebSocket, speaking every revision or 2026-07-28 only;
-// and behind `hub connect`, not built yet.
+// and behind `hub connect`, as its child on stdio or reached over HTTP
+// (--upstream). Each revision at its own wire, in every lane.
 func lanes() []*lane {
 	modernOnly := &mcp.ServerOptions{ProtocolVersions: []string{mcp.ModernVersion}}
 	return []*lane{
 		{name: "direct, JSON answers", revision: mcp.LatestVersion, start: direct(mcp.ResponseAuto), holds: unscored2025},
-		{name: "direct, JSON answers", revision: mcp.ModernVersion, start: direct(mcp.ResponseAuto), holds: fixtureTasks2026},
+		{name: "direct, JSON answers", revision: mcp.ModernVersion, start: direct(mcp.ResponseAuto), holds: unscored2026},
 		{name: "direct, SSE answers", revision: mcp.LatestVersion, start: direct(mcp.ResponseSSE), holds: unscored2025, also: resumes},
-		{name: "direct, SSE answers", revision: mcp.ModernVersion, start: direct(mcp.ResponseSSE), holds: fixtureTasks2026},
+		{name: "direct, SSE answers", revision: mcp.ModernVersion, start: direct(mcp.ResponseSSE), holds: unscored2026},
 		{name: "hub, JSON answers", revision: mcp.LatestVersion, start: throughHub(mcp.ResponseAuto, nil), holds: unscored2025, also: nothingToResume},
 		{name: "hub, SSE answers", revision: mcp.LatestVersion, start: throughHub(mcp.ResponseSSE, nil), holds: unscored2025, also: primesButCannotClose},
-		{name: "hub, JSON answers", revision: mcp.ModernVersion, start: throughHub(mcp.ResponseAuto, nil), holds: fixtureTasks2026, report: true},
-		{name: "hub, fixture of 2026-07-28 only", revision: mcp.ModernVersion, start: throughHub(mcp.ResponseAuto, modernOnly),
-			holds: fixtureTasks2026},
+		{name: "hub, JSON answers", revision: mcp.ModernVersion, start: throughHub(mcp.ResponseAuto, nil), holds: unscored2026},
+		{name: "hub, fixture of 2026-07-28 only", revision: mcp.ModernVersion, start: throughHub(mcp.ResponseAuto, modernOnly), holds: unscored2026},
 		{name: "hub, fixture of 2026-07-28 only", revision: mcp.LatestVersion, start: throughHub(mcp.ResponseAuto, modernOnly), holds: unscored2025},
-		{name: "behind hub connect", revision: mcp.LatestVersion},
-		{name: "behind hub connect", revision: mcp.ModernVersion},
+		{name: "behind hub connect, stdio", revision: mcp.LatestVersion, start: behindConnect(false), holds: unscored2025, also: nothingToResume},
+		{name: "behind hub connect, stdio", revision: mcp.ModernVersion, start: behindConnect(false), holds: unscored2026},
+		{name: "behind hub connect, --upstream", revision: mcp.LatestVersion, start: behindConnect(true), holds: unscored2025, also: nothingToResume},
+		{name: "behind hub connect, --upstream", revision: mcp.ModernVersion, start: behindConnect(true), holds: unscored2026},
 	}
 }
 
-// TestConformance runs the official suite in every lane and prints one
-// table of every scenario in every lane (make conformance shows it, with
-// the lanes that only report). A lane fails on any failed or warned check
-// of a scenario it holds: every scored one, and the unscored ones it
-// passes; the others are reported.
+// TestConformance runs the official suite in every lane, the lanes side by
+// side (each is a hub or a fixture of its own, and the suite spends most
+// of its time waiting), and prints one table of every scenario in every
+// lane (make conformance shows it). A lane fails on any failed or warned
+// check of a scenario it holds: every scored one, and every unscored one
+// (the tasks extension's, the SEP-2243 headers', json-schema-2020-12); a
+// scenario whose every check the suite itself skips is reported as
+// skipped.
 //
 // server-sse-polling (SEP-1699) is the one scenario whose checks depend on
 // the answers' mode. Its test_reconnection tool has the server close the
@@ -143,24 +139,25 @@ func lanes() []*lane {
 // TestHTTP_resumesADroppedStream in pkg/hub resumes a stream through the
 // hub instead, with a client that drops it mid-call.
 //
-// Through the hub, the fixture of 2026-07-28 only answers initialize with
-// -32601: the hub must fall back to server/discover, call it with
-// per-request _meta, and translate for the 2025-11-25 suite's session (its
-// input requests become requests to the session, and so on).
+// Through the hub (dialed out, or behind hub connect), the fixture speaks
+// both eras, and the hub speaks 2026-07-28 to it (server/discover first):
+// the 2025-11-25 suite's session is translated (the fixture's input
+// requests become requests to the session, and so on). The fixture of
+// 2026-07-28 only is the same to the hub.
 func TestConformance(t *testing.T) {
 	suite(t) // fails at once, saying what to do, without it
 	all := lanes()
-	for i, l := range all {
-		if l.start == nil || l.report && !*reportLanes {
-			continue
+	t.Run("lanes", func(t *testing.T) {
+		for i, l := range all {
+			t.Run(fmt.Sprintf("%c %s %s", 'A'+i, l.name, l.revision), func(t *testing.T) {
+				t.Parallel()
+				url, stop := l.start(t)
+				defer stop()
+				l.results = runSuite(t, l.revision, url)
+				l.judge(t)
+			})
 		}
-		t.Run(fmt.Sprintf("%c %s %s", 'A'+i, l.name, l.revision), func(t *testing.T) {
-			url, stop := l.start(t)
-			defer stop()
-			l.results = runSuite(t, l.revision, url)
-			l.judge(t)
-		})
-	}
+	})
 	writeTable(os.Stdout, all)
 }
 
@@ -181,12 +178,13 @@ func (l *lane) judge(t *testing.T) {
 	}
 	assert.ElementsMatch(t, scored, gotScored, "the scenarios %s scores", l.revision)
 	assert.ElementsMatch(t, unscored, gotUnscored, "the scenarios run beside them")
-	if l.report {
-		return
-	}
 	for _, name := range slices.Concat(scored, l.holds) {
 		s := l.results[name]
 		if !assert.NotNil(t, s, "scenario %s ran", name) || s.ok() {
+			continue
+		}
+		if s.skipped() {
+			t.Logf("scenario %s: the suite skips its every check (%s)", name, s.checks[0].ErrorMessage)
 			continue
 		}
 		var failed []string
@@ -267,6 +265,50 @@ func direct(mode mcp.ResponseMode) func(t *testing.T) (string, func()) {
 // (made with opts) dialed out to it, and returns the fixture's endpoint on
 // the hub.
 func throughHub(mode mcp.ResponseMode, opts *mcp.ServerOptions) func(t *testing.T) (string, func()) {
+	return onHub(mode, func(ctx context.Context, t *testing.T, servers string) func() {
+		s := conformance.NewServer(opts)
+		dialed := make(chan error, 1)
+		go func() { dialed <- s.Dial(ctx, servers+"?name=conformance", nil) }()
+		return func() {
+			assert.ErrorIs(t, <-dialed, context.Canceled)
+			shutdown(t, s)
+		}
+	})
+}
+
+// behindConnect starts a hub with the fixture behind `hub connect`'s
+// connector (internal/connect, as the command runs it): a child on stdio
+// (this test binary, as the fixture), or, with upstream, the fixture served
+// over Streamable HTTP and reached as an --upstream.
+func behindConnect(upstream bool) func(t *testing.T) (string, func()) {
+	return onHub(mcp.ResponseAuto, func(ctx context.Context, t *testing.T, servers string) func() {
+		self, err := os.Executable()
+		require.NoError(t, err)
+		srv := connect.Server{Name: "conformance", Command: self, Env: map[string]string{fixtureEnv: "stdio"}}
+		stopDirect := func() {}
+		if upstream {
+			var url string
+			url, stopDirect = direct(mcp.ResponseAuto)(t)
+			srv = connect.Server{Name: "conformance", Upstream: url}
+		}
+		ran := make(chan error, 1)
+		go func() {
+			ran <- connect.Run(ctx, []connect.Server{srv}, &connect.Options{URL: servers,
+				Logger: slog.New(slog.DiscardHandler), Retry: link.Retry{MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second}})
+		}()
+		return func() {
+			assert.NoError(t, <-ran, "the connector stops with its context")
+			stopDirect()
+		}
+	})
+}
+
+// onHub starts a hub answering POSTs as mode says, puts the fixture on it
+// with attach (given a context that ends when the lane stops, and the
+// hub's endpoint for servers; it returns what waits for the fixture to
+// stop), waits until the fixture is registered, and returns the fixture's
+// endpoint on the hub.
+func onHub(mode mcp.ResponseMode, attach func(ctx context.Context, t *testing.T, servers string) (wait func())) func(t *testing.T) (string, func()) {
 	return func(t *testing.T) (string, func()) {
 		h, err := hub.New(hub.Config{Logger: slog.New(slog.DiscardHandler), HTTPResponses: mode})
 		require.NoError(t, err)
@@ -274,18 +316,13 @@ func throughHub(mode mcp.ResponseMode, opts *mcp.ServerOptions) func(t *testing.
 		srv.Config = h.NewHTTPServer()
 		srv.Start()
 		ctx, cancel := context.WithCancel(t.Context())
-		s := conformance.NewServer(opts)
-		dialed := make(chan error, 1)
-		go func() {
-			dialed <- s.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/mcp/server?name=conformance", nil)
-		}()
+		wait := attach(ctx, t, "ws"+strings.TrimPrefix(srv.URL, "http")+"/mcp/server")
 		url := srv.URL + "/servers/conformance/mcp"
 		stop := func() {
 			cancel()
-			assert.ErrorIs(t, <-dialed, context.Canceled)
+			wait()
 			srv.Close()
 			assert.NoError(t, h.Close())
-			shutdown(t, s)
 		}
 		if !assert.Eventually(t, func() bool {
 			c, err := mcp.Connect(ctx, url, &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion})

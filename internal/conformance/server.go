@@ -43,6 +43,7 @@ const jsonSchema2020 = `{"$schema":"https://json-schema.org/draft/2020-12/schema
 func NewServer(opts *mcp.ServerOptions) *mcp.Server {
 	s := mcp.NewServer(mcp.Implementation{Name: "switchboard-conformance-fixture", Version: "1.0.0"}, withTasks(opts))
 	addTools(s)
+	addHeaderTools(s)
 	addStatelessTools(s)
 	addInputTools(s, newSealer())
 	addTaskTools(s)
@@ -72,6 +73,24 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 func noArgs(name, description string) *mcp.Tool {
 	return &mcp.Tool{Name: name, Description: description, InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)}
+}
+
+// addHeaderTools adds the tool of the http-custom-header-server-validation
+// scenario: a parameter its schema has mirrored in a header (SEP-2243's
+// x-mcp-header), Mcp-Param-Region, which the Server checks against the
+// argument on a POST without a session (mcp.CheckParamHeaders).
+func addHeaderTools(s *mcp.Server) {
+	s.AddTool(&mcp.Tool{Name: "test_header_param", Description: "Says which region it was given, which clients mirror in the Mcp-Param-Region header",
+		InputSchema: schema(`"region":{"type":"string","description":"The region to run in","x-mcp-header":"Region"}`, "region")},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			var args struct {
+				Region string `json:"region"`
+			}
+			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+				return nil, err
+			}
+			return text("Region: " + args.Region), nil
+		})
 }
 
 func addTools(s *mcp.Server) {

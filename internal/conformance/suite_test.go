@@ -67,6 +67,12 @@ func (s scenario) ok() bool {
 	return s.failed == 0 && !slices.ContainsFunc(s.checks, func(c check) bool { return c.Status != "SUCCESS" && c.Status != "INFO" })
 }
 
+// skipped reports whether the suite skipped every check of the scenario
+// (one it cannot test yet), and failed none.
+func (s scenario) skipped() bool {
+	return s.failed == 0 && len(s.checks) > 0 && !slices.ContainsFunc(s.checks, func(c check) bool { return c.Status != "SKIPPED" })
+}
+
 var (
 	// summaryLine is one scenario in the suite's summary.
 	summaryLine = regexp.MustCompile(`(?m)^[✓✗] (\S+): (\d+) passed, (\d+) failed$`)
@@ -205,13 +211,8 @@ func writeTable(w io.Writer, lanes []*lane) {
 	fmt.Fprintf(w, "\nConformance: the suite's server scenarios, a lane a column\n\n")
 	for i, l := range lanes {
 		note := ""
-		switch {
-		case l.start == nil:
-			note = " (not built yet)"
-		case l.results == nil && l.report:
-			note = " (reports only: run by make conformance)"
-		case l.report:
-			note = " (reports only)"
+		if l.results == nil {
+			note = " (not run)"
 		}
 		fmt.Fprintf(w, "  %c  %s, %s%s\n", 'A'+i, l.name, l.revision, note)
 	}
@@ -276,7 +277,7 @@ func TestWriteTable(t *testing.T) {
 	var b strings.Builder
 	writeTable(&b, lanes)
 	out := b.String()
-	assert.Contains(t, out, "  C  three, 2026-07-28 (not built yet)\n")
+	assert.Contains(t, out, "  C  three, 2026-07-28 (not run)\n")
 	assert.Regexp(t, `\nping +2025-11-25 +✓ +· +- +\nextra +\(unscored\) +✗2 +✓ +- +\nskipped +\(unscored\) +· +skip +- +\n`, out)
 	assert.Regexp(t, `\nscored: passed/run +1/1 +0/0 +- +\n$`, out)
 }
