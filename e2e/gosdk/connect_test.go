@@ -82,7 +82,9 @@ func goSDKStdio(t *testing.T) hubconnect.Server {
 	bin := filepath.Join(t.TempDir(), "askserver")
 	out, err := exec.Command("go", "build", "-o", bin, "./askserver/cmd/askserver").CombinedOutput()
 	require.NoError(t, err, "building askserver: %s", out)
-	return hubconnect.Server{Name: "ask", Command: bin, Pool: hubconnect.Pool{Min: 1, Max: 4}}
+	// Session: the SDK's server speaks both eras, but its tool asks with
+	// requests of its own, which the SDK refuses in 2026-07-28.
+	return hubconnect.Server{Name: "ask", Command: bin, Pool: hubconnect.Pool{Min: 1, Max: 4}, Session: true}
 }
 
 // tsSDKStdio is e2e/test/askserver.mjs, run by node on stdio in a pool of
@@ -105,7 +107,7 @@ func goSDKHTTP(t *testing.T) hubconnect.Server {
 	s := askserver.New()
 	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
 	t.Cleanup(srv.Close)
-	return hubconnect.Server{Name: "ask", Upstream: srv.URL + "/mcp"}
+	return hubconnect.Server{Name: "ask", Upstream: srv.URL + "/mcp", Session: true}
 }
 
 func redisBroker(t *testing.T, rs *redistest.Server, prefix string) pubsub.Broker {

@@ -268,7 +268,11 @@ func stillWorks(t *testing.T, cs *sdk.ClientSession, modern bool) {
 	require.NoError(t, err, "the client keeps working")
 }
 
-// fixture is a server with one of everything the tests call.
+// fixture is a server with one of everything the tests call, of the
+// session revisions (its tools ask the client with requests of their own,
+// which 2026-07-28 has not: the hub, which speaks to a server in the newest
+// revision it has, opens a session with it, and translates for a client
+// of 2026-07-28).
 type fixture struct {
 	*mcp.Server
 	cancelled  chan struct{} // a tool saw its call cancelled
@@ -278,7 +282,8 @@ type fixture struct {
 func newFixture() *fixture {
 	f := &fixture{cancelled: make(chan struct{}, 1), subscribed: make(chan string, 16)}
 	f.Server = mcp.NewServer(mcp.Implementation{Name: "switchboard-fixture", Version: "1.0.0"}, &mcp.ServerOptions{
-		PageSize: 2, Instructions: "be kind",
+		ProtocolVersions: mcp.SupportedVersions,
+		PageSize:         2, Instructions: "be kind",
 		OnSubscribe: func(_ *mcp.ServerSession, uri string, on bool) {
 			if !on {
 				uri = "-" + uri

@@ -32,6 +32,7 @@ type connectOptions struct {
 	pool        string
 	poolIdle    time.Duration
 	shared      bool
+	session     bool
 	initTimeout time.Duration
 	tracing     bool
 	log         logFlags
@@ -90,7 +91,8 @@ func connectCommand(o *connectOptions) *command {
 	fs.StringVar(&o.pool, "pool", "", "keep between MIN and MAX children of the command (`MIN..MAX`, or N), each a replica on the hub: MIN always, more while every one has calls in flight (default 1..1)")
 	fs.DurationVar(&o.poolIdle, "pool-idle", connect.DefaultPoolIdle, "how long a child beyond the pool's MIN may have no call before it is stopped")
 	fs.BoolVar(&o.shared, "shared", false, "every child serves every client's calls at once: for a server that asks clients nothing during a call (no sampling, elicitation or roots), or names the call when it does")
-	fs.DurationVar(&o.initTimeout, "init-timeout", connect.DefaultInitTimeout, "how long a server may take to answer the hub's initialize (or server/discover) before it is restarted")
+	fs.BoolVar(&o.session, "session", false, "the server needs a session: its tools ask clients with requests of their own during a call (sampling, elicitation, roots), which protocol version 2026-07-28 has not; the hub opens a session with initialize instead of speaking 2026-07-28 to a server that speaks both")
+	fs.DurationVar(&o.initTimeout, "init-timeout", connect.DefaultInitTimeout, "how long a server may take to answer the hub's server/discover (or initialize) before it is restarted")
 	fs.StringVar(&o.oauthClientID, "oauth-client-id", "", "OAuth client `id` the connector gets access tokens for the hub as (client credentials), instead of a static --token")
 	fs.StringVar(&o.oauthSecretFile, "oauth-client-secret-file", "", "`file` holding that client's secret (or "+connect.ClientSecretEnv+"; never on the command line)")
 	fs.StringVar(&o.oauthIssuer, "oauth-issuer", "", "the authorization server's issuer `URL` (default: the first one the hub's resource metadata names)")
@@ -293,8 +295,8 @@ func (o *connectOptions) servers(command []string) ([]connect.Server, error) {
 		return nil, usagef("connect", "give one of -- COMMAND [ARGS...], --config FILE and --upstream URL")
 	}
 	if o.config != "" {
-		if o.name != "" || len(o.roots) > 0 || len(o.headers) > 0 || o.transport != "" || o.pool != "" || o.shared {
-			return nil, usagef("connect", "--name, --root, --header, --transport, --pool and --shared apply to one server: with --config, put them in the file")
+		if o.name != "" || len(o.roots) > 0 || len(o.headers) > 0 || o.transport != "" || o.pool != "" || o.shared || o.session {
+			return nil, usagef("connect", "--name, --root, --header, --transport, --pool, --shared and --session apply to one server: with --config, put them in the file")
 		}
 		servers, err := connect.LoadConfig(o.config)
 		if err != nil {
@@ -302,7 +304,7 @@ func (o *connectOptions) servers(command []string) ([]connect.Server, error) {
 		}
 		return servers, nil
 	}
-	s := connect.Server{Name: o.name, Roots: o.roots, Shared: o.shared}
+	s := connect.Server{Name: o.name, Roots: o.roots, Shared: o.shared, Session: o.session}
 	if o.pool != "" {
 		p, err := connect.ParsePool(o.pool)
 		if err != nil {

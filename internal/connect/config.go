@@ -32,6 +32,7 @@ type configServer struct {
 	Disabled bool              `yaml:"disabled"`
 	Pool     string            `yaml:"pool"`
 	Shared   bool              `yaml:"shared"`
+	Session  bool              `yaml:"session"`
 	OAuth    *configOAuth      `yaml:"oauth"`
 }
 
@@ -71,8 +72,9 @@ type configOAuth struct {
 // Each key is the server's name on the hub. "servers" (VS Code's key) is
 // read like "mcpServers"; "cwd" sets the working directory; an entry with
 // "disabled: true" is skipped; "type" (VS Code's) may say "sse" for an
-// upstream on the older HTTP+SSE transport; "pool" (MIN..MAX, or N) and
-// "shared" are Server.Pool and Server.Shared; "oauth" is an upstream's
+// upstream on the older HTTP+SSE transport; "pool" (MIN..MAX, or N),
+// "shared" and "session" are Server.Pool, Server.Shared and
+// Server.Session; "oauth" is an upstream's
 // Server.OAuth (clientId, clientSecretFile, refreshTokenFile, scope,
 // issuer, audience: a secret only in a file); other members are ignored.
 // Servers come back sorted by name.
@@ -108,7 +110,7 @@ func ParseConfig(b []byte) ([]Server, error) {
 		if strings.TrimSpace(name) == "" {
 			return nil, errors.New("servers file: a server has an empty name")
 		}
-		s := Server{Name: name, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, Roots: e.Roots, Upstream: e.URL, Shared: e.Shared}
+		s := Server{Name: name, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, Roots: e.Roots, Upstream: e.URL, Shared: e.Shared, Session: e.Session}
 		if e.Pool != "" {
 			p, err := ParsePool(e.Pool)
 			if err != nil {

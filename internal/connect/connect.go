@@ -68,6 +68,13 @@ type Server struct {
 	// Streamable HTTP server is never leased: the connector names the call
 	// of each request from the POST stream that carries it.
 	Shared bool
+	// Session says the server needs a session (a revision before
+	// 2026-07-28): its tools send the client requests of their own in the
+	// middle of a call (sampling, elicitation, roots), which 2026-07-28 has
+	// not, so a server of both eras written that way fails them there. The
+	// connector asks the hub (?era=session) to open a session with
+	// initialize instead of speaking 2026-07-28 to it.
+	Session bool
 }
 
 // leased reports whether the hub should lease s's runs to one client at a
@@ -295,8 +302,9 @@ type connector struct {
 	retired   bool      // retire is closed
 }
 
-// dialURL is the hub URL with the server's name, its roots, and whether to
-// lease its replicas to one client at a time.
+// dialURL is the hub URL with the server's name, its roots, whether to
+// lease its replicas to one client at a time, and whether it needs a
+// session.
 func (c *connector) dialURL() string {
 	u, _ := url.Parse(c.opts.URL) // checked by Run
 	q := u.Query()
@@ -308,6 +316,9 @@ func (c *connector) dialURL() string {
 	}
 	if c.srv.leased() {
 		q.Set("lease", "client")
+	}
+	if c.srv.Session {
+		q.Set("era", "session")
 	}
 	u.RawQuery = q.Encode()
 	return u.String()

@@ -99,10 +99,11 @@ func TestParsePool(t *testing.T) {
 		_, err := connect.ParsePool(in)
 		assert.ErrorContains(t, err, want, in)
 	}
-	servers, err := connect.ParseConfig([]byte("mcpServers: {a: {command: x, pool: 1..3, shared: true}}"))
+	servers, err := connect.ParseConfig([]byte("mcpServers: {a: {command: x, pool: 1..3, shared: true, session: true}}"))
 	require.NoError(t, err)
 	assert.Equal(t, connect.Pool{Min: 1, Max: 3}, servers[0].Pool)
 	assert.True(t, servers[0].Shared)
+	assert.True(t, servers[0].Session)
 	_, err = connect.ParseConfig([]byte("mcpServers: {a: {command: x, pool: lots}}"))
 	assert.ErrorContains(t, err, `server "a": pool "lots"`)
 }

@@ -447,7 +447,8 @@ func TestServe_hubCancelsItsRequest(t *testing.T) {
 	// A server whose tool asks the client to sample, then gives up when
 	// the test says so.
 	giveUp := make(chan struct{})
-	srv := mcp.NewServer(mcp.Implementation{Name: "hesitant", Version: "1"}, nil)
+	// Of the session revisions: its tool blocks on CreateMessage.
+	srv := mcp.NewServer(mcp.Implementation{Name: "hesitant", Version: "1"}, &mcp.ServerOptions{ProtocolVersions: mcp.SupportedVersions})
 	mcp.AddTypedTool(srv, &mcp.Tool{Name: "hesitate"}, func(ctx context.Context, req *mcp.ToolRequest, _ struct{}) (*mcp.CallToolResult, error) {
 		sctx, cancel := context.WithCancel(ctx)
 		defer cancel()

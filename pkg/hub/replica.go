@@ -42,9 +42,12 @@ type replica struct {
 	roots   []string // the roots given on its URL (?root=), for roots/list outside any call
 
 	// modern marks a server of the 2026-07-28 revision (replica_modern.go);
-	// set by the handshake, before the replica is registered.
-	modern bool
-	listen upstreamListen // a modern server's listen stream
+	// set by the handshake, before the replica is registered. needsSession:
+	// its URL said ?era=session (a server whose tools send clients requests
+	// of their own mid-call): it is initialized, never discovered.
+	modern       bool
+	needsSession bool
+	listen       upstreamListen // a modern server's listen stream
 
 	// untagged: the server's URL said ?lease=client, as the connector says
 	// of a published stdio server, whose requests to clients cannot name
@@ -118,6 +121,7 @@ func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
 	nameHint := r.URL.Query().Get("name")
 	rp.roots = r.URL.Query()["root"]
 	rp.untagged = r.URL.Query().Get("lease") == "client"
+	rp.needsSession = r.URL.Query().Get("era") == "session"
 	if !h.goOwned(func() { rp.run(nameHint) }) {
 		rp.peer.CloseWith(peer.CloseGoingAway, "hub shutting down")
 	}

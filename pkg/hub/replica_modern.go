@@ -64,10 +64,13 @@ type upstreamListen struct {
 // that ignores it would hold its handshake). A server that closes its
 // connection on discover (some older servers take an unknown method for a
 // fatal error, and `hub connect` restarts them) is remembered, and sent
-// initialize first when it comes back, then discover if it refuses that.
+// initialize first when it comes back, then discover if it refuses that. A
+// server that says it needs a session (?era=session: its tools send the
+// client requests of their own mid-call, which 2026-07-28 has not) is
+// initialized only.
 func (rp *replica) open(ctx context.Context, nameHint string) (*mcp.InitializeResult, error) {
 	key := rp.who.name + "\x00" + rp.intendedName(nameHint)
-	first := !rp.hub.closers.has(key)
+	first := !rp.needsSession && !rp.hub.closers.has(key)
 	var refused error
 	if first {
 		d, err := rp.discover(ctx)
@@ -92,7 +95,7 @@ func (rp *replica) open(ctx context.Context, nameHint string) (*mcp.InitializeRe
 		ClientInfo:      hubClientInfo,
 	}, &init)
 	var rpcErr *jsonrpc.Error
-	if !first && errors.As(err, &rpcErr) && rpcErr != peer.ErrClosed {
+	if !first && !rp.needsSession && errors.As(err, &rpcErr) && rpcErr != peer.ErrClosed {
 		// Refused with an answer, the connection open: a server of
 		// 2026-07-28 only, whose name once closed on discover.
 		if d, derr := rp.discover(ctx); derr == nil {

@@ -97,6 +97,20 @@ func TestReplica_bothErasServerSpokenToInTheNewest(t *testing.T) {
 	assert.Contains(t, string(resp), `"text":"`+mcp.ModernVersion+`"`)
 }
 
+// TestReplica_sessionWhenAsked: a server of both eras that says it needs a
+// session (?era=session, hub connect --session: its tools send the client
+// requests of their own mid-call) is initialized and never discovered.
+func TestReplica_sessionWhenAsked(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	th.dial(bothErasServer(), "?name=both&era=session")
+	th.waitFor("both registered", func(v *view) bool { return len(v.servers["both"]) == 1 })
+	assert.Equal(t, mcp.LatestVersion, th.reg.view().servers["both"][0].ProtocolVersion)
+	res, err := th.client(nil).CallTool(ctxFor(t), "both__era", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "a session", res.Content[0].Text)
+}
+
 // TestReplica_sessionServerIsInitialized: a server of the session
 // revisions refuses server/discover, and the hub opens a session with it.
 func TestReplica_sessionServerIsInitialized(t *testing.T) {
