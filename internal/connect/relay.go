@@ -333,9 +333,13 @@ func (r *relay) watchInitialized(ms []jsonrpc.Message) {
 			continue
 		}
 		if resp.Error != nil {
-			// A server of the session revisions refuses server/discover:
-			// the hub sends initialize next. Otherwise the hub closes.
-			r.log.Info("the server refused "+method, "code", resp.Error.Code, "message", resp.Error.Message)
+			if method == mcp.MethodServerDiscover {
+				// A server of the session revisions, as most are: the hub
+				// sends initialize next.
+				r.log.Debug("the server does not speak 2026-07-28: the hub initializes it", "code", resp.Error.Code, "message", resp.Error.Message)
+				continue
+			}
+			r.log.Info("the server refused initialize", "code", resp.Error.Code, "message", resp.Error.Message)
 			continue
 		}
 		name := serverName(method, resp.Result)
