@@ -1,7 +1,9 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,4 +341,52 @@ func TestCatalog_oauthVirtualServer(t *testing.T) {
 	assert.JSONEq(t, `{"sum":3}`, structured(t, res))
 	want := refusal{401, th.challenge("/servers/support/mcp", "mcp:client", oauth.ErrorInvalidToken, "the access token is not meant for this resource")}
 	assert.Equal(t, want, initializeWith(t, th.srv.URL+"/servers/support/mcp", bearer(forDemo)))
+}
+
+// A tool with an argument mirrored in a header (SEP-2243), on a virtual
+// server that renames it and fixes another argument the schema mirrors,
+// and in search mode: called directly without a session, its header is
+// checked against the schema as that endpoint lists it (the fixed argument
+// out of it); in search mode, whose lists hold only the meta-tools, its
+// client knows no schema to mirror from, and it is not (by its name, or
+// through call_tool). pkg/mcp's client calls it every way.
+func TestCatalog_paramHeaders(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{CatalogFile: writeCatalog(t, `
+virtualServers:
+  - name: ops
+    tools: [{server: geo, tool: deploy, as: launch, fixed: {zone: b}}]
+  - name: find
+    discovery: search
+    tools: [{server: geo}]
+`)})
+	s := mcp.NewServer(mcp.Implementation{Name: "geo", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "deploy", InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+		`"region":{"type":"string","x-mcp-header":"Region"},"zone":{"type":"string","x-mcp-header":"Zone"}}}`)},
+		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("deployed " + string(req.Params.Arguments))}}, nil
+		})
+	th.runServer(s, "geo")
+
+	ops := th.srv.URL + "/servers/ops/mcp"
+	st := modernPost(t, ops, modernBody(1, "tools/call", `"name":"launch","arguments":{"region":"us"}`, "{}"), nil)
+	assert.Equal(t, http.StatusBadRequest, st.status, "no Mcp-Param-Region")
+	resp, _ := modernPost(t, ops, modernBody(2, "tools/call", `"name":"launch","arguments":{"region":"us"}`, "{}"),
+		http.Header{"Mcp-Param-Region": {"us"}}).answer(t)
+	assert.Contains(t, firstText(t, resultOf(t, resp)), `"zone":"b"`, "the fixed argument needs no header of the client's")
+
+	for _, tc := range []struct{ path, tool string }{{"/servers/ops/mcp", "launch"}, {"/servers/find/mcp", "deploy"}} {
+		c, err := mcp.Connect(ctxFor(t), th.srv.URL+tc.path, nil) // 2026-07-28
+		require.NoError(t, err)
+		defer c.Close()
+		res, err := c.CallTool(ctxFor(t), tc.tool, map[string]any{"region": "eu"}, nil)
+		require.NoError(t, err, tc.path)
+		assert.Contains(t, res.Content[0].Text, `"region":"eu"`)
+	}
+	c, err := mcp.Connect(ctxFor(t), th.srv.URL+"/servers/find/mcp", nil)
+	require.NoError(t, err)
+	defer c.Close()
+	res, err := c.CallTool(ctxFor(t), catalog.CallToolName, map[string]any{"name": "deploy", "arguments": map[string]any{"region": "ap"}}, nil)
+	require.NoError(t, err, "call_tool's inner tool is not held to headers its client could not know")
+	assert.Contains(t, res.Content[0].Text, `"region":"ap"`)
 }

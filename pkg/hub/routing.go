@@ -341,6 +341,21 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 	return h.resolveNamed(s, v, k, req.Params, true)
 }
 
+// checkParamHeaders checks the Mcp-Param-* headers of a tools/call POSTed
+// without a session (SEP-2243) against tool, as the client's endpoint
+// lists it, and the arguments the client sent: only here is the schema
+// known.
+func (s *session) checkParamHeaders(tool json.RawMessage, args []byte) error {
+	if s.header == nil {
+		return nil
+	}
+	schema, _ := jsonrpc.Member(tool, "inputSchema")
+	if err := mcp.CheckParamHeaders(s.header, schema, args); err != nil {
+		return err
+	}
+	return nil
+}
+
 // resolveNamed finds the target of a tools/call (k kindTools) or a
 // prompts/get by the name in params, as the session's endpoint names it:
 // the aggregate's names, a real server's own, a virtual server's
@@ -383,11 +398,16 @@ func (h *Hub) resolveNamed(s *session, v *view, k listKind, params json.RawMessa
 			return h.resolveCallTool(s, v, params)
 		}
 	}
+	// A tool the endpoint lists, called directly, has its Mcp-Param-*
+	// headers checked; one called through call_tool, or by its name in
+	// search mode (whose lists hold the meta-tools only), is not: its
+	// client knows no schema to mirror its arguments from.
+	listed := meta && !v.searching(s.scope)
 	if vl := v.virtualOf(s.scope); vl != nil {
 		if names > 1 {
 			return nil, errDuplicateName
 		}
-		return h.resolveVirtual(s, v, vl, k, name, rawName, params)
+		return h.resolveVirtual(s, v, vl, k, name, rawName, params, listed)
 	}
 	aggName := name
 	if s.scope != "" {
@@ -405,12 +425,8 @@ func (h *Hub) resolveNamed(s *session, v *view, k listKind, params json.RawMessa
 	if it == nil {
 		return nil, errUnknownItem(what, name)
 	}
-	if k == kindTools && s.header != nil {
-		// A POST without a session: the arguments the tool's schema
-		// mirrors in Mcp-Param-* headers must say what the body does
-		// (SEP-2243). Only here is the schema known.
-		schema, _ := jsonrpc.Member(it.own, "inputSchema")
-		if err := mcp.CheckParamHeaders(s.header, schema, args); err != nil {
+	if k == kindTools && listed {
+		if err := s.checkParamHeaders(it.raw, args); err != nil {
 			return nil, err
 		}
 	}

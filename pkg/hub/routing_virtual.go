@@ -23,8 +23,10 @@ import (
 // answered.
 
 // resolveVirtual finds the target of a tools/call or prompts/get on a
-// virtual server's endpoint.
-func (h *Hub) resolveVirtual(s *session, v *view, vl *virtualLists, k listKind, name string, rawName []byte, params json.RawMessage) (*target, error) {
+// virtual server's endpoint. A tool the virtual server lists, called
+// directly (listed), has its Mcp-Param-* headers checked against its schema
+// as listed there, fixed arguments out.
+func (h *Hub) resolveVirtual(s *session, v *view, vl *virtualLists, k listKind, name string, rawName []byte, params json.RawMessage, listed bool) (*target, error) {
 	facing := vl.vs.Name + h.cfg.Separator + name
 	var it *catalog.Item
 	var ok bool
@@ -46,6 +48,12 @@ func (h *Hub) resolveVirtual(s *session, v *view, vl *virtualLists, k listKind, 
 	}
 	if agg == nil {
 		return nil, errUnknownItem(k.conflictKind(), name)
+	}
+	if k == kindTools && listed {
+		args, _ := jsonrpc.Member(params, "arguments")
+		if err := s.checkParamHeaders(it.Raw, args); err != nil { // as the virtual server lists it
+			return nil, err
+		}
 	}
 	out, err := renamed(params, rawName, it.Orig, 1)
 	if err != nil {
