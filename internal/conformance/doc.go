@@ -8,8 +8,9 @@
 // NewServer builds it; Handler serves it over pkg/mcp's Streamable HTTP
 // handler, sessions and stateless requests on one endpoint, behind a
 // loopback Host/Origin check (the suite checks DNS rebinding protection).
-// The command in ./fixture runs it on a port, or dials it out to a hub
-// (Server.Dial; --modern for a server of 2026-07-28 only) so that the suite
+// The command in ./fixture runs it on a port, dials it out to a hub
+// (Server.Dial; --modern for a server of 2026-07-28 only), or serves it on
+// standard input and output (--stdio, for hub connect), so that the suite
 // can be pointed at the hub's /servers/<name>/mcp.
 //
 // The tools that ask for input (sampling, elicitation, roots) are written
@@ -26,7 +27,9 @@
 // (mcp.ToolRequest.RunAsTask) and in the call for any other; those that
 // only run as tasks answer any other with -32021. NewServer turns the
 // extension on (mcp.ServerOptions.Tasks); Shutdown stops the tasks still
-// running.
+// running. test_header_param has its region argument mirrored in the
+// Mcp-Param-Region header (SEP-2243's x-mcp-header), which the Server
+// checks on a request without a session.
 //
 // TestConformance runs the suite (@modelcontextprotocol/conformance
 // 0.2.0-alpha.12, pinned in e2e/conformance, on the Node 22 that
@@ -36,14 +39,16 @@
 // directly over pkg/mcp's Streamable HTTP handler (JSON answers where they
 // suffice, or SSE always), through a hub's /servers/conformance/mcp with
 // the fixture dialed out to it over a WebSocket (speaking every revision,
-// or 2026-07-28 only), and, not built yet, behind hub connect. A lane
-// fails on any failed or warned check of a scenario it holds: every one
-// the revision scores, and the unscored ones it passes (served directly:
-// the tasks extension's and json-schema-2020-12). It prints one table of
-// every scenario in every lane; make conformance shows it, with the lanes
-// that only report (through the hub, the fixture of every revision at
-// 2026-07-28). Through the hub, server-sse-polling checks the hub's
-// priming event and retry field but cannot check resumption: the fixture,
-// behind a WebSocket, cannot close a client's stream at the hub (pkg/hub's
-// TestHTTP_resumesADroppedStream resumes one instead).
+// or 2026-07-28 only), and behind hub connect's connector (the fixture as
+// its child on stdio, ServeStdio, or served over Streamable HTTP and
+// reached as an --upstream). The lanes run side by side. A lane fails on
+// any failed or warned check of any scenario the suite runs, scored or not
+// (the tasks extension's, the SEP-2243 headers', json-schema-2020-12); one
+// whose every check the suite itself skips (tasks-status-notifications) is
+// reported as skipped. It prints one table of every scenario in every
+// lane; make conformance shows it. Through the hub, server-sse-polling
+// checks the hub's priming event and retry field but cannot check
+// resumption: the fixture, behind a WebSocket, cannot close a client's
+// stream at the hub (pkg/hub's TestHTTP_resumesADroppedStream resumes one
+// instead).
 package conformance
