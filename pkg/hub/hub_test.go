@@ -158,6 +158,20 @@ func (th *testHub) waitFor(what string, ok func(*view) bool) {
 	require.NoError(th.t, th.waitView(ctxFor(th.t), ok), "waiting for %s", what)
 }
 
+// within returns the next value of ch, failing the test with what when
+// none comes in time.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(wait):
+		t.Fatal(what)
+		var zero T
+		return zero
+	}
+}
+
 // notes collects a client's notifications and lets a test wait for one.
 type notes struct {
 	mu   sync.Mutex

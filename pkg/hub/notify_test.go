@@ -450,13 +450,7 @@ func TestSession_droppedLogsAreCounted(t *testing.T) {
 	}()
 	next := func() string {
 		t.Helper()
-		select {
-		case f := <-frames:
-			return f
-		case <-time.After(wait):
-			t.Fatal("nothing more came")
-			return ""
-		}
+		return within(t, frames, "nothing more came")
 	}
 	assert.Contains(t, next(), `"data":"first"`)
 	for i := range queued {

@@ -197,16 +197,10 @@ func sessionAnswers(onDiscover string) func(string) string {
 	}
 }
 
-// next returns the next method a scripted server was sent.
+// nextMethod returns the next method a scripted server was sent.
 func nextMethod(t *testing.T, methods <-chan string) string {
 	t.Helper()
-	select {
-	case m := <-methods:
-		return m
-	case <-time.After(wait):
-		t.Fatal("the server was sent nothing more")
-		return ""
-	}
+	return within(t, methods, "the server was sent nothing more")
 }
 
 // TestReplica_silentOnDiscover: a server that ignores server/discover (no
