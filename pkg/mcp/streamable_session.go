@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -42,6 +43,7 @@ type StreamSession struct {
 	cancel context.CancelFunc
 	conn   *streamConn
 	inbox  chan posted
+	feed   atomic.Pointer[peer.Feed] // the owner's peer's, once bound: POSTs are handed to it directly
 	done   chan struct{}
 
 	// mu guards everything below.
@@ -277,7 +279,27 @@ type posted struct {
 	batch bool
 }
 
-// push hands a POST body to the owner's peer.
+// hand gives a POST's messages to the owner's peer: on this goroutine,
+// through the peer's Feed, once the peer is bound to the conn (it then
+// routes the POST's calls from here, and no reader of its own needs waking);
+// else through the inbox its read loop reads.
+func (s *StreamSession) hand(ctx context.Context, p posted) error {
+	f := s.feed.Load()
+	if f == nil {
+		return s.push(ctx, p)
+	}
+	select {
+	case <-s.done:
+		return net.ErrClosed
+	default:
+	}
+	if !f.Frame(p.body, jsonrpc.Frame{Messages: p.msgs, Batch: p.batch}, s.h.opts.Limits) {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// push hands a POST body to the owner's peer's read loop.
 func (s *StreamSession) push(ctx context.Context, p posted) error {
 	select {
 	case s.inbox <- p:
@@ -329,7 +351,7 @@ func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body [
 		}
 	}
 	if len(calls) == 0 {
-		if err := s.push(r.Context(), in); err != nil {
+		if err := s.hand(r.Context(), in); err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				writeHTTPError(w, http.StatusNotFound, 0, "session ended")
 			}
@@ -344,7 +366,7 @@ func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body [
 		writeHTTPError(w, http.StatusBadRequest, 0, err.Error())
 		return
 	}
-	if err := s.push(r.Context(), in); err != nil {
+	if err := s.hand(r.Context(), in); err != nil {
 		// The peer never got the requests: no answer will come.
 		s.mu.Lock()
 		for len(st.owed) > 0 {
@@ -1021,7 +1043,15 @@ type streamConn struct{ s *StreamSession }
 var (
 	_ peer.Conn        = (*streamConn)(nil)
 	_ peer.FrameReader = (*streamConn)(nil)
+	_ peer.DirectConn  = (*streamConn)(nil)
 )
+
+// Bind makes the session hand its POSTs to f on the handlers' goroutines.
+func (c *streamConn) Bind(f peer.Feed) { c.s.feed.Store(&f) }
+
+// WriteDirect routes one frame to its stream, keeping it: routing only
+// takes the session's lock.
+func (c *streamConn) WriteDirect(frame []byte) error { return c.s.route(frame) }
 
 // Read returns the next POST body.
 func (c *streamConn) Read(ctx context.Context) ([]byte, error) {

@@ -25,7 +25,9 @@ type Peer struct {
 	log     *slog.Logger
 	nextID  atomic.Int64
 	dropped atomic.Uint64   // notices dropped for lack of room (SendNotice)
-	dec     jsonrpc.Decoder // used by the one goroutine reading at a time
+	dec     jsonrpc.Decoder // used by the one goroutine reading (or feeding) at a time
+	direct  DirectConn      // conn, when it is one: fed by its own goroutines, written under mu
+	feedMu  sync.Mutex      // held while a DirectConn's goroutine handles a frame (Feed.Frame)
 
 	ctx    context.Context // handlers' parent; cancelled when the peer ends
 	cancel context.CancelCauseFunc
@@ -74,6 +76,7 @@ func New(conn Conn, opts *Options) *Peer {
 		incoming: make(map[jsonrpc.ID]incoming),
 		dec:      jsonrpc.Decoder{Limits: o.Limits},
 	}
+	p.direct, _ = conn.(DirectConn)
 	p.ctx, p.cancel = context.WithCancelCause(context.WithValue(context.Background(), peerKey{}, p))
 	return p
 }
@@ -97,6 +100,9 @@ func (p *Peer) Start(ctx context.Context) {
 	stop := func() bool { return false }
 	if ctx.Done() != nil { // an owner that closes its peers itself need not pay for this
 		stop = context.AfterFunc(ctx, func() { p.CloseWith(CloseGoingAway, "going away") })
+	}
+	if p.direct != nil {
+		p.direct.Bind(Feed{p: p})
 	}
 	go p.readLoop(stop)
 }
