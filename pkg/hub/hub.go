@@ -356,10 +356,11 @@ type Hub struct {
 
 	reg        *registry
 	subs       *subscriptions
-	inputs     *inputs   // modern clients' calls waiting for their input (routing_input.go)
-	listening  listening // principals' listen streams, by list (session_modern.go cacheHints)
-	leases     *leases   // replicas that serve one client at a time (routing_lease.go)
-	tasks      *tasks    // the tasks extension: records, held calls, followers (cluster_tasks.go)
+	inputs     *inputs        // modern clients' calls waiting for their input (routing_input.go)
+	listening  listening      // principals' listen streams, by list (session_modern.go cacheHints)
+	overloaded *jsonrpc.Error // what a call beyond MaxInFlight gets, built once for every session
+	leases     *leases        // replicas that serve one client at a time (routing_lease.go)
+	tasks      *tasks         // the tasks extension: records, held calls, followers (cluster_tasks.go)
 	cluster    *cluster
 	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
 	gone       departures             // servers that left lately
@@ -398,15 +399,16 @@ func New(cfg Config) (*Hub, error) {
 		return nil, fmt.Errorf("hub: discovery is %q or %q, not %q", catalog.DiscoveryList, catalog.DiscoverySearch, cfg.Discovery)
 	}
 	h := &Hub{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		id:       cfg.InstanceID,
-		broker:   cfg.Broker,
-		start:    time.Now(),
-		sessions: map[*session]struct{}{},
-		replicas: map[*replica]struct{}{},
-		perToken: map[string]int{},
-		buckets:  map[string]*bucket{},
+		overloaded: errOverloaded(cfg.MaxInFlight),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		id:         cfg.InstanceID,
+		broker:     cfg.Broker,
+		start:      time.Now(),
+		sessions:   map[*session]struct{}{},
+		replicas:   map[*replica]struct{}{},
+		perToken:   map[string]int{},
+		buckets:    map[string]*bucket{},
 	}
 	if h.log == nil {
 		h.log = slog.Default()

@@ -86,7 +86,7 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 		Handler:       s, // a peer.Handler and a peer.AsyncHandler
 		MaxConcurrent: min(sessionMaxConcurrent, h.cfg.MaxInFlight),
 		MaxPending:    h.cfg.MaxInFlight,
-		Overloaded:    errOverloaded(h.cfg.MaxInFlight),
+		Overloaded:    h.overloaded,
 		SendQueue:     h.cfg.SendQueue,
 		Limits:        h.cfg.limits(),
 		OnCancel:      s.onCancel,
@@ -144,10 +144,13 @@ func (s *session) onClose(err error) {
 	h.metrics.connections.WithLabelValues(s.role).Dec()
 	h.subs.dropSession(s)
 	h.elicits.forgetClient(s.key())
-	h.builtinsChanged()
 	if s.stateless {
-		return // one request, not a connection worth a line at info
+		// One request, not a connection: worth neither a line at info nor
+		// telling the watchers of switchboard://servers and instances,
+		// who were not told when it opened.
+		return
 	}
+	h.builtinsChanged()
 	h.log.Info("client disconnected", "client", s.id, "clientInfo", s.clientName(), "reason", err)
 }
 

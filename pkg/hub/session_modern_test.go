@@ -824,3 +824,23 @@ tokens:
 	require.Eventually(t, func() bool { return !th.listening.hears("token:listener", listBit(mcp.NotificationToolsListChanged)) }, wait, 5*time.Millisecond)
 	assert.Equal(t, "0", ttl("listener", 6, "tools/list"), "its stream ended: it would hear of no change")
 }
+
+// TestWithoutModernMeta: a modern client's call reaches a legacy server
+// without the revision's _meta members, everything else byte for byte and
+// in its order.
+func TestWithoutModernMeta(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{`{"name":"x"}`, `{"name":"x"}`},
+		{`{"name":"x","_meta":{"progressToken":1}}`, `{"name":"x","_meta":{"progressToken":1}}`},
+		{`{"z":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p","io.modelcontextprotocol/clientCapabilities":{}},"a":[1, 2]}`,
+			`{"z":1,"_meta":{"progressToken":"p"},"a":[1, 2]}`},
+		{`{"z":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"arguments":{"io.modelcontextprotocol/x":1}}`,
+			`{"z":1,"arguments":{"io.modelcontextprotocol/x":1}}`},
+		{`{"arguments":{"text":"io.modelcontextprotocol/"}}`, `{"arguments":{"text":"io.modelcontextprotocol/"}}`},
+		{`{"_meta":"io.modelcontextprotocol/"}`, `{"_meta":"io.modelcontextprotocol/"}`},
+		{`{"_meta":{"a\"b":1,"io.modelcontextprotocol/logLevel":"info"}}`, `{"_meta":{"a\"b":1}}`},
+	} {
+		assert.Equal(t, c.want, string(withoutModernMeta(json.RawMessage(c.in))), c.in)
+	}
+}

@@ -126,9 +126,7 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 	s := &StreamSession{
 		h:       h,
 		id:      id,
-		nonce:   randomID()[:8],
 		version: version,
-		inbox:   make(chan posted, sessionInbox),
 		done:    make(chan struct{}),
 		streams: map[int64]*stream{},
 		calls:   map[jsonrpc.ID]*stream{},
@@ -136,6 +134,12 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 	}
 	if id != "" {
 		s.idHeader = []string{id}
+		s.nonce = randomID()[:8]
+		s.inbox = make(chan posted, sessionInbox)
+	} else {
+		// A stateless request's session: one POST, and no event ids (see
+		// eventID).
+		s.inbox = make(chan posted, 1)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
 	s.conn = &streamConn{s: s}
