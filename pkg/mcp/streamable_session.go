@@ -338,7 +338,8 @@ func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body [
 	if s.id != "" {
 		w.Header()[HeaderSessionID] = s.idHeader
 	}
-	var calls []*jsonrpc.Request
+	var one [1]*jsonrpc.Request // a POST of one request needs no slice of its own
+	calls := one[:0]
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
 		switch {
@@ -599,10 +600,10 @@ var patiencePool = sync.Pool{New: func() any {
 // and written, the client leaves, the session ends, or CloseStream asks.
 func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream, att attachment) {
 	defer s.detach(st, att)
-	rc := http.NewResponseController(w)
+	wr := deadlineWriter{w: w}
 	// The deadlines set below are the connection's: clear them, or the
 	// next request on a kept-alive connection would inherit one.
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	defer wr.clear()
 	started := false
 	primes := s.primes(r.Header.Get(HeaderProtocolVersion))
 	var keepAlive <-chan time.Time
@@ -657,7 +658,9 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			s.forgetStreamLocked(st, true)
 			s.mu.Unlock()
 			w.Header()["Content-Type"] = jsonContentType
-			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
+			if len(body) > bufferedBody {
+				wr.deadline(s.h.opts.WriteTimeout)
+			}
 			status := http.StatusOK
 			if s.stateless {
 				status = answerStatus(body)
@@ -697,7 +700,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			h.Set("Content-Type", "text/event-stream")
 			h.Set("Cache-Control", "no-cache, no-transform")
 			h.Set("X-Accel-Buffering", "no")
-			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
+			wr.deadline(s.h.opts.WriteTimeout)
 			w.WriteHeader(http.StatusOK)
 			started = true
 			if ka := s.h.opts.KeepAlive; ka > 0 {
@@ -707,12 +710,12 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			}
 		}
 		if len(buf) > 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
+			wr.deadline(s.h.opts.WriteTimeout)
 			if _, err := w.Write(buf); err != nil {
 				return
 			}
 		}
-		if err := rc.Flush(); err != nil {
+		if err := wr.ctl().Flush(); err != nil {
 			return
 		}
 		// A complete stream ends its response. Its events stay in the
@@ -727,14 +730,47 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 		case <-r.Context().Done():
 			return
 		case <-keepAlive:
-			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
+			wr.deadline(s.h.opts.WriteTimeout)
 			if _, err := w.Write([]byte(": keepalive\n\n")); err != nil {
 				return
 			}
-			if err := rc.Flush(); err != nil {
+			if err := wr.ctl().Flush(); err != nil {
 				return
 			}
 		}
+	}
+}
+
+// bufferedBody is the largest answer net/http holds in its buffer until the
+// handler returns (it then sets Content-Length and writes it): writing it
+// touches no socket, so it needs no write deadline (which, cleared as the
+// handler returns, would not cover net/http's own write anyway).
+const bufferedBody = 2048
+
+// deadlineWriter sets a response's write deadlines and clears them once
+// done, only if it set one: each costs a turn of the runtime's timers. Its
+// ResponseController is made when first needed (a JSON answer needs none).
+type deadlineWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	set bool
+}
+
+func (d *deadlineWriter) ctl() *http.ResponseController {
+	if d.rc == nil {
+		d.rc = http.NewResponseController(d.w)
+	}
+	return d.rc
+}
+
+func (d *deadlineWriter) deadline(after time.Duration) {
+	d.set = true
+	_ = d.ctl().SetWriteDeadline(time.Now().Add(after))
+}
+
+func (d *deadlineWriter) clear() {
+	if d.set {
+		_ = d.rc.SetWriteDeadline(time.Time{})
 	}
 }
 
