@@ -285,47 +285,9 @@ func withoutModernMeta(params json.RawMessage) json.RawMessage {
 	if !bytes.Contains(params, []byte(modernMetaPrefix)) {
 		return params
 	}
-	meta, ok := jsonrpc.Member(params, "_meta")
-	if !ok {
-		return params
-	}
-	kept, dropped := withoutMembers(meta, func(name []byte) bool { return bytes.HasPrefix(name, []byte(modernMetaPrefix)) })
-	switch {
-	case !dropped:
-		return params
-	case len(kept) == len("{}"):
-		out, _ := withoutMembers(params, func(name []byte) bool { return string(name) == "_meta" })
-		return out
-	}
-	out, err := jsonrpc.SetMember(params, "_meta", kept)
-	if err != nil {
-		return params
-	}
-	return out
-}
-
-// withoutMembers returns the object obj without the members whose names
-// drop picks, every other member byte for byte, and whether it dropped
-// any. (Edited as bytes: decoding params into a map and encoding them
-// again cost a modern client's call to a legacy server some 40
-// allocations.)
-func withoutMembers(obj []byte, drop func(name []byte) bool) ([]byte, bool) {
-	out := make([]byte, 1, len(obj))
-	out[0] = '{'
-	dropped := false
-	for name, v := range jsonrpc.Members(obj) {
-		if drop(name) {
-			dropped = true
-			continue
-		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = jsonrpc.AppendString(out, string(name))
-		out = append(out, ':')
-		out = append(out, v...)
-	}
-	return append(out, '}'), dropped
+	// Edited as bytes: decoding params into a map and encoding them again
+	// cost a modern client's call to a legacy server some 40 allocations.
+	return mcp.WithoutMeta(params, func(name []byte) bool { return bytes.HasPrefix(name, []byte(modernMetaPrefix)) })
 }
 
 // withoutSubscriptionID returns a notification's params without the

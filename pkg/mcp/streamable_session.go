@@ -837,9 +837,10 @@ func parseEventID(id string) (nonce string, num, seq int64, ok bool) {
 
 // route sends one frame of the owner's to the stream it belongs on. The
 // owner's peer writes valid JSON-RPC, so a single message is routed by its
-// members alone (id, method, params), without decoding it: only a batch, and
-// a request that names its related request (whose hint is stripped), are
-// decoded.
+// members alone (id, method, params; then a progress token or a related
+// request in params), read in one pass each, without decoding it: only a
+// batch is decoded. A related request's hint is cut out of the frame as
+// bytes.
 func (s *StreamSession) route(frame []byte) error {
 	if t := bytes.TrimLeft(frame, " \t\r\n"); len(t) > 0 && t[0] == '[' {
 		return s.routeBatch(frame)
@@ -879,18 +880,16 @@ func (s *StreamSession) route(frame []byte) error {
 		s.deliverLocked(st, frame, true)
 		return nil
 	case method != nil && !response:
-		var progressToken, related []byte
 		progress := isJSONString(method, NotificationProgress)
-		if progress {
-			progressToken, _ = jsonrpc.Member(params, MetaProgressToken)
-		} else if raw, ok := metaMember(params, MetaRelatedRequest); ok {
-			m, err := jsonrpc.DecodeMessage(frame)
-			req, _ := m.(*jsonrpc.Request)
-			if err != nil || req == nil {
+		progressToken, related := routeHints(params, progress)
+		if related != nil {
+			// The hint is for this transport and means nothing to the
+			// client: cut out of the frame, which is otherwise as written.
+			stripped, ok := jsonrpc.Splice(frame, params, WithoutMeta(params, isRelatedHint))
+			if !ok {
 				break
 			}
-			related = raw
-			frame = stripRelated(req)
+			frame = stripped
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -906,7 +905,7 @@ func (s *StreamSession) route(frame []byte) error {
 			}
 		} else if related != nil {
 			var id jsonrpc.ID
-			if json.Unmarshal(related, &id) == nil {
+			if id.UnmarshalJSON(related) == nil {
 				st = s.calls[id]
 			}
 		}
@@ -988,18 +987,23 @@ func answerStatus(body []byte) int {
 	return HTTPStatusOf(jsonrpc.Code(n))
 }
 
-// stripRelated re-encodes a request without _meta's routing hint, which is
-// for this transport and means nothing to the client.
-func stripRelated(req *jsonrpc.Request) []byte {
-	obj, err := ParseObject(req.Params)
-	if err != nil {
-		return jsonrpc.Encode(req)
+// routeHints reads what routing needs of an outgoing message's params, in
+// one pass over them: a progress report's token, or the request another
+// message names in _meta (MetaRelatedRequest).
+func routeHints(params []byte, progress bool) (token, related []byte) {
+	for name, v := range jsonrpc.Members(params) {
+		switch {
+		case progress && string(name) == MetaProgressToken:
+			token = v
+		case !progress && string(name) == "_meta":
+			related, _ = jsonrpc.Member(v, MetaRelatedRequest)
+		}
 	}
-	obj.DeleteMeta(MetaRelatedRequest)
-	out := *req
-	out.Params = obj.Raw()
-	return out.Encode()
+	return token, related
 }
+
+// isRelatedHint picks the routing hint out of a _meta (WithoutMeta).
+func isRelatedHint(name []byte) bool { return string(name) == MetaRelatedRequest }
 
 // deliverLocked puts frame on st: as the JSON answer when it is the only
 // thing the stream carries, else as an SSE event.
