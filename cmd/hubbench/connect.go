@@ -5,16 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 )
 
-// `hub connect` against its floors (connect.go). Hubbench's MCP server on
-// stdio (-role stdio-server) is reached three ways by the same lean
-// Streamable HTTP client, in alternating rounds:
+// `hub connect` against its floors (connect.go). A server with one tool,
+// echo, is reached three ways by the same lean Streamable HTTP client, in
+// alternating rounds. The server is the official Go SDK's (e2e/gosdk's
+// benchserver, built from its own module, as most stdio servers are built
+// with an SDK), or hubbench's own on pkg/mcp when that cannot be built:
 //
-//   - served directly over Streamable HTTP by pkg/mcp, its own SDK
-//     (-role http-server): what a client would get without the hub;
+//   - served directly over Streamable HTTP by its own SDK: what a client
+//     would get without the hub;
 //   - through a hub and `hub connect --shared` (no leases: the one client
 //     of a round never needs them, and the floor below has none);
 //   - through the same hub and a raw relay (-role pipe-relay) that copies
@@ -42,7 +46,8 @@ var connectShapes = []shape{{1, 1}, {16, 4}}
 // connectResult is the connector's rows, one cell per shape: the backend
 // first, then the connector, then the raw relay.
 type connectResult struct {
-	cells [][]*callResult
+	backend string // which server, and why when not the Go SDK's
+	cells   [][]*callResult
 	// per cell: the connector's p50 over the backend's and its CPU per
 	// call over the relay's (medians over the rounds where they are per
 	// round)
@@ -50,13 +55,21 @@ type connectResult struct {
 }
 
 // runConnect measures `hub connect` against its floors on a hub of its own.
-func runConnect(ctx context.Context, cfg *config, sup *benchlab.Supervisor, hubBin string, progress func(string)) (*connectResult, error) {
+func runConnect(ctx context.Context, cfg *config, sup *benchlab.Supervisor, root, tmp, hubBin string, progress func(string)) (*connectResult, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
+	res := &connectResult{backend: "the Go SDK's (e2e/gosdk/benchserver)"}
 	child := []string{"--", self, "-role", roleStdio}
-	backend, backendAddr, err := startRole(ctx, sup, "backend (http)", "-role", roleHTTPServer, "-addr", "127.0.0.1:0")
+	direct := []string{self, "-role", roleHTTPServer, "-addr", "127.0.0.1:0"}
+	if bin, err := goBuild(ctx, filepath.Join(root, "e2e", "gosdk"), "./benchserver", filepath.Join(tmp, "benchserver")); err == nil {
+		child = []string{"--", bin}
+		direct = []string{bin, "-http", "127.0.0.1:0"}
+	} else {
+		res.backend = "hubbench's own on pkg/mcp (-role " + roleStdio + "): the Go SDK's benchserver did not build: " + firstLine(err.Error())
+	}
+	backend, backendAddr, err := sup.Start(ctx, "backend (http)", direct, nil, roleReady)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +103,6 @@ func runConnect(ctx context.Context, cfg *config, sup *benchlab.Supervisor, hubB
 			return leanHTTPDialer{url: h.http("/mcp"), params: toolParams("pipe__echo", pl.size)}
 		}, pids: []int{pipe.PID()}, stats: []*statsSource{nil}},
 	}
-	res := &connectResult{}
 	for _, sh := range connectShapes {
 		cell, err := runCell(ctx, withRounds(cfg, 3), eps, sh, pl, sup.CPUByProcess, progress)
 		if err != nil {
@@ -169,9 +181,15 @@ func (r *report) connectMethod() string {
 	if r.connect == nil {
 		return ""
 	}
-	return fmt.Sprintf("- **hub connect against its floors.** Hubbench's MCP server on stdio (`-role %s`), reached by the lean HTTP "+
-		"client three ways in alternating rounds: served directly over Streamable HTTP by pkg/mcp, its own SDK (`-role %s`); "+
-		"through a hub and `hub connect --shared`; and through the same hub and a raw relay (`-role %s`) copying WebSocket "+
-		"frames to lines and lines to frames. CPU per call is the connector's (the relay's) process alone, the backend's for the "+
-		"direct row; p50 ratios are medians of the per-round ratios.\n", roleStdio, roleHTTPServer, rolePipe)
+	return fmt.Sprintf("- **hub connect against its floors.** A server with one tool, echo, %s, reached by the lean HTTP "+
+		"client three ways in alternating rounds: served directly over Streamable HTTP by its own SDK; on stdio through a hub "+
+		"and `hub connect --shared`; and on stdio through the same hub and a raw relay (`-role %s`) copying WebSocket frames to "+
+		"lines and lines to frames. CPU per call is the connector's (the relay's) process alone, the backend's for the direct "+
+		"row; p50 ratios are medians of the per-round ratios.\n", r.connect.backend, rolePipe)
+}
+
+// firstLine is s up to its first line break.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }

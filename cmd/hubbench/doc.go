@@ -102,10 +102,13 @@
 // 0.8x and 0.95x the base's calls/s).
 //
 // hub connect against its floors (connect.go): the same lean HTTP client
-// calls the stdio server served directly over Streamable HTTP, through a
-// hub and `hub connect --shared`, and through the hub and the raw pipe
-// relay, at 1x1 and 16x4 in alternating rounds (targets: 1x1 p50 at most
-// 1.3x direct; the connector's CPU per call at most 1.2x the relay's).
+// calls a server with one tool (the official Go SDK's, e2e/gosdk's
+// benchserver, built from its own module; hubbench's own when that does
+// not build) served directly over Streamable HTTP by its SDK, on stdio
+// through a hub and `hub connect --shared`, and on stdio through the hub
+// and the raw pipe relay, at 1x1 and 16x4 in alternating rounds (targets:
+// 1x1 p50 at most 1.3x direct; the connector's CPU per call at most 1.2x
+// the relay's).
 //
 // Cacheable lists (cachecost.go): the TypeScript SDK's 2026-07-28 client
 // (e2e/bench/cachecalls.mjs, after make deps) lists the tools before each

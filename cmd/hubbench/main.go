@@ -236,7 +236,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			}
 		}
 		if o.connectOnly {
-			if rep.connect, err = runConnect(ctx, cfg, sup, hubBin, progress); err != nil {
+			if rep.connect, err = runConnect(ctx, cfg, sup, root, tmp, hubBin, progress); err != nil {
 				return fmt.Errorf("hub connect: %w", err)
 			}
 		}
@@ -302,7 +302,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		if rep.tracing, err = runTracing(ctx, cfg, sup, root, hubBin, tmp, o.base, progress); err != nil {
 			return fmt.Errorf("the cost of tracing: %w", err)
 		}
-		if rep.connect, err = runConnect(ctx, cfg, sup, hubBin, progress); err != nil {
+		if rep.connect, err = runConnect(ctx, cfg, sup, root, tmp, hubBin, progress); err != nil {
 			return fmt.Errorf("hub connect: %w", err)
 		}
 		if rep.cache, err = runCache(ctx, cfg, sup, root, hubBin, progress); err != nil {
