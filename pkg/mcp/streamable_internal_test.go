@@ -25,13 +25,13 @@ func TestStreamConn_readFrameUnderThePeersLimits(t *testing.T) {
 	c := &streamConn{s: s}
 	ctx := context.Background()
 
-	s.inbox <- posted{body: body, msgs: decoded.Messages, batch: true}
+	s.inboxChan() <- posted{body: body, msgs: decoded.Messages, batch: true}
 	same := jsonrpc.Decoder{Limits: h.opts.Limits}
 	f, err := c.ReadFrame(ctx, &same)
 	require.NoError(t, err)
 	assert.Same(t, &decoded.Messages[0], &f.Messages[0], "the handler's messages, not decoded again")
 
-	s.inbox <- posted{body: body, msgs: decoded.Messages, batch: true}
+	s.inboxChan() <- posted{body: body, msgs: decoded.Messages, batch: true}
 	stricter := jsonrpc.Decoder{Limits: jsonrpc.Limits{MaxBytes: h.opts.Limits.MaxBytes, MaxBatch: 2}}
 	f, err = c.ReadFrame(ctx, &stricter)
 	require.NoError(t, err)

@@ -42,9 +42,14 @@ type StreamSession struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	conn   *streamConn
-	inbox  chan posted
 	feed   atomic.Pointer[peer.Feed] // the owner's peer's, once bound: POSTs are handed to it directly
 	done   chan struct{}
+
+	// inbox holds the POSTs for an owner that reads the conn (one that does
+	// not bind a peer to it), made when first needed: a session served
+	// through a Feed has none.
+	inboxOnce sync.Once
+	inbox     chan posted
 
 	// mu guards everything below.
 	mu       sync.Mutex
@@ -134,12 +139,7 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 	}
 	if id != "" {
 		s.idHeader = []string{id}
-		s.nonce = randomID()[:8]
-		s.inbox = make(chan posted, sessionInbox)
-	} else {
-		// A stateless request's session: one POST, and no event ids (see
-		// eventID).
-		s.inbox = make(chan posted, 1)
+		s.nonce = randomID()[:8] // a stateless request's stream has no event ids (see eventID)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
 	s.conn = &streamConn{s: s}
@@ -232,9 +232,13 @@ func (s *StreamSession) end(err error) {
 		s.idle.Stop()
 		s.idle = nil
 	}
+	feed, readErr := s.feed.Load(), s.readErrLocked()
 	s.mu.Unlock()
 	close(s.done)
 	s.cancel()
+	if feed != nil {
+		feed.End(readErr) // the owner's peer ends as on a failed read
+	}
 	if s.id != "" {
 		s.h.forget(s)
 		s.h.log.Debug("streamable HTTP session ended", "session", s.id, "reason", err)
@@ -303,10 +307,22 @@ func (s *StreamSession) hand(ctx context.Context, p posted) error {
 	return nil
 }
 
-// push hands a POST body to the owner's peer's read loop.
+// inboxChan returns the inbox, made on first use.
+func (s *StreamSession) inboxChan() chan posted {
+	s.inboxOnce.Do(func() {
+		n := sessionInbox
+		if s.stateless || s.id == "" {
+			n = 1 // one request
+		}
+		s.inbox = make(chan posted, n)
+	})
+	return s.inbox
+}
+
+// push hands a POST body to the owner's read loop.
 func (s *StreamSession) push(ctx context.Context, p posted) error {
 	select {
-	case s.inbox <- p:
+	case s.inboxChan() <- p:
 		return nil
 	case <-s.done:
 		return net.ErrClosed
@@ -1090,8 +1106,27 @@ var (
 	_ peer.DirectConn  = (*streamConn)(nil)
 )
 
-// Bind makes the session hand its POSTs to f on the handlers' goroutines.
-func (c *streamConn) Bind(f peer.Feed) { c.s.feed.Store(&f) }
+// Bind makes the session hand its POSTs to f on the handlers' goroutines,
+// and tell f when it ends.
+func (c *streamConn) Bind(f peer.Feed) {
+	s := c.s
+	s.mu.Lock()
+	s.feed.Store(&f)
+	ended, readErr := s.err != nil, s.readErrLocked()
+	s.mu.Unlock()
+	if ended {
+		f.End(readErr)
+	}
+}
+
+// readErrLocked is why Read fails once the session has ended: the owner
+// closed it (net.ErrClosed), or why it ended.
+func (s *StreamSession) readErrLocked() error {
+	if s.byOwner {
+		return net.ErrClosed
+	}
+	return s.err
+}
 
 // WriteDirect routes one frame to its stream, keeping it: routing only
 // takes the session's lock.
@@ -1121,15 +1156,12 @@ func (c *streamConn) ReadFrame(ctx context.Context, dec *jsonrpc.Decoder) (jsonr
 func (c *streamConn) next(ctx context.Context) (posted, error) {
 	s := c.s
 	select {
-	case p := <-s.inbox:
+	case p := <-s.inboxChan():
 		return p, nil
 	case <-s.done:
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.byOwner {
-			return posted{}, net.ErrClosed
-		}
-		return posted{}, s.err
+		return posted{}, s.readErrLocked()
 	case <-ctx.Done():
 		return posted{}, ctx.Err()
 	}

@@ -22,13 +22,13 @@ import (
 //     is queued goes behind it, in order.
 //
 // WriteDirect must not block, nor call back into the peer; it may keep the
-// frame (a frame the peer sends is never modified afterwards). The conn's
-// Read still ends the peer: it returns an error when the conn ends, and
-// frames that were not fed.
+// frame (a frame the peer sends is never modified afterwards). The peer
+// has no read loop on such a conn, so no goroutine while it is idle: the
+// conn tells it when it ends (Feed.End), and its Read is never called.
 type DirectConn interface {
 	Conn
 	// Bind gives the conn the peer's Feed. The peer calls it once, in
-	// Start, before it reads.
+	// Start. A conn that has ended already calls End at once.
 	Bind(f Feed)
 	// WriteDirect sends one frame, as Write does, keeping it.
 	WriteDirect(frame []byte) error
@@ -65,6 +65,20 @@ func (f Feed) Frame(raw []byte, decoded jsonrpc.Frame, limits jsonrpc.Limits) bo
 	return true
 }
 
+// End tells the peer that its conn ended, with the error a Read would have
+// returned: the peer ends as its read loop would on that error.
+func (f Feed) End(err error) {
+	p := f.p
+	p.mu.Lock()
+	p.shutdownLocked(err, CloseNormal, "", false)
+	stop := p.stopOnEnd
+	p.stopOnEnd = nil
+	p.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
 // startWorker starts the worker a call fed to the peer was given a slot
 // for (see accept).
 func (p *Peer) startWorker() {
@@ -74,7 +88,7 @@ func (p *Peer) startWorker() {
 		p.workers--
 		return
 	}
-	p.addGoroutine() // not closing: the read loop is still counted, so Add cannot race Wait
+	p.addGoroutine() // not closing: done is open, so Wait is not waiting on the group yet
 	go func() {
 		defer p.goroutineDone()
 		p.work()

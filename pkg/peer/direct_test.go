@@ -23,6 +23,7 @@ type directConn struct {
 	once   sync.Once
 
 	mu     sync.Mutex
+	bound  *peer.Feed
 	frames []string
 	direct []bool // written with WriteDirect
 }
@@ -31,15 +32,16 @@ func newDirectConn() *directConn {
 	return &directConn{feed: make(chan peer.Feed, 1), closed: make(chan struct{})}
 }
 
-func (c *directConn) Bind(f peer.Feed) { c.feed <- f }
+func (c *directConn) Bind(f peer.Feed) {
+	c.mu.Lock()
+	c.bound = &f
+	c.mu.Unlock()
+	c.feed <- f
+}
 
-func (c *directConn) Read(ctx context.Context) ([]byte, error) {
-	select {
-	case <-c.closed:
-		return nil, &peer.CloseError{Code: peer.CloseNormal}
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+// Read is never called: a DirectConn says when it ends (Close: Feed.End).
+func (c *directConn) Read(context.Context) ([]byte, error) {
+	panic("a peer read a DirectConn")
 }
 
 func (c *directConn) record(frame []byte, direct bool) error {
@@ -59,7 +61,15 @@ func (c *directConn) Write(_ context.Context, frame []byte) error { return c.rec
 func (c *directConn) WriteDirect(frame []byte) error              { return c.record(frame, true) }
 
 func (c *directConn) Close(peer.CloseCode, string) error {
-	c.once.Do(func() { close(c.closed) })
+	c.once.Do(func() {
+		close(c.closed)
+		c.mu.Lock()
+		f := c.bound
+		c.mu.Unlock()
+		if f != nil {
+			f.End(&peer.CloseError{Code: peer.CloseNormal})
+		}
+	})
 	return nil
 }
 
@@ -86,14 +96,20 @@ func (a *asyncEcho) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 	return true
 }
 
-func TestDirectConn_fedCallsAreTakenByTheFeederAndAnsweredDirectly(t *testing.T) {
-	t.Parallel()
+// startDirect starts a peer on a directConn with an asyncEcho handler, and
+// returns them and the peer's Feed.
+func startDirect(t *testing.T) (*directConn, *asyncEcho, *peer.Peer, peer.Feed) {
 	conn := newDirectConn()
 	h := &asyncEcho{taken: make(chan *peer.Reply, 1)}
 	p := peer.New(conn, &peer.Options{Handler: h})
 	p.Start(context.Background())
-	defer p.Close()
-	feed := <-conn.feed
+	t.Cleanup(func() { p.Close() })
+	return conn, h, p, <-conn.feed
+}
+
+func TestDirectConn_fedCallsAreTakenByTheFeederAndAnsweredDirectly(t *testing.T) {
+	t.Parallel()
+	conn, h, _, feed := startDirect(t)
 
 	// The feeder's own goroutine hands the call to HandleAsync: the reply
 	// is there when Frame returns, with no reader woken in between.
@@ -120,12 +136,7 @@ func TestDirectConn_fedCallsAreTakenByTheFeederAndAnsweredDirectly(t *testing.T)
 
 func TestDirectConn_answerStaysBehindQueuedNotices(t *testing.T) {
 	t.Parallel()
-	conn := newDirectConn()
-	h := &asyncEcho{taken: make(chan *peer.Reply, 1)}
-	p := peer.New(conn, &peer.Options{Handler: h})
-	p.Start(context.Background())
-	defer p.Close()
-	feed := <-conn.feed
+	conn, h, p, feed := startDirect(t)
 
 	msg := &jsonrpc.Request{ID: jsonrpc.Int64ID(7), Method: "fwd"}
 	require.True(t, feed.Frame(nil, jsonrpc.Frame{Messages: []jsonrpc.Message{msg}}, jsonrpc.Limits{}))

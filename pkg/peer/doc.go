@@ -88,7 +88,7 @@
 // OnClose, a Reply's OnCancel) and hooks run after it is released. The
 // conns' own locks are therefore never taken under it, but for a
 // [DirectConn]'s WriteDirect, which never blocks nor calls back: the sender
-// of a call or an answer writes it under the lock when nothing is queued. Peer.feedMu, held while a frame is handled (by
-// the read loop, or by a DirectConn's goroutine through its [Feed]), comes
+// of a call or an answer writes it under the lock when nothing is queued. Peer.feedMu, held while a DirectConn's goroutine
+// handles a frame through its [Feed] (a DirectConn has no read loop), comes
 // before Peer.mu.
 package peer

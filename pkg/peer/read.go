@@ -47,23 +47,13 @@ func (p *Peer) readLoop(stop func() bool) {
 			stop()
 			return
 		}
-		if p.fed(f) {
+		if p.handleFrame(f) {
 			p.addGoroutine() // this goroutine is still counted: Add cannot race Wait
 			go p.readLoop(stop)
 			p.work()
 			return
 		}
 	}
-}
-
-// fed handles a frame read, one at a time with those a DirectConn feeds.
-func (p *Peer) fed(f jsonrpc.Frame) (becomeWorker bool) {
-	if p.direct == nil {
-		return p.handleFrame(f)
-	}
-	p.feedMu.Lock()
-	defer p.feedMu.Unlock()
-	return p.handleFrame(f)
 }
 
 // handleFrame handles one frame. It returns true when the calling reader
