@@ -101,21 +101,31 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 	return s
 }
 
+// stopInitTimer stops the wait for initialize, if there is one.
+func (s *session) stopInitTimer() {
+	if s.initTimer != nil {
+		s.initTimer.Stop()
+	}
+}
+
 // start registers the session and starts reading; it reports false (and
 // closes conn) when the hub is closing.
 func (s *session) start(conn peer.Conn) bool {
 	h := s.hub
 	// A client that has not sent initialize in time is closed. (Neither
 	// this nor the session holds a goroutine: the peer's hooks clean up.)
-	s.initTimer = time.AfterFunc(h.cfg.InitializeTimeout, func() {
-		if !s.isInitialized() && !s.modernSeen.Load() && !s.stateless {
-			s.peer.CloseWith(peer.ClosePolicyViolation, "initialize not received in time")
-		}
-	})
+	// A stateless request's session has no initialize to wait for.
+	if !s.stateless {
+		s.initTimer = time.AfterFunc(h.cfg.InitializeTimeout, func() {
+			if !s.isInitialized() && !s.modernSeen.Load() {
+				s.peer.CloseWith(peer.ClosePolicyViolation, "initialize not received in time")
+			}
+		})
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		s.initTimer.Stop()
+		s.stopInitTimer()
 		s.stopExpiry()
 		s.release()
 		conn.Close(peer.CloseGoingAway, "hub shutting down")
@@ -133,7 +143,7 @@ func (s *session) start(conn peer.Conn) bool {
 func (s *session) onClose(err error) {
 	h := s.hub
 	s.closed.Store(true)
-	s.initTimer.Stop()
+	s.stopInitTimer()
 	s.stopExpiry()
 	s.listChanges.stop()
 	s.rootChanges.stop()

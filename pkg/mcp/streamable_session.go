@@ -135,7 +135,6 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 		done:    make(chan struct{}),
 		streams: map[int64]*stream{},
 		calls:   map[jsonrpc.ID]*stream{},
-		tokens:  map[string]jsonrpc.ID{},
 	}
 	if id != "" {
 		s.idHeader = []string{id}
@@ -428,6 +427,9 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attac
 		if raw, ok := metaMember(c.Params, MetaProgressToken); ok {
 			if k, ok := progressKey(raw); ok {
 				key = k
+				if s.tokens == nil {
+					s.tokens = map[string]jsonrpc.ID{} // made for the first call with a progress token
+				}
 				s.tokens[k] = c.ID
 			}
 		}
