@@ -65,7 +65,7 @@ bench-go:
 ## fuzz: the JSON-RPC decoder for $(FUZZTIME), every other fuzz target for $(FUZZOTHER)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pkg/jsonrpc
-	@for f in FuzzValidate FuzzTopMembers FuzzMember FuzzSetMember; do \
+	@for f in FuzzValidate FuzzTopMembers FuzzMember FuzzSetMember FuzzWithoutMembers; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/jsonrpc || exit 1; done
 	@for f in FuzzParseObject FuzzURITemplate FuzzServerRequest FuzzSSEReader FuzzEventID FuzzStreamablePOST FuzzAccept FuzzTaskRequest FuzzTraceHeaders FuzzParamHeaders; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/mcp || exit 1; done

@@ -18,7 +18,10 @@
 // the pool measured (8), -tracing-only measures the cost of tracing alone
 // (a minute), and -base REV names the revision whose hub the cost of leases
 // and of tracing are measured against (main: the commit where this tree
-// left it; empty for none).
+// left it; empty for none); -http-only measures the Streamable HTTP rows beside
+// their WebSocket and net/http floors, -connect-only `hub connect` against
+// its floors, and -cache-only the caching client, each alone (a minute or
+// two), printing the table, the targets and the load average.
 //
 // # Processes
 //
@@ -36,7 +39,10 @@
 //     -role fanout-server (the raw fan-out baseline: a coder/websocket
 //     server that answers MCP clients just enough for them to subscribe,
 //     and writes one prepared frame to all of them), -role otlp-sink (an
-//     OTLP/HTTP receiver that discards what it takes) and -role hub (`hub
+//     OTLP/HTTP receiver that discards what it takes), -role http-server
+//     (the stdio server's MCP server served over Streamable HTTP by
+//     pkg/mcp), -role pipe-relay (a raw copy of WebSocket frames to a
+//     child's lines and back: the floor of `hub connect`) and -role hub (`hub
 //     serve` run in-process through the command's own entry, internal/cli,
 //     with the flags bin/hub gets, plus net/http/pprof: the twin that is
 //     profiled, since the hub binary has no profiling endpoint).
@@ -94,6 +100,26 @@
 // takes), against the base revision's hub, each with the bench server
 // dialing out, at 64x16 in alternating rounds (targets: at least 0.98x,
 // 0.8x and 0.95x the base's calls/s).
+//
+// hub connect against its floors (connect.go): the same lean HTTP client
+// calls a server with one tool (the official Go SDK's, e2e/gosdk's
+// benchserver, built from its own module; hubbench's own when that does
+// not build) served directly over Streamable HTTP by its SDK, on stdio
+// through a hub and `hub connect --shared`, and on stdio through the hub
+// and the raw pipe relay, at 1x1 and 16x4 in alternating rounds (targets:
+// 1x1 p50 at most 1.3x direct; the connector's CPU per call at most 1.2x
+// the relay's).
+//
+// Cacheable lists (cachecost.go): the TypeScript SDK's 2026-07-28 client
+// (e2e/bench/cachecalls.mjs, after make deps) lists the tools before each
+// call while listening for their changes, against a hub whose lists carry
+// ttlMs 0 (--list-ttl=-1s) and one with the default TTL, in alternating
+// rounds; the table gives the ratio of their calls/s.
+//
+// The HTTP rows include the 2026-07-28 revision's POSTs without a session
+// (hub http 2026), JSON and SSE; at 64x16 each is held to the hub's CPU per
+// call at most 1.5x net/http's alone (the raw http echo's per request) and
+// at least 0.45x the WebSocket rate through the hub.
 //
 // Traffic statistics (statscost.go): the hub's 64x16 load with nobody
 // watching its traffic, and with a client doing what the dashboard's

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
@@ -42,6 +43,9 @@ type leanHTTPDialer struct {
 	// raw: the raw HTTP echo, which echoes the request: no session, and
 	// the answer is checked for the call's id only.
 	raw bool
+	// modern: no session either, each POST a request of the 2026-07-28
+	// revision that says what it is in its _meta and headers.
+	modern bool
 }
 
 // leanHTTPConn is one session and the connections of its calls.
@@ -51,6 +55,7 @@ type leanHTTPConn struct {
 	params   json.RawMessage
 	progress bool
 	raw      bool
+	modern   bool
 	ids      atomic.Int64
 	done     chan struct{} // closed by close: the slots' connections end
 	once     sync.Once
@@ -62,10 +67,16 @@ func (d leanHTTPDialer) dial(ctx context.Context) (loadConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.raw {
+	if d.raw || d.modern {
 		head := "POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host +
-			"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: "
-		return &leanHTTPConn{addr: u.Host, head: []byte(head), params: d.params, raw: true, done: make(chan struct{}), closeReq: func() {}}, nil
+			"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+		if d.modern {
+			name, _ := jsonrpc.StringMember(d.params, "name")
+			head += mcp.HeaderProtocolVersion + ": " + mcp.ModernVersion + "\r\n" + mcp.HeaderMethod + ": " + mcp.MethodToolsCall +
+				"\r\n" + mcp.HeaderName + ": " + name + "\r\n"
+		}
+		return &leanHTTPConn{addr: u.Host, head: []byte(head + "Content-Length: "), params: d.params, progress: d.progress, raw: d.raw,
+			modern: d.modern, done: make(chan struct{}), closeReq: func() {}}, nil
 	}
 	tr := &http.Transport{}
 	hc := &http.Client{Transport: tr}
@@ -185,12 +196,21 @@ func (s *leanSlot) call() error {
 	body = append(body, `{"jsonrpc":"2.0","id":`...)
 	body = strconv.AppendInt(body, id, 10)
 	body = append(body, `,"method":"tools/call","params":`...)
-	if s.c.progress {
+	switch {
+	case s.c.modern:
+		body = append(body, `{"_meta":{"`+mcp.MetaProtocolVersion+`":"`+mcp.ModernVersion+`","`+mcp.MetaClientCapabilities+`":{}`...)
+		if s.c.progress {
+			body = append(body, `,"progressToken":`...)
+			body = strconv.AppendInt(body, id, 10)
+		}
+		body = append(body, "},"...)
+		body = append(body, s.c.params[1:]...)
+	case s.c.progress:
 		body = append(body, `{"_meta":{"progressToken":`...)
 		body = strconv.AppendInt(body, id, 10)
 		body = append(body, "},"...)
 		body = append(body, s.c.params[1:]...)
-	} else {
+	default:
 		body = append(body, s.c.params...)
 	}
 	body = append(body, '}')

@@ -91,11 +91,15 @@ func startRedis(sup *benchlab.Supervisor, dir string) (string, error) {
 // buildHub compiles ./cmd/hub of the module at root into dir, so that the
 // hub measured is the one of this tree.
 func buildHub(ctx context.Context, root, dir string) (string, error) {
-	out := filepath.Join(dir, "hub")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/hub")
-	cmd.Dir = root
+	return goBuild(ctx, root, "./cmd/hub", filepath.Join(dir, "hub"))
+}
+
+// goBuild builds the package pkg of the module in moduleDir into out.
+func goBuild(ctx context.Context, moduleDir, pkg, out string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = moduleDir
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/hub: %w\n%s", err, b)
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 	}
 	return out, nil
 }

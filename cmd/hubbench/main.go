@@ -49,6 +49,7 @@ func dispatch(ctx context.Context, args []string) error {
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
+		f.args = fs.Args()
 		err := runRole(ctx, role, f)
 		if ctx.Err() != nil {
 			return nil // told to stop
@@ -85,6 +86,10 @@ type options struct {
 	catalogOnly bool
 	// tracingOnly measures the cost of tracing only (against base too).
 	tracingOnly bool
+	// connectOnly measures `hub connect` against its floors only,
+	// cacheOnly the caching client only, and httpOnly the Streamable HTTP
+	// rows (100 B, 1x1 and 64x16) with their WebSocket and net/http floors.
+	connectOnly, cacheOnly, httpOnly bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
@@ -105,12 +110,15 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.poolsOnly, "pools-only", false, "measure the connector pools (hub connect: one child, a pool, --shared) and the cost of leases only, print the table and write no report")
 	fs.BoolVar(&o.catalogOnly, "catalog-only", false, "measure the catalog's costs only (tool search over 10,000 tools, a server of 500 joining the index, a call through a virtual server against the per-server endpoint), print them and write no report")
 	fs.IntVar(&o.pool, "pool", 8, "children of the connector pool measured")
+	fs.BoolVar(&o.connectOnly, "connect-only", false, "measure hub connect against its floors only (the backend served directly, a raw pipe relay), print the table and write no report")
+	fs.BoolVar(&o.cacheOnly, "cache-only", false, "measure the caching TypeScript client's calls/s with and without the list TTL only (needs make deps), print the table and write no report")
+	fs.BoolVar(&o.httpOnly, "http-only", false, "measure the Streamable HTTP rows (100 B, 1x1 and 64x16) beside their WebSocket and net/http floors only, print the table and write no report")
 	fs.StringVar(&o.base, "base", "main", "git revision whose hub the cost of leases and of tracing is measured against (built from git archive); empty for none")
 	fs.BoolVar(&o.tracingOnly, "tracing-only", false, "measure the cost of tracing only (this tree's hub off, on at 100% and at 1%, against the base's), print the table and write no report")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if o.fanoutOnly || o.poolsOnly || o.catalogOnly || o.tracingOnly {
+	if o.fanoutOnly || o.poolsOnly || o.catalogOnly || o.tracingOnly || o.connectOnly || o.cacheOnly || o.httpOnly {
 		o.out, o.profile = "-", "off"
 	}
 	if o.pool < 1 {
@@ -216,7 +224,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		cat.print(stdout)
 		return nil
 	}
-	if o.poolsOnly || o.tracingOnly {
+	if o.poolsOnly || o.tracingOnly || o.connectOnly || o.cacheOnly {
 		if o.poolsOnly {
 			if rep.pools, err = runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress); err != nil {
 				return fmt.Errorf("connector pools: %w", err)
@@ -227,11 +235,18 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 				return fmt.Errorf("the cost of tracing: %w", err)
 			}
 		}
-		sup.StopAll()
-		fmt.Fprint(stdout, rep.table().Text())
-		for _, v := range rep.verdicts() {
-			fmt.Fprintln(stdout, "  "+v.String())
+		if o.connectOnly {
+			if rep.connect, err = runConnect(ctx, cfg, sup, root, tmp, hubBin, progress); err != nil {
+				return fmt.Errorf("hub connect: %w", err)
+			}
 		}
+		if o.cacheOnly {
+			if rep.cache, err = runCache(ctx, cfg, sup, root, hubBin, progress); err != nil {
+				return fmt.Errorf("caching client: %w", err)
+			}
+		}
+		sup.StopAll()
+		printOnly(stdout, rep)
 		if m := rep.tracingMethod(); m != "" {
 			fmt.Fprintln(stdout, m)
 		}
@@ -249,8 +264,8 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 
 	for _, pl := range cfg.payloads {
 		for _, sh := range cfg.shapes {
-			if o.fanoutOnly {
-				break
+			if o.fanoutOnly || o.httpOnly && (pl != payloads[0] || sh == shape{16, 1}) {
+				continue
 			}
 			cell, err := runCell(ctx, cfg, env.endpoints, sh, pl, sup.CPUByProcess, progress)
 			if err != nil {
@@ -265,6 +280,11 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 				}
 			}
 		}
+	}
+	if o.httpOnly {
+		sup.StopAll()
+		printOnly(stdout, rep)
+		return nil
 	}
 	if !o.fanoutOnly {
 		if rep.statsCost, err = runStatsCost(ctx, cfg, env.solo, progress); err != nil {
@@ -281,6 +301,12 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		}
 		if rep.tracing, err = runTracing(ctx, cfg, sup, root, hubBin, tmp, o.base, progress); err != nil {
 			return fmt.Errorf("the cost of tracing: %w", err)
+		}
+		if rep.connect, err = runConnect(ctx, cfg, sup, root, tmp, hubBin, progress); err != nil {
+			return fmt.Errorf("hub connect: %w", err)
+		}
+		if rep.cache, err = runCache(ctx, cfg, sup, root, hubBin, progress); err != nil {
+			return fmt.Errorf("caching client: %w", err)
 		}
 	}
 	fresh, err := startHub(ctx, sup, "hub (fan-out)", hubBin, "")
@@ -345,6 +371,17 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// printOnly prints the table and the verdicts of a partial run, with the
+// load average at its start and end (other work on the machine shows
+// there).
+func printOnly(stdout io.Writer, rep *report) {
+	fmt.Fprint(stdout, rep.table().Text())
+	for _, v := range rep.verdicts() {
+		fmt.Fprintln(stdout, "  "+v.String())
+	}
+	fmt.Fprintf(stdout, "load average: %s at the start, %s at the end\n", rep.machine.Load, benchlab.LoadAverage())
+}
+
 // profileDir decides whether to profile and where: always into a directory
 // given with -profile, never with off, and with auto only in a full run
 // whose 64x16 throughput target was missed.
@@ -387,8 +424,10 @@ func commandLine(o *options) string {
 	if o.servers != 1 {
 		parts = append(parts, "-servers", strconv.Itoa(o.servers))
 	}
-	if o.poolsOnly {
-		parts = append(parts, "-pools-only")
+	for flag, on := range map[string]bool{"-pools-only": o.poolsOnly, "-connect-only": o.connectOnly, "-cache-only": o.cacheOnly, "-http-only": o.httpOnly} {
+		if on {
+			parts = append(parts, flag)
+		}
 	}
 	if o.tracingOnly {
 		parts = append(parts, "-tracing-only")
@@ -478,6 +517,13 @@ func startEnv(ctx context.Context, sup *benchlab.Supervisor, hubBin, tmp string,
 			return leanHTTPDialer{url: e.solo.http("/mcp"), params: p, progress: true}
 		},
 			pids: pidsOf([]*hubRef{e.solo}), stats: statsOf([]*hubRef{e.solo}), only: small},
+		{name: epHTTPModern, dial: func(p json.RawMessage) dialer {
+			return leanHTTPDialer{url: e.solo.http("/mcp"), params: p, modern: true}
+		},
+			pids: pidsOf([]*hubRef{e.solo}), stats: statsOf([]*hubRef{e.solo}), only: small},
+		{name: epHTTPModernSSE, dial: func(p json.RawMessage) dialer {
+			return leanHTTPDialer{url: e.solo.http("/mcp"), params: p, progress: true, modern: true}
+		}, pids: pidsOf([]*hubRef{e.solo}), stats: statsOf([]*hubRef{e.solo}), only: small},
 		{name: epRedis, dial: func(json.RawMessage) dialer {
 			return redisDialer{addr: redisAddr, payload: callParams(payloads[0].size), seq: &channels}
 		}, pids: []int{sup.RedisPID(redisAddr)}, stats: []*statsSource{nil}, only: small},

@@ -33,6 +33,10 @@ const (
 	epRawHTTP = "raw http echo"
 	epHTTP    = "hub http (json)"
 	epHTTPSSE = "hub http (sse)"
+	// The same without a session: each POST a request of the 2026-07-28
+	// revision.
+	epHTTPModern    = "hub http 2026 (json)"
+	epHTTPModernSSE = "hub http 2026 (sse)"
 	// PUBLISH to a subscriber on the redis-server the hubs share: the floor
 	// of a hop between instances.
 	epRedis = "redis publish -> sub"
@@ -53,6 +57,8 @@ type report struct {
 	pools      *poolsResult     // pools.go
 	catalog    *catalogResult   // catalog.go
 	tracing    *tracingResult   // tracing.go
+	connect    *connectResult   // connect.go
+	cache      *cacheResult     // cachecost.go
 	profiles   []*profileResult
 	profileDir string
 	notes      []string // what could not be measured, and why
@@ -120,12 +126,26 @@ func callVerdicts(r *callResult) []verdict {
 		out = append(out, verdict{issue: 15, ok: r.beyondRTTs <= targetCrossRTTs, what: what + " across two instances",
 			figure: fmt.Sprintf("p50 %s beyond one instance's: %.1f Redis round trips", benchlab.FormatDuration(r.p50Beyond), r.beyondRTTs),
 			goal:   fmt.Sprintf("<= %.0f", targetCrossRTTs), short: fmt.Sprintf("p50 <= 1 + %.0f Redis RTT", targetCrossRTTs)})
-	case (r.endpoint == epHTTP || r.endpoint == epHTTPSSE) && r.shape == shape{64, 16}:
-		out = append(out, verdict{issue: 12, ok: r.vsWS >= targetHTTPRate, what: what + " through the hub, " + r.endpoint,
-			figure: benchlab.FormatRatio(r.vsWS) + " WebSocket calls/s through the hub", goal: fmt.Sprintf(">= %.1fx", targetHTTPRate),
-			short: fmt.Sprintf("ops/s >= %.1fx ws", targetHTTPRate)})
+	case isHTTPFace(r.endpoint) && r.shape == shape{64, 16}:
+		w := what + " through the hub, " + r.endpoint
+		if r.endpoint == epHTTP || r.endpoint == epHTTPSSE {
+			out = append(out, verdict{issue: 12, ok: r.vsWS >= targetHTTPRate, what: w,
+				figure: benchlab.FormatRatio(r.vsWS) + " WebSocket calls/s through the hub", goal: fmt.Sprintf(">= %.1fx", targetHTTPRate),
+				short: fmt.Sprintf("ops/s >= %.1fx ws", targetHTTPRate)})
+		}
+		out = append(out, verdict{issue: 28, ok: r.cpuFloor > 0 && r.cpuFloor <= targetHTTPCPU, what: w,
+			figure: "hub CPU per call " + benchlab.FormatRatio(r.cpuFloor) + " net/http's alone (raw http echo)", goal: fmt.Sprintf("<= %.1fx", targetHTTPCPU),
+			short: fmt.Sprintf("CPU <= %.1fx net/http", targetHTTPCPU)},
+			verdict{issue: 28, ok: r.vsWS >= targetHTTPRate28, what: w,
+				figure: benchlab.FormatRatio(r.vsWS) + " WebSocket calls/s through the hub", goal: fmt.Sprintf(">= %.2fx", targetHTTPRate28),
+				short: fmt.Sprintf("ops/s >= %.2fx ws", targetHTTPRate28)})
 	}
 	return out
+}
+
+// isHTTPFace reports whether an endpoint is the hub over Streamable HTTP.
+func isHTTPFace(ep string) bool {
+	return ep == epHTTP || ep == epHTTPSSE || ep == epHTTPModern || ep == epHTTPModernSSE
 }
 
 // fanoutVerdicts are the targets of a fan-out row: only the largest size
@@ -204,7 +224,12 @@ func (r *report) verdicts() []verdict {
 	if r.catalog != nil {
 		out = append(out, r.catalog.verdicts()...)
 	}
-	return append(out, r.tracingVerdicts()...)
+	out = append(out, r.tracingVerdicts()...)
+	out = append(out, r.connectVerdicts()...)
+	if v, ok := r.cacheVerdict(); ok {
+		out = append(out, v)
+	}
+	return out
 }
 
 func verdictCell(vs ...verdict) string {
@@ -271,6 +296,8 @@ func (r *report) table() *benchlab.Table {
 	r.statsCostRows(t)
 	r.poolRows(t)
 	r.tracingRows(t)
+	r.connectRows(t)
+	r.cacheRows(t)
 	if len(r.fanout) > 0 {
 		t.Section("fan-out: one notifications/resources/updated, server send -> each subscriber (p999/max: max)")
 		for _, f := range r.fanout {
@@ -431,6 +458,8 @@ func (r *report) markdown() string {
 	w("%s", r.statsCostMethod())
 	w("%s", r.poolsMethod())
 	w("%s", r.tracingMethod())
+	w("%s", r.connectMethod())
+	w("%s", r.cacheMethod())
 	w("- Processes: `bin/hub` (built from this tree, run with `SWITCHBOARD_RATE_LIMIT=-1`: the per-connection rate\n")
 	w("  limit is a policy, not a cost), redis-server (`--save '' --appendonly no`), and hubbench itself\n")
 	w("  in hidden roles: `-role echo-server`, `-role peer-server`, `-role mcp-server`, `-role fanout-server`, and for profiles only\n")

@@ -23,7 +23,8 @@ func TestVerdicts_targets(t *testing.T) {
 			{hub(shape{16, 1}, 0.1, 9)}, // no target
 			{{endpoint: epRaw, shape: shape{64, 16}}},
 			{two},
-			{{endpoint: epHTTP, shape: shape{64, 16}, payload: payloads[0], floorFigures: floorFigures{vsWS: 0.49}}},
+			{{endpoint: epHTTP, shape: shape{64, 16}, payload: payloads[0], floorFigures: floorFigures{vsWS: 0.49, cpuFloor: 1.6}}},
+			{{endpoint: epHTTPModernSSE, shape: shape{64, 16}, payload: payloads[0], floorFigures: floorFigures{vsWS: 0.45, cpuFloor: 1.5}}},
 		},
 		fanout: []*fanoutResult{
 			{setting: "raw fan-out", raw: true, instances: 1, subs: 10000, rate: 1}, // the baseline: no target
@@ -49,6 +50,10 @@ func TestVerdicts_targets(t *testing.T) {
 		"PASS  (#15) tools/call 64x16 100 B across two instances: 40.0 allocations per call in both hubs (target <= 40)",
 		"PASS  (#15) tools/call 64x16 100 B across two instances: 0.60x one instance's calls/s (target >= 0.6x)",
 		"MISS  (#12) tools/call 64x16 100 B through the hub, hub http (json): 0.49x WebSocket calls/s through the hub (target >= 0.5x)",
+		"MISS  (#28) tools/call 64x16 100 B through the hub, hub http (json): hub CPU per call 1.60x net/http's alone (raw http echo) (target <= 1.5x)",
+		"PASS  (#28) tools/call 64x16 100 B through the hub, hub http (json): 0.49x WebSocket calls/s through the hub (target >= 0.45x)",
+		"PASS  (#28) tools/call 64x16 100 B through the hub, hub http 2026 (sse): hub CPU per call 1.50x net/http's alone (raw http echo) (target <= 1.5x)",
+		"PASS  (#28) tools/call 64x16 100 B through the hub, hub http 2026 (sse): 0.45x WebSocket calls/s through the hub (target >= 0.45x)",
 		"PASS  (#7) fan-out to 10,000 subscribers, 1 instance: p99 100 ms (target <= 100 ms)",
 		"PASS  (#7) fan-out to 10,000 subscribers, 1 instance: 300,000/s (target >= 300,000/s)",
 		"PASS  (#15) fan-out to 10,000 subscribers, 1 instance: 0.70x the raw fan-out's rate (target >= 0.7x)",

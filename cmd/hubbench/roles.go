@@ -35,13 +35,21 @@ const (
 	// an OTLP/HTTP receiver that discards what it takes: the traced hubs'
 	// local collector (tracing.go)
 	roleOTLPSink = "otlp-sink"
+	// the MCP server of roleStdio served over Streamable HTTP by pkg/mcp,
+	// its own SDK: the floor of a call through `hub connect`
+	roleHTTPServer = "http-server"
+	// a raw relay between a hub and a stdio server (the command after --),
+	// copying WebSocket frames to lines and lines to frames: the floor of
+	// the connector's own cost
+	rolePipe = "pipe-relay"
 )
 
 // roleFlags are the flags of the hidden roles.
 type roleFlags struct {
-	addr  string // listen address (echo-server, peer-server, hub)
-	url   string // hub URL to dial (mcp-server)
-	redis string // Redis URL (hub)
+	addr  string   // listen address (echo-server, peer-server, hub)
+	url   string   // hub URL to dial (mcp-server, pipe-relay)
+	redis string   // Redis URL (hub)
+	args  []string // the command a pipe-relay runs
 }
 
 // runRole runs one role until ctx ends (SIGINT or SIGTERM from hubbench).
@@ -74,6 +82,21 @@ func runRole(ctx context.Context, role string, f roleFlags) error {
 	case roleStdio:
 		ss := mcpEchoServer().Serve(ctx, peer.NewStdio(os.Stdin, os.Stdout, nil))
 		return ss.Peer().Wait()
+	case roleHTTPServer:
+		ln, err := net.Listen("tcp", f.addr)
+		if err != nil {
+			return err
+		}
+		srv := mcpEchoServer()
+		h := mcp.NewStreamableHandler(&mcp.StreamableOptions{Open: func(_ *http.Request, sess *mcp.StreamSession) error {
+			srv.Serve(sess.Context(), sess.Conn())
+			return nil
+		}})
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", h)
+		return serve(ctx, ln, withPprof(mux))
+	case rolePipe:
+		return pipeRelay(ctx, f.url, f.args)
 	case roleHub:
 		return runTwin(ctx, f)
 	case roleOTLPSink:

@@ -51,6 +51,7 @@ type serveOptions struct {
 	maxListBytes   int
 	maxTemplates   int
 	reservation    time.Duration
+	listTTL        time.Duration
 
 	publicURL       string
 	oauthIssuers    string
@@ -120,6 +121,7 @@ func serveCommand(o *serveOptions) *command {
 	fs.IntVar(&o.maxListBytes, "max-list-bytes", hub.DefaultMaxListBytes, "bytes of all one server's lists together (the server is refused beyond)")
 	fs.IntVar(&o.maxTemplates, "max-templates", hub.DefaultMaxTemplates, "resource templates one server may list (the server is refused beyond)")
 	fs.DurationVar(&o.reservation, "reservation-period", hub.DefaultReservationPeriod, "how long a server that left keeps its URIs, templates and name for its token (a redeploy gets them back); negative disables")
+	fs.DurationVar(&o.listTTL, "list-ttl", hub.DefaultListTTL, "how long a 2026-07-28 client that listens for a list's changes may cache that list (its ttlMs); negative disables")
 	fs.StringVar(&o.publicURL, "public-url", "", "the hub's canonical external `URL` (scheme, host, port): OAuth resource identifiers derive from it (<URL>/mcp, <URL>/servers/<name>/mcp, <URL>/mcp/server)")
 	fs.StringVar(&o.oauthIssuers, "oauth-issuer", "", "comma-separated `URLs` of the trusted OAuth authorization servers, exactly as their tokens' iss; needs --public-url")
 	fs.StringVar(&o.oauthAudiences, "oauth-audience", "", "comma-separated extra accepted token audiences, for authorization servers that cannot put the resource in aud")
@@ -241,6 +243,7 @@ func runServe(ctx context.Context, args []string, env *Env) error {
 		CatalogFile: o.catalog, Discovery: catalog.Discovery(o.discovery),
 		TaskAfter: taskAfter, TaskAfterFor: taskAfterFor, TaskTTL: o.taskTTL,
 		Tracing: tracing.Config{Enabled: o.tracing}, TracingUI: o.tracingUI,
+		ListTTL: o.listTTL,
 	}
 	cfg.AllowedHosts = splitList(o.allowedHosts)
 	if host, _, err := net.SplitHostPort(o.addr); err == nil && host != "" {

@@ -20,14 +20,20 @@ import (
 )
 
 // BenchmarkStreamableCall is BenchmarkCall's one-instance tools/call of 100
-// bytes over Streamable HTTP: 4 sessions with 16 calls in flight each, every
-// call a POST on a keep-alive TCP connection of its own, answered with one
-// JSON body. The client writes its POSTs by hand and reads the answers
-// without net/http (as cmd/hubbench's lean client does), so that ns/op,
-// cpu-ns/op and allocs/op, which count the whole process, are mostly the
-// hub's and its MCP server's: for A/B comparisons of the HTTP path with
-// benchstat.
+// bytes over Streamable HTTP: 64 calls in flight, every call a POST on a
+// keep-alive TCP connection of its own, answered with one JSON body; in
+// sessions (4 sessions of 16 calls in flight), and as 2026-07-28 requests
+// without a session ("modern"). The client writes its POSTs by hand and
+// reads the answers without net/http (as cmd/hubbench's lean client
+// does), so that ns/op, cpu-ns/op and allocs/op, which count the whole
+// process, are mostly the hub's and its MCP server's: for A/B comparisons
+// of the HTTP path with benchstat.
 func BenchmarkStreamableCall(b *testing.B) {
+	b.Run("session", func(b *testing.B) { benchStreamable(b, false) })
+	b.Run("modern", func(b *testing.B) { benchStreamable(b, true) })
+}
+
+func benchStreamable(b *testing.B, modern bool) {
 	th := benchHub(b, nil)
 	dialBenchServer(b, th, newBenchServer(echoArguments))
 	waitBenchServer(b, th)
@@ -36,7 +42,10 @@ func BenchmarkStreamableCall(b *testing.B) {
 	endpoint := th.srv.URL + "/mcp"
 	var slots []*benchHTTPSlot
 	for range sessions {
-		head, err := benchHTTPSession(endpoint, nil)
+		head, err := benchModernHead(endpoint)
+		if !modern {
+			head, err = benchHTTPSession(endpoint, nil)
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -50,6 +59,9 @@ func BenchmarkStreamableCall(b *testing.B) {
 		}
 	}
 	params := `{"name":"bench__echo","arguments":{"text":"` + strings.Repeat("x", 100-len(`{"text":""}`)) + `"}}`
+	if modern {
+		params = `{"_meta":{"` + mcp.MetaProtocolVersion + `":"` + mcp.ModernVersion + `","io.modelcontextprotocol/clientCapabilities":{}},` + params[1:]
+	}
 	var next, ids atomic.Int64
 	b.SetParallelism(max(1, len(slots)/runtime.GOMAXPROCS(0)))
 	b.ReportAllocs()
@@ -70,6 +82,19 @@ func BenchmarkStreamableCall(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchModernHead returns the head of a 2026-07-28 tools/call POST to
+// bench__echo, up to Content-Length's value.
+func benchModernHead(endpoint string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", err
+	}
+	return "POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host +
+		"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+		mcp.HeaderProtocolVersion + ": " + mcp.ModernVersion + "\r\n" + mcp.HeaderMethod + ": tools/call\r\n" +
+		mcp.HeaderName + ": bench__echo\r\nContent-Length: ", nil
 }
 
 // benchHTTPSession opens a session (initialize, notifications/initialized)

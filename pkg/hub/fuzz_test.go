@@ -61,8 +61,15 @@ func FuzzClientCaps(f *testing.F) {
 	f.Add([]byte(`{"sampling":{"tools":{}},"elicitation":{"url":{}},"roots":{"listChanged":true}}`), []byte(`{"mode":"url","tools":[1]}`))
 	f.Add([]byte(`{"elicitation":{}}`), []byte(`{}`))
 	f.Add([]byte(`null`), []byte(`[]`))
+	f.Add([]byte(`{"sampling":null,"elicitation":5,"roots":null}`), []byte(`{}`))
+	f.Add([]byte(`{"sampling":{},"sampling":{"tools":1},"elicitation":{"url":{}},"elicitation":{}}`), []byte(`{}`))
 	f.Fuzz(func(t *testing.T, caps, params []byte) {
 		c := parseClientCaps(caps)
+		if json.Valid(caps) {
+			if want := parseClientCapsByMap(caps); c != want {
+				t.Fatalf("parseClientCaps(%s) = %+v, decoded into a map: %+v", caps, c, want)
+			}
+		}
 		p, err := mcp.ParseObject(params)
 		if err != nil {
 			p = mcp.Object{}
@@ -71,6 +78,27 @@ func FuzzClientCaps(f *testing.F) {
 			c.check(m, p)
 		}
 	})
+}
+
+// parseClientCapsByMap is how the capabilities were read before they were
+// read in one pass: through a map, by encoding/json.
+func parseClientCapsByMap(raw json.RawMessage) clientCaps {
+	var c clientCaps
+	caps, err := mcp.ParseObject(raw)
+	if err != nil {
+		return c
+	}
+	if s, err := mcp.ParseObject(caps["sampling"]); err == nil && caps["sampling"] != nil {
+		c.Sampling = true
+		_, c.SamplingTools = s["tools"]
+	}
+	if e, err := mcp.ParseObject(caps["elicitation"]); err == nil && caps["elicitation"] != nil {
+		_, form := e["form"]
+		_, url := e["url"]
+		c.ElicitForm, c.ElicitURL = form || !url, url
+	}
+	_, c.Roots = caps["roots"]
+	return c
 }
 
 // FuzzListItem: whatever a server lists, the hub keeps it only with its

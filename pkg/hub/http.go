@@ -71,7 +71,7 @@ func (h *Hub) boundBodies(next http.Handler) http.Handler {
 			return
 		}
 		w.Header()["Connection"] = connectionClose // until the body is in
-		b := &boundedBody{ReadCloser: r.Body, rc: rc, header: w.Header()}
+		b := &boundedBody{ReadCloser: r.Body, rc: rc, header: w.Header(), req: r}
 		if isUpgrade(r) {
 			http.Error(w, "400 bad request: a WebSocket handshake carries no body", http.StatusBadRequest)
 		} else {
@@ -97,15 +97,25 @@ type boundedBody struct {
 	io.ReadCloser
 	rc     *http.ResponseController
 	header http.Header
+	req    *http.Request // net/http's, whose Body it replaced
 	in     bool
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.in {
+		return 0, io.EOF // and net/http's body is closed
+	}
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF && !b.in {
 		b.in = true
 		_ = b.rc.SetReadDeadline(time.Time{})
 		b.header.Del("Connection")
+		// net/http's own body, read to its end and closed, back in its
+		// request: net/http then knows there is nothing left to discard
+		// before the next request (a body of another type it tries to
+		// read to its end again, which costs a copy's allocations).
+		b.req.Body = b.ReadCloser
+		_ = b.ReadCloser.Close()
 	}
 	return n, err
 }

@@ -152,6 +152,12 @@ type Config struct {
 	// it gets them back when it returns (a redeploy) and no other server is
 	// served them meanwhile. Default 2 minutes; negative disables.
 	ReservationPeriod time.Duration
+	// ListTTL is how long a 2026-07-28 client may keep a list (its ttlMs)
+	// while its principal listens on this instance for that list's
+	// changes (subscriptions/listen): a change reaches it as list_changed,
+	// which evicts the list from its cache. Other clients are promised no
+	// freshness (ttlMs 0). Default 1 minute; negative disables.
+	ListTTL time.Duration
 
 	// TaskAfter makes a long call a task (the tasks extension): a
 	// tools/call of a client that declared the extension, to a server that
@@ -261,6 +267,7 @@ const (
 	DefaultListChangedInterval      = 100 * time.Millisecond
 	DefaultStatsInterval            = time.Second
 	DefaultReservationPeriod        = 2 * time.Minute
+	DefaultListTTL                  = time.Minute
 	DefaultMaxLeaseQueue            = 1024
 	DefaultTaskAfter                = 30 * time.Second
 	DefaultTaskTTL                  = time.Hour
@@ -319,6 +326,9 @@ func (cfg *Config) setDefaults() {
 	if cfg.ReservationPeriod == 0 {
 		cfg.ReservationPeriod = DefaultReservationPeriod
 	}
+	if cfg.ListTTL == 0 {
+		cfg.ListTTL = DefaultListTTL
+	}
 	def(&cfg.ReplayEvents, mcp.DefaultReplayEvents)
 	def(&cfg.ReplayBytes, mcp.DefaultReplayBytes)
 	def(&cfg.SendQueue, DefaultSendQueue)
@@ -354,9 +364,11 @@ type Hub struct {
 
 	reg        *registry
 	subs       *subscriptions
-	inputs     *inputs // modern clients' calls waiting for their input (routing_input.go)
-	leases     *leases // replicas that serve one client at a time (routing_lease.go)
-	tasks      *tasks  // the tasks extension: records, held calls, followers (cluster_tasks.go)
+	inputs     *inputs        // modern clients' calls waiting for their input (routing_input.go)
+	listening  listening      // principals' listen streams, by list (session_modern.go cacheHints)
+	overloaded *jsonrpc.Error // what a call beyond MaxInFlight gets, built once for every session
+	leases     *leases        // replicas that serve one client at a time (routing_lease.go)
+	tasks      *tasks         // the tasks extension: records, held calls, followers (cluster_tasks.go)
 	cluster    *cluster
 	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
 	gone       departures             // servers that left lately
@@ -396,15 +408,16 @@ func New(cfg Config) (*Hub, error) {
 		return nil, fmt.Errorf("hub: discovery is %q or %q, not %q", catalog.DiscoveryList, catalog.DiscoverySearch, cfg.Discovery)
 	}
 	h := &Hub{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		id:       cfg.InstanceID,
-		broker:   cfg.Broker,
-		start:    time.Now(),
-		sessions: map[*session]struct{}{},
-		replicas: map[*replica]struct{}{},
-		perToken: map[string]int{},
-		buckets:  map[string]*bucket{},
+		overloaded: errOverloaded(cfg.MaxInFlight),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		id:         cfg.InstanceID,
+		broker:     cfg.Broker,
+		start:      time.Now(),
+		sessions:   map[*session]struct{}{},
+		replicas:   map[*replica]struct{}{},
+		perToken:   map[string]int{},
+		buckets:    map[string]*bucket{},
 	}
 	if h.log == nil {
 		h.log = slog.Default()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -390,26 +389,9 @@ func withoutModernMeta(params json.RawMessage) json.RawMessage {
 	if !bytes.Contains(params, []byte(modernMetaPrefix)) {
 		return params
 	}
-	o, err := mcp.ParseObject(params)
-	if err != nil {
-		return params
-	}
-	meta := o.Meta()
-	n := len(meta)
-	for k := range meta {
-		if strings.HasPrefix(k, modernMetaPrefix) {
-			delete(meta, k)
-		}
-	}
-	switch {
-	case len(meta) == n:
-		return params
-	case len(meta) == 0:
-		delete(o, "_meta")
-	default:
-		o.Set("_meta", meta)
-	}
-	return o.Raw()
+	// Edited as bytes: decoding params into a map and encoding them again
+	// cost a modern client's call to a legacy server some 40 allocations.
+	return mcp.WithoutMeta(params, func(name []byte) bool { return bytes.HasPrefix(name, []byte(modernMetaPrefix)) })
 }
 
 // withoutSubscriptionID returns a notification's params without the

@@ -90,7 +90,7 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 		Handler:       s, // a peer.Handler and a peer.AsyncHandler
 		MaxConcurrent: min(sessionMaxConcurrent, h.cfg.MaxInFlight),
 		MaxPending:    h.cfg.MaxInFlight,
-		Overloaded:    errOverloaded(h.cfg.MaxInFlight),
+		Overloaded:    h.overloaded,
 		SendQueue:     h.cfg.SendQueue,
 		Limits:        h.cfg.limits(),
 		OnCancel:      s.onCancel,
@@ -105,21 +105,31 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 	return s
 }
 
+// stopInitTimer stops the wait for initialize, if there is one.
+func (s *session) stopInitTimer() {
+	if s.initTimer != nil {
+		s.initTimer.Stop()
+	}
+}
+
 // start registers the session and starts reading; it reports false (and
 // closes conn) when the hub is closing.
 func (s *session) start(conn peer.Conn) bool {
 	h := s.hub
 	// A client that has not sent initialize in time is closed. (Neither
 	// this nor the session holds a goroutine: the peer's hooks clean up.)
-	s.initTimer = time.AfterFunc(h.cfg.InitializeTimeout, func() {
-		if !s.isInitialized() && !s.modernSeen.Load() && !s.stateless {
-			s.peer.CloseWith(peer.ClosePolicyViolation, "initialize not received in time")
-		}
-	})
+	// A stateless request's session has no initialize to wait for.
+	if !s.stateless {
+		s.initTimer = time.AfterFunc(h.cfg.InitializeTimeout, func() {
+			if !s.isInitialized() && !s.modernSeen.Load() {
+				s.peer.CloseWith(peer.ClosePolicyViolation, "initialize not received in time")
+			}
+		})
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		s.initTimer.Stop()
+		s.stopInitTimer()
 		s.stopExpiry()
 		s.release()
 		conn.Close(peer.CloseGoingAway, "hub shutting down")
@@ -137,7 +147,7 @@ func (s *session) start(conn peer.Conn) bool {
 func (s *session) onClose(err error) {
 	h := s.hub
 	s.closed.Store(true)
-	s.initTimer.Stop()
+	s.stopInitTimer()
 	s.stopExpiry()
 	s.listChanges.stop()
 	s.rootChanges.stop()
@@ -148,10 +158,13 @@ func (s *session) onClose(err error) {
 	h.metrics.connections.WithLabelValues(s.role).Dec()
 	h.subs.dropSession(s)
 	h.elicits.forgetClient(s.key())
-	h.builtinsChanged()
 	if s.stateless {
-		return // one request, not a connection worth a line at info
+		// One request, not a connection: worth neither a line at info nor
+		// telling the watchers of switchboard://servers and instances,
+		// who were not told when it opened.
+		return
 	}
+	h.builtinsChanged()
 	h.log.Info("client disconnected", "client", s.id, "clientInfo", s.clientName(), "reason", err)
 }
 

@@ -1,8 +1,10 @@
 package hub
 
 import (
+	"bytes"
 	"encoding/json"
 
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
@@ -42,25 +44,40 @@ func (c clientCaps) shared() *clientCaps {
 	return &capsTable[i]
 }
 
-// parseClientCaps reads the capabilities of an initialize request.
+// parseClientCaps reads the capabilities of an initialize request (or of
+// a 2026-07-28 request's _meta), in one pass over its members: sampling and
+// elicitation count when they are objects, roots whatever its value. (A
+// modern client's every call reads them: a map by encoding/json cost five
+// allocations each time.)
 func parseClientCaps(raw json.RawMessage) clientCaps {
 	var c clientCaps
-	caps, err := mcp.ParseObject(raw)
-	if err != nil {
-		return c
+	for name, v := range jsonrpc.Members(raw) {
+		switch string(name) {
+		case "sampling":
+			c.Sampling, c.SamplingTools = false, false
+			if isObject(v) {
+				c.Sampling = true
+				_, c.SamplingTools = jsonrpc.Member(v, "tools")
+			}
+		case "elicitation":
+			c.ElicitForm, c.ElicitURL = false, false
+			if isObject(v) {
+				_, form := jsonrpc.Member(v, "form")
+				_, url := jsonrpc.Member(v, "url")
+				// An empty object predates modes and means form.
+				c.ElicitForm, c.ElicitURL = form || !url, url
+			}
+		case "roots":
+			c.Roots = true
+		}
 	}
-	if s, err := mcp.ParseObject(caps["sampling"]); err == nil && caps["sampling"] != nil {
-		c.Sampling = true
-		_, c.SamplingTools = s["tools"]
-	}
-	if e, err := mcp.ParseObject(caps["elicitation"]); err == nil && caps["elicitation"] != nil {
-		_, form := e["form"]
-		_, url := e["url"]
-		// An empty object predates modes and means form.
-		c.ElicitForm, c.ElicitURL = form || !url, url
-	}
-	_, c.Roots = caps["roots"]
 	return c
+}
+
+// isObject reports whether the raw JSON value v is an object.
+func isObject(v []byte) bool {
+	v = bytes.TrimLeft(v, " \t\r\n")
+	return len(v) > 0 && v[0] == '{'
 }
 
 // check answers whether a server's request may go to this client: nil, or

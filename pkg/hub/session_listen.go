@@ -129,6 +129,7 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 	}
 	l.sinceGen = h.reg.view().gen
 	s.listeners[l] = struct{}{}
+	h.listening.add(s.owner, l.filter, 1)
 	s.mu.Unlock()
 	h.tasks.follow(s, l) // after the acknowledgement, as every notification of the stream
 	if s.stateless && s.pastExpiry() {
@@ -145,7 +146,10 @@ func (s *session) dropListener(l *listener) {
 		return
 	}
 	l.ended = true
-	delete(s.listeners, l)
+	if _, ok := s.listeners[l]; ok {
+		delete(s.listeners, l)
+		s.hub.listening.add(s.owner, l.filter, -1)
+	}
 	held := l.held
 	s.mu.Unlock()
 	if held {

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
@@ -141,21 +142,99 @@ func (s *session) decorate(method string, res any) json.RawMessage {
 
 // cacheHints returns the ttlMs and cacheScope of a method's answer, or a
 // negative ttl for an answer that is not cacheable. The hub's lists change
-// whenever a server connects, leaves or changes its own, so it promises no
-// freshness (ttlMs 0: subscriptions/listen tells of changes); a list is
-// public only when every client sees the same one (no tokens), and a read
-// is private: a server may answer each client its own. A result that
-// carries its own hints (a modern server's) keeps them.
+// whenever a server connects, leaves or changes its own: a list may be kept
+// for Config.ListTTL only by a principal that listens on this instance for
+// its changes (subscriptions/listen), whose client hears of a change as
+// list_changed and evicts the list then; any other is promised no
+// freshness (ttlMs 0). A list is public only when every client sees the
+// same one (no tokens), and a read is private: a server may answer each
+// client its own. A result that carries its own hints (a modern server's)
+// keeps them.
 func (s *session) cacheHints(method string) (int64, string) {
 	switch {
 	case !mcp.IsCacheable(method):
 		return -1, ""
 	case method == mcp.MethodResourcesRead:
 		return 0, mcp.CachePrivate
-	case method == mcp.MethodServerDiscover || !s.hub.authOn():
-		return 0, mcp.CachePublic
 	}
-	return 0, mcp.CachePrivate
+	var ttl int64
+	if bit := listBit(listChangeOf(method)); bit != 0 && s.hub.cfg.ListTTL > 0 && s.hub.listening.hears(s.owner, bit) {
+		ttl = s.hub.cfg.ListTTL.Milliseconds()
+	}
+	if method == mcp.MethodServerDiscover || !s.hub.authOn() {
+		return ttl, mcp.CachePublic
+	}
+	return ttl, mcp.CachePrivate
+}
+
+// listChangeOf returns the list_changed notification that tells of a list
+// method's changes, or "".
+func listChangeOf(method string) string {
+	switch method {
+	case mcp.MethodToolsList:
+		return mcp.NotificationToolsListChanged
+	case mcp.MethodPromptsList:
+		return mcp.NotificationPromptsListChanged
+	case mcp.MethodResourcesList, mcp.MethodResourcesTemplatesList:
+		return mcp.NotificationResourcesListChanged
+	}
+	return ""
+}
+
+// listening counts the listen streams open on this instance by principal
+// and by the lists (listBit) whose changes they hear of. Without tokens
+// every client is one principal: one that listens lets all keep their
+// lists for the TTL, which bounds how stale a list of one that does not
+// listen can be. Its mutex is taken last (under a session's).
+type listening struct {
+	mu sync.Mutex
+	n  map[listenKey]int
+}
+
+type listenKey struct {
+	who identity
+	bit uint8
+}
+
+// filterBits returns the listBits of the lists a stream's filter hears of.
+func filterBits(f mcp.SubscriptionFilter) []uint8 {
+	var bits []uint8
+	if f.ToolsListChanged {
+		bits = append(bits, listBit(mcp.NotificationToolsListChanged))
+	}
+	if f.PromptsListChanged {
+		bits = append(bits, listBit(mcp.NotificationPromptsListChanged))
+	}
+	if f.ResourcesListChanged {
+		bits = append(bits, listBit(mcp.NotificationResourcesListChanged))
+	}
+	return bits
+}
+
+// add counts a stream of who's (d = 1) or uncounts it (d = -1).
+func (l *listening) add(who identity, f mcp.SubscriptionFilter, d int) {
+	bits := filterBits(f)
+	if len(bits) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == nil {
+		l.n = map[listenKey]int{}
+	}
+	for _, b := range bits {
+		k := listenKey{who, b}
+		if l.n[k] += d; l.n[k] <= 0 {
+			delete(l.n, k)
+		}
+	}
+}
+
+// hears reports whether who has a stream that hears of bit's list changes.
+func (l *listening) hears(who identity, bit uint8) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[listenKey{who, bit}] > 0
 }
 
 // handleModernAsync routes a modern request from the read loop: calls to

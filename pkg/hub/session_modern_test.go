@@ -842,3 +842,63 @@ func TestModern_paramHeaders(t *testing.T) {
 		assert.Equal(t, "deployed", firstText(t, resultOf(t, resp)), "%s: the header in base64", ep.url)
 	}
 }
+
+// TestModern_listsCacheableWhileListening: a list may be kept (ttlMs) by a
+// principal that listens for its changes, and by nobody else; a change
+// reaches the listener's stream as list_changed, which evicts it.
+func TestModern_listsCacheableWhileListening(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{ListTTL: 90 * time.Second, Tokens: writeTokens(t, `
+tokens:
+  - {name: listener, token: listener-secret, roles: [client]}
+  - {name: other, token: other-secret, roles: [client]}
+  - {name: server, token: server-secret, roles: [server], servers: [demo, tooly]}
+`)})
+	th.runServerWith(demo.New(&demo.Options{ClockInterval: time.Hour}).Server, "demo", "server-secret")
+	url := th.srv.URL + "/mcp"
+	as := func(name string) http.Header { return http.Header{"Authorization": {"Bearer " + name + "-secret"}} }
+	ttl := func(token string, id int, method string) string {
+		t.Helper()
+		resp, _ := modernPost(t, url, modernBody(id, method, "", "{}"), as(token)).answer(t)
+		res := resultOf(t, resp)
+		assert.Equal(t, "private", str(res["cacheScope"]), "with tokens, lists are each principal's")
+		return string(res["ttlMs"])
+	}
+	assert.Equal(t, "0", ttl("listener", 1, "tools/list"), "no freshness promised before it listens")
+
+	listen := modernPost(t, url, modernBody(2, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`, "{}"), as("listener"))
+	listen.next(t) // acknowledged
+	assert.Equal(t, "90000", ttl("listener", 3, "tools/list"), "it hears of the tools' changes")
+	assert.Equal(t, "0", ttl("listener", 4, "prompts/list"), "not of the prompts'")
+	assert.Equal(t, "0", ttl("other", 5, "tools/list"), "another principal does not listen")
+
+	withTool := mcp.NewServer(mcp.Implementation{Name: "tooly", Version: "1"}, nil)
+	withTool.AddTool(&mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.ToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
+	th.runServerWith(withTool, "tooly", "server-secret")
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2}}}`,
+		string(listen.next(t)), "the change that ends the cached list's freshness")
+
+	listen.cancel()
+	require.Eventually(t, func() bool { return !th.listening.hears("token:listener", listBit(mcp.NotificationToolsListChanged)) }, wait, 5*time.Millisecond)
+	assert.Equal(t, "0", ttl("listener", 6, "tools/list"), "its stream ended: it would hear of no change")
+}
+
+// TestWithoutModernMeta: a modern client's call reaches a legacy server
+// without the revision's _meta members, everything else byte for byte and
+// in its order.
+func TestWithoutModernMeta(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{`{"name":"x"}`, `{"name":"x"}`},
+		{`{"name":"x","_meta":{"progressToken":1}}`, `{"name":"x","_meta":{"progressToken":1}}`},
+		{`{"z":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p","io.modelcontextprotocol/clientCapabilities":{}},"a":[1, 2]}`,
+			`{"z":1,"_meta":{"progressToken":"p"},"a":[1, 2]}`},
+		{`{"z":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"arguments":{"io.modelcontextprotocol/x":1}}`,
+			`{"z":1,"arguments":{"io.modelcontextprotocol/x":1}}`},
+		{`{"arguments":{"text":"io.modelcontextprotocol/"}}`, `{"arguments":{"text":"io.modelcontextprotocol/"}}`},
+		{`{"_meta":"io.modelcontextprotocol/"}`, `{"_meta":"io.modelcontextprotocol/"}`},
+		{`{"_meta":{"a\"b":1,"io.modelcontextprotocol/logLevel":"info"}}`, `{"_meta":{"a\"b":1}}`},
+	} {
+		assert.Equal(t, c.want, string(withoutModernMeta(json.RawMessage(c.in))), c.in)
+	}
+}

@@ -141,3 +141,27 @@ func SetMember(obj []byte, key string, value []byte) ([]byte, error) {
 	out = append(out, value...)
 	return append(out, '}'), nil
 }
+
+// WithoutMembers returns a copy of the object obj without the top-level
+// members whose names drop picks (each name unescaped, as Members yields
+// it), every other member's value byte for byte and in its order, and
+// whether it dropped any. Nothing is dropped from what is not an object,
+// which comes back as {}.
+func WithoutMembers(obj []byte, drop func(name []byte) bool) ([]byte, bool) {
+	out := make([]byte, 1, len(obj)+1)
+	out[0] = '{'
+	dropped := false
+	for name, v := range Members(obj) {
+		if drop(name) {
+			dropped = true
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = AppendString(out, string(name))
+		out = append(out, ':')
+		out = append(out, v...)
+	}
+	return append(out, '}'), dropped
+}

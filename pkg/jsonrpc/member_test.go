@@ -170,3 +170,44 @@ func FuzzSetMember(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWithoutMembers: dropping members of any valid object yields valid
+// JSON with every other member as it was, in its order, and none dropped.
+func FuzzWithoutMembers(f *testing.F) {
+	f.Add([]byte(`{"_meta":{"a":1},"name":"x","arguments":{"_meta":2}}`), "_meta")
+	f.Add([]byte(`{}`), "k")
+	f.Add([]byte(`{"\u006e":1,"n":2,"m":[]}`), "n")
+	f.Fuzz(func(t *testing.T, obj []byte, key string) {
+		var before map[string]json.RawMessage
+		if json.Unmarshal(obj, &before) != nil || before == nil {
+			return
+		}
+		got, dropped := jsonrpc.WithoutMembers(obj, func(name []byte) bool { return string(name) == key })
+		var after map[string]json.RawMessage
+		if err := json.Unmarshal(got, &after); err != nil {
+			t.Fatalf("WithoutMembers(%s) = %s: %v", obj, got, err)
+		}
+		if _, had := before[key]; had != dropped {
+			t.Fatalf("WithoutMembers(%s, %q) dropped %v", obj, key, dropped)
+		}
+		var kept [][2]string
+		for name, v := range jsonrpc.Members(obj) {
+			if !utf8.Valid(name) {
+				return // written back as U+FFFD, as encoding/json reads it
+			}
+			if string(name) != key {
+				kept = append(kept, [2]string{string(name), string(v)})
+			}
+		}
+		i := 0
+		for name, v := range jsonrpc.Members(got) {
+			if i >= len(kept) || string(name) != kept[i][0] || string(v) != kept[i][1] {
+				t.Fatalf("WithoutMembers(%s, %q) = %s: member %d changed", obj, key, got, i)
+			}
+			i++
+		}
+		if i != len(kept) {
+			t.Fatalf("WithoutMembers(%s, %q) = %s: %d members, want %d", obj, key, got, i, len(kept))
+		}
+	})
+}

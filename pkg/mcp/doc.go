@@ -98,7 +98,11 @@
 //
 // StreamableHandler serves MCP's Streamable HTTP transport and turns each
 // session into a peer.Conn, so that whoever owns a session runs a peer on
-// it exactly as on a WebSocket. Serving a Server over HTTP takes one hook:
+// it exactly as on a WebSocket. The conn is a peer.DirectConn: each POST's
+// handler hands its messages to the peer itself, and what the peer sends
+// is routed to the waiting response on the sender's goroutine, so a
+// session has no goroutine of its own. Serving a Server over HTTP takes one
+// hook:
 //
 //	h := mcp.NewStreamableHandler(&mcp.StreamableOptions{
 //		Open: func(r *http.Request, sess *mcp.StreamSession) error {

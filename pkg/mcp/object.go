@@ -98,3 +98,27 @@ func (o Object) Raw() json.RawMessage {
 	raw, _ := json.Marshal(map[string]json.RawMessage(o))
 	return raw
 }
+
+// WithoutMeta returns params without the members of its _meta that drop
+// picks, and _meta itself when nothing is left in it; everything else byte
+// for byte and in its order (no decoding: a router strips its own hints
+// this way). It returns params itself when nothing is dropped.
+func WithoutMeta(params []byte, drop func(name []byte) bool) []byte {
+	meta, ok := jsonrpc.Member(params, "_meta")
+	if !ok {
+		return params
+	}
+	kept, dropped := jsonrpc.WithoutMembers(meta, drop)
+	if !dropped {
+		return params
+	}
+	if len(kept) == len("{}") {
+		out, _ := jsonrpc.WithoutMembers(params, func(name []byte) bool { return string(name) == "_meta" })
+		return out
+	}
+	out, err := jsonrpc.SetMember(params, "_meta", kept)
+	if err != nil {
+		return params
+	}
+	return out
+}

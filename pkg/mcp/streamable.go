@@ -549,17 +549,38 @@ func (h *StreamableHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 // a byte now and then: see http.ResponseController.SetReadDeadline), 400
 // when it could not be read.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *HTTPError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var mbe *http.MaxBytesError
-	switch {
-	case err == nil:
+	var body []byte
+	var err error
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		body, err = readExactly(r.Body, n)
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	}
+	if err == nil {
 		return body, nil
+	}
+	var mbe *http.MaxBytesError // declared here: errors.As's target escapes, and a body read costs no allocation for it
+	switch {
 	case errors.As(err, &mbe):
 		return nil, &HTTPError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("body exceeds %d bytes", mbe.Limit)}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, &HTTPError{Status: http.StatusRequestTimeout, Message: "the body did not arrive in time"}
 	}
 	return nil, &HTTPError{Status: http.StatusBadRequest, Message: "reading the body failed"}
+}
+
+// readExactly reads a body of n bytes, as its Content-Length says, in one
+// allocation, then to its end (net/http's reader stops at Content-Length;
+// reading its EOF tells whoever wraps it that the body is in).
+func readExactly(body io.Reader, n int64) ([]byte, error) {
+	b := make([]byte, n, n+1) // room to read the end into
+	if _, err := io.ReadFull(body, b); err != nil {
+		return nil, err
+	}
+	if m, err := body.Read(b[n : n+1]); m > 0 || err != io.EOF {
+		return nil, errors.Join(errors.New("a body longer than its Content-Length"), err)
+	}
+	return b, nil
 }
 
 // open starts a session for an initialize request, or answers why not.

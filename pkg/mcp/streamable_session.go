@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -42,8 +43,14 @@ type StreamSession struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	conn   *streamConn
-	inbox  chan posted
+	feed   atomic.Pointer[peer.Feed] // the owner's peer's, once bound: POSTs are handed to it directly
 	done   chan struct{}
+
+	// inbox holds the POSTs for an owner that reads the conn (one that does
+	// not bind a peer to it), made when first needed: a session served
+	// through a Feed has none.
+	inboxOnce sync.Once
+	inbox     chan posted
 
 	// mu guards everything below.
 	mu       sync.Mutex
@@ -125,16 +132,14 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 	s := &StreamSession{
 		h:       h,
 		id:      id,
-		nonce:   randomID()[:8],
 		version: version,
-		inbox:   make(chan posted, sessionInbox),
 		done:    make(chan struct{}),
 		streams: map[int64]*stream{},
 		calls:   map[jsonrpc.ID]*stream{},
-		tokens:  map[string]jsonrpc.ID{},
 	}
 	if id != "" {
 		s.idHeader = []string{id}
+		s.nonce = randomID()[:8] // a stateless request's stream has no event ids (see eventID)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
 	s.conn = &streamConn{s: s}
@@ -233,9 +238,13 @@ func (s *StreamSession) end(err error) {
 		s.idle.Stop()
 		s.idle = nil
 	}
+	feed, readErr := s.feed.Load(), s.readErrLocked()
 	s.mu.Unlock()
 	close(s.done)
 	s.cancel()
+	if feed != nil {
+		feed.End(readErr) // the owner's peer ends as on a failed read
+	}
 	if s.id != "" {
 		s.h.forget(s)
 		s.h.log.Debug("streamable HTTP session ended", "session", s.id, "reason", err)
@@ -284,10 +293,42 @@ type posted struct {
 	batch bool
 }
 
-// push hands a POST body to the owner's peer.
+// hand gives a POST's messages to the owner's peer: on this goroutine,
+// through the peer's Feed, once the peer is bound to the conn (it then
+// routes the POST's calls from here, and no reader of its own needs waking);
+// else through the inbox its read loop reads.
+func (s *StreamSession) hand(ctx context.Context, p posted) error {
+	f := s.feed.Load()
+	if f == nil {
+		return s.push(ctx, p)
+	}
+	select {
+	case <-s.done:
+		return net.ErrClosed
+	default:
+	}
+	if !f.Frame(p.body, jsonrpc.Frame{Messages: p.msgs, Batch: p.batch}, s.h.opts.Limits) {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// inboxChan returns the inbox, made on first use.
+func (s *StreamSession) inboxChan() chan posted {
+	s.inboxOnce.Do(func() {
+		n := sessionInbox
+		if s.stateless || s.id == "" {
+			n = 1 // one request
+		}
+		s.inbox = make(chan posted, n)
+	})
+	return s.inbox
+}
+
+// push hands a POST body to the owner's read loop.
 func (s *StreamSession) push(ctx context.Context, p posted) error {
 	select {
-	case s.inbox <- p:
+	case s.inboxChan() <- p:
 		return nil
 	case <-s.done:
 		return net.ErrClosed
@@ -319,7 +360,8 @@ func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body [
 	if s.id != "" {
 		w.Header()[HeaderSessionID] = s.idHeader
 	}
-	var calls []*jsonrpc.Request
+	var one [1]*jsonrpc.Request // a POST of one request needs no slice of its own
+	calls := one[:0]
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
 		switch {
@@ -336,7 +378,7 @@ func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body [
 		}
 	}
 	if len(calls) == 0 {
-		if err := s.push(r.Context(), in); err != nil {
+		if err := s.hand(r.Context(), in); err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				writeHTTPError(w, http.StatusNotFound, 0, "session ended")
 			}
@@ -351,7 +393,7 @@ func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body [
 		writeHTTPError(w, http.StatusBadRequest, 0, err.Error())
 		return
 	}
-	if err := s.push(r.Context(), in); err != nil {
+	if err := s.hand(r.Context(), in); err != nil {
 		// The peer never got the requests: no answer will come.
 		s.mu.Lock()
 		for len(st.owed) > 0 {
@@ -392,6 +434,9 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attac
 		if raw, ok := metaMember(c.Params, MetaProgressToken); ok {
 			if k, ok := progressKey(raw); ok {
 				key = k
+				if s.tokens == nil {
+					s.tokens = map[string]jsonrpc.ID{} // made for the first call with a progress token
+				}
 				s.tokens[k] = c.ID
 			}
 		}
@@ -580,10 +625,10 @@ var patiencePool = sync.Pool{New: func() any {
 // and written, the client leaves, the session ends, or CloseStream asks.
 func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream, att attachment) {
 	defer s.detach(st, att)
-	rc := http.NewResponseController(w)
+	wr := deadlineWriter{w: w}
 	// The deadlines set below are the connection's: clear them, or the
 	// next request on a kept-alive connection would inherit one.
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	defer wr.clear()
 	started := false
 	primes := s.primes(r.Header.Get(HeaderProtocolVersion))
 	var keepAlive <-chan time.Time
@@ -638,7 +683,9 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			s.forgetStreamLocked(st, true)
 			s.mu.Unlock()
 			w.Header()["Content-Type"] = jsonContentType
-			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
+			if len(body) > bufferedBody {
+				wr.deadline(s.h.opts.WriteTimeout)
+			}
 			status := http.StatusOK
 			if s.stateless {
 				status = answerStatus(body)
@@ -678,7 +725,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			h.Set("Content-Type", "text/event-stream")
 			h.Set("Cache-Control", "no-cache, no-transform")
 			h.Set("X-Accel-Buffering", "no")
-			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
+			wr.deadline(s.h.opts.WriteTimeout)
 			w.WriteHeader(http.StatusOK)
 			started = true
 			if ka := s.h.opts.KeepAlive; ka > 0 {
@@ -688,12 +735,12 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			}
 		}
 		if len(buf) > 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
+			wr.deadline(s.h.opts.WriteTimeout)
 			if _, err := w.Write(buf); err != nil {
 				return
 			}
 		}
-		if err := rc.Flush(); err != nil {
+		if err := wr.ctl().Flush(); err != nil {
 			return
 		}
 		// A complete stream ends its response. Its events stay in the
@@ -708,14 +755,47 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 		case <-r.Context().Done():
 			return
 		case <-keepAlive:
-			_ = rc.SetWriteDeadline(time.Now().Add(s.h.opts.WriteTimeout))
+			wr.deadline(s.h.opts.WriteTimeout)
 			if _, err := w.Write([]byte(": keepalive\n\n")); err != nil {
 				return
 			}
-			if err := rc.Flush(); err != nil {
+			if err := wr.ctl().Flush(); err != nil {
 				return
 			}
 		}
+	}
+}
+
+// bufferedBody is the largest answer net/http holds in its buffer until the
+// handler returns (it then sets Content-Length and writes it): writing it
+// touches no socket, so it needs no write deadline (which, cleared as the
+// handler returns, would not cover net/http's own write anyway).
+const bufferedBody = 2048
+
+// deadlineWriter sets a response's write deadlines and clears them once
+// done, only if it set one: each costs a turn of the runtime's timers. Its
+// ResponseController is made when first needed (a JSON answer needs none).
+type deadlineWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	set bool
+}
+
+func (d *deadlineWriter) ctl() *http.ResponseController {
+	if d.rc == nil {
+		d.rc = http.NewResponseController(d.w)
+	}
+	return d.rc
+}
+
+func (d *deadlineWriter) deadline(after time.Duration) {
+	d.set = true
+	_ = d.ctl().SetWriteDeadline(time.Now().Add(after))
+}
+
+func (d *deadlineWriter) clear() {
+	if d.set {
+		_ = d.rc.SetWriteDeadline(time.Time{})
 	}
 }
 
@@ -782,9 +862,10 @@ func parseEventID(id string) (nonce string, num, seq int64, ok bool) {
 
 // route sends one frame of the owner's to the stream it belongs on. The
 // owner's peer writes valid JSON-RPC, so a single message is routed by its
-// members alone (id, method, params), without decoding it: only a batch, and
-// a request that names its related request (whose hint is stripped), are
-// decoded.
+// members alone (id, method, params; then a progress token or a related
+// request in params), read in one pass each, without decoding it: only a
+// batch is decoded. A related request's hint is cut out of the frame as
+// bytes.
 func (s *StreamSession) route(frame []byte) error {
 	if t := bytes.TrimLeft(frame, " \t\r\n"); len(t) > 0 && t[0] == '[' {
 		return s.routeBatch(frame)
@@ -824,18 +905,16 @@ func (s *StreamSession) route(frame []byte) error {
 		s.deliverLocked(st, frame, true)
 		return nil
 	case method != nil && !response:
-		var progressToken, related []byte
 		progress := isJSONString(method, NotificationProgress)
-		if progress {
-			progressToken, _ = jsonrpc.Member(params, MetaProgressToken)
-		} else if raw, ok := metaMember(params, MetaRelatedRequest); ok {
-			m, err := jsonrpc.DecodeMessage(frame)
-			req, _ := m.(*jsonrpc.Request)
-			if err != nil || req == nil {
+		progressToken, related := routeHints(params, progress)
+		if related != nil {
+			// The hint is for this transport and means nothing to the
+			// client: cut out of the frame, which is otherwise as written.
+			stripped, ok := jsonrpc.Splice(frame, params, WithoutMeta(params, isRelatedHint))
+			if !ok {
 				break
 			}
-			related = raw
-			frame = stripRelated(req)
+			frame = stripped
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -851,7 +930,7 @@ func (s *StreamSession) route(frame []byte) error {
 			}
 		} else if related != nil {
 			var id jsonrpc.ID
-			if json.Unmarshal(related, &id) == nil {
+			if id.UnmarshalJSON(related) == nil {
 				st = s.calls[id]
 			}
 		}
@@ -933,18 +1012,23 @@ func answerStatus(body []byte) int {
 	return HTTPStatusOf(jsonrpc.Code(n))
 }
 
-// stripRelated re-encodes a request without _meta's routing hint, which is
-// for this transport and means nothing to the client.
-func stripRelated(req *jsonrpc.Request) []byte {
-	obj, err := ParseObject(req.Params)
-	if err != nil {
-		return jsonrpc.Encode(req)
+// routeHints reads what routing needs of an outgoing message's params, in
+// one pass over them: a progress report's token, or the request another
+// message names in _meta (MetaRelatedRequest).
+func routeHints(params []byte, progress bool) (token, related []byte) {
+	for name, v := range jsonrpc.Members(params) {
+		switch {
+		case progress && string(name) == MetaProgressToken:
+			token = v
+		case !progress && string(name) == "_meta":
+			related, _ = jsonrpc.Member(v, MetaRelatedRequest)
+		}
 	}
-	obj.DeleteMeta(MetaRelatedRequest)
-	out := *req
-	out.Params = obj.Raw()
-	return out.Encode()
+	return token, related
 }
+
+// isRelatedHint picks the routing hint out of a _meta (WithoutMeta).
+func isRelatedHint(name []byte) bool { return string(name) == MetaRelatedRequest }
 
 // deliverLocked puts frame on st: as the JSON answer when it is the only
 // thing the stream carries, else as an SSE event.
@@ -1028,7 +1112,34 @@ type streamConn struct{ s *StreamSession }
 var (
 	_ peer.Conn        = (*streamConn)(nil)
 	_ peer.FrameReader = (*streamConn)(nil)
+	_ peer.DirectConn  = (*streamConn)(nil)
 )
+
+// Bind makes the session hand its POSTs to f on the handlers' goroutines,
+// and tell f when it ends.
+func (c *streamConn) Bind(f peer.Feed) {
+	s := c.s
+	s.mu.Lock()
+	s.feed.Store(&f)
+	ended, readErr := s.err != nil, s.readErrLocked()
+	s.mu.Unlock()
+	if ended {
+		f.End(readErr)
+	}
+}
+
+// readErrLocked is why Read fails once the session has ended: the owner
+// closed it (net.ErrClosed), or why it ended.
+func (s *StreamSession) readErrLocked() error {
+	if s.byOwner {
+		return net.ErrClosed
+	}
+	return s.err
+}
+
+// WriteDirect routes one frame to its stream, keeping it: routing only
+// takes the session's lock.
+func (c *streamConn) WriteDirect(frame []byte) error { return c.s.route(frame) }
 
 // Read returns the next POST body.
 func (c *streamConn) Read(ctx context.Context) ([]byte, error) {
@@ -1054,15 +1165,12 @@ func (c *streamConn) ReadFrame(ctx context.Context, dec *jsonrpc.Decoder) (jsonr
 func (c *streamConn) next(ctx context.Context) (posted, error) {
 	s := c.s
 	select {
-	case p := <-s.inbox:
+	case p := <-s.inboxChan():
 		return p, nil
 	case <-s.done:
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.byOwner {
-			return posted{}, net.ErrClosed
-		}
-		return posted{}, s.err
+		return posted{}, s.readErrLocked()
 	case <-ctx.Done():
 		return posted{}, ctx.Err()
 	}

@@ -67,10 +67,12 @@ func (p *Peer) shutdownLocked(cause error, code CloseCode, reason string, flush 
 		p.flushed = make(chan struct{})
 		flushed = p.flushed
 	}
+	// Counted before done closes: Wait waits on the group only after done,
+	// and a peer on a DirectConn may have no other goroutine counted.
+	p.addGoroutine()
 	close(p.done)
 	p.cancel(cause)
 
-	p.addGoroutine()
 	go func() {
 		defer p.goroutineDone()
 		if p.opts.OnClose != nil {

@@ -36,7 +36,9 @@
 // # Writing and slow consumers
 //
 // One writer goroutine per peer drains a bounded queue, and exists only while
-// there is something to write. A peer that stops reading until the queue
+// there is something to write (to a [DirectConn], whose writes cost a lock,
+// a call or an answer with nothing queued before it is written by its
+// sender). A peer that stops reading until the queue
 // overflows (Options.SendQueue frames or Options.SendQueueBytes bytes) is
 // closed with 1008 "slow consumer": senders never block on it.
 //
@@ -60,6 +62,8 @@
 //     writer goroutine.
 //   - read.go: the read loop, and what it does with each frame: responses to
 //     the pending calls, notifications to the handler, calls to handlers.go.
+//   - direct.go: [DirectConn] and its [Feed]: a conn whose own goroutines
+//     hand the peer its frames, and whose writes take the queue's place.
 //   - handlers.go: incoming calls: [Handler], [AsyncHandler] and [Reply], the
 //     worker pool, batches, [Peer.Cancel] and [Peer.Pending].
 //   - close.go: [Peer.Close], [Peer.CloseWith], shutdown, [Peer.Done],
@@ -82,5 +86,9 @@
 // Nothing runs under Peer.mu that can block or call out: the conn is read,
 // written and closed without it, and handlers, callbacks (done, OnCancel,
 // OnClose, a Reply's OnCancel) and hooks run after it is released. The
-// conns' own locks are therefore never taken under it.
+// conns' own locks are therefore never taken under it, but for a
+// [DirectConn]'s WriteDirect, which never blocks nor calls back: the sender
+// of a call or an answer writes it under the lock when nothing is queued. Peer.feedMu, held while a DirectConn's goroutine
+// handles a frame through its [Feed] (a DirectConn has no read loop), comes
+// before Peer.mu.
 package peer

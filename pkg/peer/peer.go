@@ -25,7 +25,12 @@ type Peer struct {
 	log     *slog.Logger
 	nextID  atomic.Int64
 	dropped atomic.Uint64   // notices dropped for lack of room (SendNotice)
-	dec     jsonrpc.Decoder // used by the one goroutine reading at a time
+	dec     jsonrpc.Decoder // used by the one goroutine reading (or feeding: feedMu) at a time
+	direct  DirectConn      // conn, when it is one: fed by its own goroutines, written under mu
+	// stopOnEnd releases Start's watch of its context when a DirectConn
+	// ends (the read loop does it otherwise); guarded by mu.
+	stopOnEnd func() bool
+	feedMu    sync.Mutex // held while a DirectConn's goroutine handles a frame (Feed.Frame), one at a time
 
 	ctx    context.Context // handlers' parent; cancelled when the peer ends
 	cancel context.CancelCauseFunc
@@ -74,6 +79,7 @@ func New(conn Conn, opts *Options) *Peer {
 		incoming: make(map[jsonrpc.ID]incoming),
 		dec:      jsonrpc.Decoder{Limits: o.Limits},
 	}
+	p.direct, _ = conn.(DirectConn)
 	p.ctx, p.cancel = context.WithCancelCause(context.WithValue(context.Background(), peerKey{}, p))
 	return p
 }
@@ -92,12 +98,20 @@ func (p *Peer) Start(ctx context.Context) {
 		return
 	}
 	p.ctx, p.cancel = base, cancel
-	p.addGoroutine()
-	p.mu.Unlock()
 	stop := func() bool { return false }
 	if ctx.Done() != nil { // an owner that closes its peers itself need not pay for this
 		stop = context.AfterFunc(ctx, func() { p.CloseWith(CloseGoingAway, "going away") })
 	}
+	if p.direct != nil {
+		// Its goroutines feed it, and it says when it ends (Feed.End):
+		// nothing to read, and no goroutine waiting to.
+		p.stopOnEnd = stop
+		p.mu.Unlock()
+		p.direct.Bind(Feed{p: p})
+		return
+	}
+	p.addGoroutine()
+	p.mu.Unlock()
 	go p.readLoop(stop)
 }
 

@@ -30,6 +30,16 @@ type BatchWriter interface {
 // bounds with a timeout; notifications, which the hub fans out to many peers
 // from one goroutine, are always queued.
 func (p *Peer) sendLocked(frame []byte, inline bool) (bool, error) {
+	if p.direct != nil && inline && !p.writing && len(p.sendq) == 0 {
+		// Its write costs a lock and never blocks: a call or an answer
+		// with nothing queued before it goes at once. (Notices still
+		// queue, where a flood of them coalesces, and what follows them
+		// queues behind them, in order.)
+		if err := p.direct.WriteDirect(frame); err != nil {
+			p.writeFailedLocked(err)
+		}
+		return false, nil
+	}
 	if inline && !p.writing && len(p.sendq) == 0 && len(p.pending)+len(p.incoming) <= 1 {
 		p.writing = true
 		return true, nil
@@ -134,7 +144,13 @@ func (p *Peer) writeLoop() {
 		p.mu.Unlock()
 
 		var err error
-		if batches {
+		if p.direct != nil {
+			for _, f := range frames {
+				if err = p.direct.WriteDirect(f); err != nil {
+					break
+				}
+			}
+		} else if batches {
 			err = bw.WriteBatch(context.Background(), frames)
 		} else {
 			for _, f := range frames {
