@@ -14,11 +14,13 @@
 // Flags: -hub names a hub binary to measure instead of building one; -out
 // moves the report (- for none); -profile off|DIR controls the CPU profiles;
 // -servers N puts N replicas of the MCP server behind each hub path;
-// -pools-only measures the connector pools alone (a minute), -pool N sizes
-// the pool measured (8), -tracing-only measures the cost of tracing alone
-// (a minute), and -base REV names the revision whose hub the cost of leases
-// and of tracing are measured against (main: the commit where this tree
-// left it; empty for none).
+// -idle-only measures idle connections alone (with -profile DIR, on the
+// hub's twins, writing their heap profiles there); -pools-only measures the
+// connector pools alone (a minute), -pool N sizes the pool measured (8),
+// -tracing-only measures the cost of tracing alone (a minute), and -base
+// REV names the revision whose hub the cost of leases and of tracing are
+// measured against (main: the commit where this tree left it; empty for
+// none).
 //
 // # Processes
 //
@@ -76,8 +78,14 @@
 // spread over two; each round the server sends one
 // notifications/resources/updated and the next round starts once everyone
 // has it. Just before each setting, the same clients measure the raw
-// fan-out server, told to send over a control connection. Idle: the fresh hub's RSS before and after those clients connect.
-// Churn: workers connecting, initializing and closing sessions in a loop.
+// fan-out server, told to send over a control connection. Churn: workers
+// connecting, initializing and closing sessions in a loop.
+//
+// Idle (idle.go): RSS per connection that does nothing, each kind on a
+// fresh process: MCP clients connected and initialized over WebSocket to a
+// bare coder/websocket server (the raw fan-out server: the floor) and to
+// the hub, and Streamable HTTP sessions of the hub, initialized and left
+// without a connection.
 //
 // Connector pools (pools.go): `hub connect` runs hubbench's MCP server on
 // stdio (-role stdio-server) behind a hub of its own, with one child (which

@@ -75,15 +75,6 @@ func (f *fanoutResult) cpuCell() string {
 	return cpuPerOp(f.cpu, f.delivered)
 }
 
-// idleResult is the cost of connected, initialized clients that do nothing.
-type idleResult struct {
-	conns               int
-	rssBefore, rssAfter int64
-	before, after       runtimeStats
-	statsOK             bool
-	connectRate         float64 // connect + initialize, 32 at a time
-}
-
 // deliveries records when each subscriber received the current round's
 // notification. The server runs in this process, so the send time and the
 // receipt times are read from one clock.
@@ -220,12 +211,11 @@ type fanoutPath struct {
 	pids      []int    // processes whose CPU is charged to the deliveries
 	stats     []*statsSource
 	update    func(context.Context) // sends one update
-	idle      *hubRef               // measure the idle cost on this hub; nil: not
 }
 
 // hubFanout is the fan-out through hubs: the server dials the first, the
 // subscribers are spread over all. stop ends the server.
-func hubFanout(ctx context.Context, hubs []*hubRef, idle bool) (p *fanoutPath, stop func(), err error) {
+func hubFanout(ctx context.Context, hubs []*hubRef) (p *fanoutPath, stop func(), err error) {
 	setting := "1 instance"
 	if len(hubs) > 1 {
 		setting = fmt.Sprintf("%d instances", len(hubs))
@@ -242,25 +232,15 @@ func hubFanout(ctx context.Context, hubs []*hubRef, idle bool) (p *fanoutPath, s
 	for _, h := range hubs {
 		p.urls = append(p.urls, h.ws("/mcp"))
 	}
-	if idle {
-		p.idle = hubs[0]
-	}
 	return p, srv.stop, nil
 }
 
-// runFanout connects max(sizes) clients spread over the path's URLs,
-// measures the idle cost of the path's idle hub if it has one, then for
-// each size subscribes that many and sends rounds of one update each.
+// runFanout connects max(sizes) clients spread over the path's URLs, then
+// for each size subscribes that many and sends rounds of one update each.
 //
 // cpuAll reads the CPU time of every process of the run.
-func runFanout(ctx context.Context, cfg *config, p *fanoutPath, sizes []int, cpuAll func() map[string]time.Duration, progress func(string)) ([]*fanoutResult, *idleResult, error) {
+func runFanout(ctx context.Context, cfg *config, p *fanoutPath, sizes []int, cpuAll func() map[string]time.Duration, progress func(string)) ([]*fanoutResult, error) {
 	n := slices.Max(sizes)
-	var ir *idleResult
-	if p.idle != nil {
-		ir = &idleResult{conns: n}
-		ir.rssBefore, ir.before, ir.statsOK = hubMemory(ctx, p.idle)
-	}
-
 	d := newDeliveries(n)
 	clients := make([]*mcp.Client, n)
 	defer func() {
@@ -273,7 +253,6 @@ func runFanout(ctx context.Context, cfg *config, p *fanoutPath, sizes []int, cpu
 		})
 	}()
 	progress(fmt.Sprintf("fan-out %s: connecting %s clients", p.setting, benchlab.FormatCount(int64(n))))
-	began := time.Now()
 	err := forEach(ctx, n, 32, func(i int) error {
 		c, err := mcp.Connect(ctx, p.urls[i%len(p.urls)], &mcp.ClientOptions{
 			ProtocolVersion: mcp.LatestVersion, // resources/subscribe, on a session
@@ -284,16 +263,7 @@ func runFanout(ctx context.Context, cfg *config, p *fanoutPath, sizes []int, cpu
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting subscribers: %w", err)
-	}
-	if ir != nil {
-		ir.connectRate = float64(n) / time.Since(began).Seconds()
-		if err := settle(ctx, p.idle); err != nil {
-			return nil, nil, err
-		}
-		var ok bool
-		ir.rssAfter, ir.after, ok = hubMemory(ctx, p.idle)
-		ir.statsOK = ir.statsOK && ok
+		return nil, fmt.Errorf("connecting subscribers: %w", err)
 	}
 
 	var results []*fanoutResult
@@ -304,16 +274,16 @@ func runFanout(ctx context.Context, cfg *config, p *fanoutPath, sizes []int, cpu
 			return clients[subscribed+i].Subscribe(ctx, fanoutURI)
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("subscribing: %w", err)
+			return nil, fmt.Errorf("subscribing: %w", err)
 		}
 		subscribed = size
 		res, err := fanoutRounds(ctx, cfg, p, d, size, cpuAll)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		results = append(results, res)
 	}
-	return results, ir, nil
+	return results, nil
 }
 
 // fanoutRounds sends cfg.fanoutRounds updates to size subscribers, one
@@ -370,27 +340,16 @@ func fanoutRounds(ctx context.Context, cfg *config, p *fanoutPath, d *deliveries
 	return res, nil
 }
 
-// hubMemory reads a hub's RSS and runtime figures.
-func hubMemory(ctx context.Context, h *hubRef) (rss int64, st runtimeStats, ok bool) {
-	rss, _ = benchlab.RSSBytes(h.c.PID())
-	if h.stats != nil {
-		var err error
-		st, err = h.stats.read(ctx)
-		ok = err == nil
-	}
-	return rss, st, ok
-}
-
-// settle waits until the hub's RSS stops moving (less than 0.5% over half a
-// second), for at most three seconds: the last connections' buffers and
-// goroutines are then in place.
-func settle(ctx context.Context, h *hubRef) error {
+// settle waits until a process's RSS stops moving (less than 0.5% over
+// half a second), for at most three seconds: the last connections' buffers
+// and goroutines are then in place.
+func settle(ctx context.Context, pid int) error {
 	deadline := time.Now().Add(3 * time.Second)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var window []int64
 	for time.Now().Before(deadline) {
-		rss, err := benchlab.RSSBytes(h.c.PID())
+		rss, err := benchlab.RSSBytes(pid)
 		if err != nil {
 			return err
 		}
@@ -414,16 +373,9 @@ func settle(ctx context.Context, h *hubRef) error {
 // measureFanout sets a fan-out path up, measures it at every size and
 // takes it down.
 func measureFanout(ctx context.Context, cfg *config, sup *benchlab.Supervisor, setup func() (*fanoutPath, func(), error), progress func(string)) ([]*fanoutResult, error) {
-	res, _, err := measureFanoutIdle(ctx, cfg, sup, setup, progress)
-	return res, err
-}
-
-// measureFanoutIdle is measureFanout that also returns the idle cost, for a
-// path that measures it.
-func measureFanoutIdle(ctx context.Context, cfg *config, sup *benchlab.Supervisor, setup func() (*fanoutPath, func(), error), progress func(string)) ([]*fanoutResult, *idleResult, error) {
 	p, stop, err := setup()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer stop()
 	return runFanout(ctx, cfg, p, cfg.fanoutSizes, sup.CPUByProcess, progress)

@@ -73,8 +73,9 @@ type options struct {
 	profile string // "auto", "off" or a directory
 	servers int    // MCP server processes behind each hub
 	// profileOnly takes the profiles and nothing else, for work on the hub;
-	// fanoutOnly measures the fan-out and idle connections only.
-	profileOnly, fanoutOnly bool
+	// fanoutOnly measures the fan-out and idle connections only, idleOnly
+	// idle connections only.
+	profileOnly, fanoutOnly, idleOnly bool
 	// poolsOnly measures the connector pools only; pool is the children of
 	// the pool measured, base the revision whose hub the cost of leases is
 	// measured against ("" for none).
@@ -98,8 +99,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "smaller counts and shorter rounds: under a minute")
 	fs.StringVar(&o.hub, "hub", "", "hub binary to measure; empty builds ./cmd/hub of this tree into a temporary directory")
 	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "Markdown report, relative to the module root; - for none")
-	fs.StringVar(&o.profile, "profile", "auto", "CPU profiles of the hub at 64x16: auto (when its throughput target is missed, full runs only), off, or a directory to always write them to")
+	fs.StringVar(&o.profile, "profile", "auto", "CPU profiles of the hub at 64x16: auto (when its throughput target is missed, full runs only), off, or a directory to always write them to; with -idle-only, a directory for the heap profiles of idle hubs (their twins)")
 	fs.BoolVar(&o.fanoutOnly, "fanout-only", false, "measure the fan-out and idle connections only, print the table and write no report")
+	fs.BoolVar(&o.idleOnly, "idle-only", false, "measure idle connections only (a bare coder/websocket server, the hub's WebSocket clients and HTTP sessions), print the table and write no report")
 	fs.BoolVar(&o.profileOnly, "profile-only", false, "take the CPU profiles only (into -profile DIR, else a temporary directory), print their summaries and write no report")
 	fs.IntVar(&o.servers, "servers", 1, "MCP server processes behind each hub path, replicas of one server that the hub spreads calls over")
 	fs.BoolVar(&o.poolsOnly, "pools-only", false, "measure the connector pools (hub connect: one child, a pool, --shared) and the cost of leases only, print the table and write no report")
@@ -110,8 +112,11 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if o.fanoutOnly || o.poolsOnly || o.catalogOnly || o.tracingOnly {
-		o.out, o.profile = "-", "off"
+	if o.fanoutOnly || o.poolsOnly || o.catalogOnly || o.tracingOnly || o.idleOnly {
+		o.out = "-"
+		if !o.idleOnly || o.profile == "auto" {
+			o.profile = "off" // -idle-only -profile DIR profiles the idle hubs' twins
+		}
 	}
 	if o.pool < 1 {
 		return nil, errors.New("-pool must be at least 1")
@@ -135,6 +140,7 @@ type config struct {
 	payloads     []payload
 	fanoutSizes  []int
 	fanoutRounds int
+	idleConns    int // connections of each idle kind
 	churnWorkers int
 	churn        time.Duration
 	profile      time.Duration
@@ -153,11 +159,11 @@ var (
 func newConfig(quick bool) *config {
 	if quick {
 		return &config{quick: true, warmup: 100 * time.Millisecond, round: 300 * time.Millisecond, rounds: 1,
-			shapes: shapes, payloads: payloads, fanoutSizes: []int{1_000}, fanoutRounds: 3,
+			shapes: shapes, payloads: payloads, fanoutSizes: []int{1_000}, fanoutRounds: 3, idleConns: 1_000,
 			churnWorkers: 8, churn: 500 * time.Millisecond, profile: 2 * time.Second}
 	}
 	return &config{warmup: 500 * time.Millisecond, round: 1500 * time.Millisecond, rounds: 3,
-		shapes: shapes, payloads: payloads, fanoutSizes: []int{1_000, 10_000}, fanoutRounds: 5,
+		shapes: shapes, payloads: payloads, fanoutSizes: []int{1_000, 10_000}, fanoutRounds: 5, idleConns: 10_000,
 		churnWorkers: 16, churn: 3 * time.Second, profile: 5 * time.Second}
 }
 
@@ -182,6 +188,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		for i, n := range cfg.fanoutSizes {
 			cfg.fanoutSizes[i] = min(n, maxConns)
 		}
+		cfg.idleConns = min(cfg.idleConns, maxConns)
 		rep.notes = append(rep.notes, fmt.Sprintf("the open files limit (%d) caps subscribers and idle connections at %d", limit, maxConns))
 	}
 	root, err := moduleRoot()
@@ -216,7 +223,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		cat.print(stdout)
 		return nil
 	}
-	if o.poolsOnly || o.tracingOnly {
+	if o.poolsOnly || o.tracingOnly || o.idleOnly {
 		if o.poolsOnly {
 			if rep.pools, err = runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress); err != nil {
 				return fmt.Errorf("connector pools: %w", err)
@@ -225,6 +232,15 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		if o.tracingOnly {
 			if rep.tracing, err = runTracing(ctx, cfg, sup, root, hubBin, tmp, o.base, progress); err != nil {
 				return fmt.Errorf("the cost of tracing: %w", err)
+			}
+		}
+		if o.idleOnly {
+			dir := ""
+			if o.profile != "auto" && o.profile != "off" {
+				dir = o.profile
+			}
+			if rep.idle, err = runIdle(ctx, sup, hubBin, cfg.idleConns, dir, progress); err != nil {
+				return err
 			}
 		}
 		sup.StopAll()
@@ -298,16 +314,16 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("raw fan-out: %w", err)
 		}
-		idle := len(hubs) == 1
-		results, ir, err := measureFanoutIdle(ctx, cfg, sup, func() (*fanoutPath, func(), error) { return hubFanout(ctx, hubs, idle) }, progress)
+		results, err := measureFanout(ctx, cfg, sup, func() (*fanoutPath, func(), error) { return hubFanout(ctx, hubs) }, progress)
 		if err != nil {
 			return fmt.Errorf("fan-out on %d instance(s): %w", len(hubs), err)
 		}
-		if idle {
-			rep.idle = ir
-		}
 		againstRaw(results, raw)
 		rep.fanout = append(append(rep.fanout, raw...), results...)
+	}
+
+	if rep.idle, err = runIdle(ctx, sup, hubBin, cfg.idleConns, "", progress); err != nil {
+		return err
 	}
 
 	if dir, ok := profileDir(o, cfg, rep); ok {
@@ -380,6 +396,9 @@ func commandLine(o *options) string {
 	}
 	if o.hub != "" {
 		parts = append(parts, "-hub", o.hub)
+	}
+	if o.idleOnly {
+		parts = append(parts, "-idle-only")
 	}
 	if o.profile != "auto" {
 		parts = append(parts, "-profile", o.profile)

@@ -252,7 +252,7 @@ func (p *profileResult) heading() string {
 // profileFanout profiles the twin while it fans updates out to n
 // subscribers, round after round, for the length of the profile.
 func profileFanout(ctx context.Context, cfg *config, sup *benchlab.Supervisor, twin *hubRef, dir string, n int, progress func(string)) (*profileResult, error) {
-	p, stop, err := hubFanout(ctx, []*hubRef{twin}, false)
+	p, stop, err := hubFanout(ctx, []*hubRef{twin})
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +282,7 @@ func profileFanout(ctx context.Context, cfg *config, sup *benchlab.Supervisor, t
 		}()
 		mt.start(ctx)
 	}
-	results, _, err := runFanout(ctx, &pcfg, p, []int{n}, nil, progress)
+	results, err := runFanout(ctx, &pcfg, p, []int{n}, nil, progress)
 	if err != nil {
 		return nil, err
 	}
