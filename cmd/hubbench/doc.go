@@ -14,9 +14,14 @@
 // Flags: -hub names a hub binary to measure instead of building one; -out
 // moves the report (- for none); -profile off|DIR controls the CPU profiles;
 // -servers N puts N replicas of the MCP server behind each hub path;
-// -idle-only measures idle connections alone (with -profile DIR, on the
-// hub's twins, writing their heap profiles there); -pools-only measures the
-// connector pools alone (a minute), -pool N sizes the pool measured (8),
+// -calls SHAPE/PAYLOAD,... measures those cells of the calls alone, and
+// -paths NAME,... only those paths beside the raw echo (for an A/B of one
+// change: "-calls 1x1/100B -paths 'hub,hub x2 (redis),redis publish -> sub'");
+// -profile-shape takes the profiles under another load than 64x16, and
+// -paths then limits them too; -idle-only measures idle connections alone
+// (with -profile DIR, on the hub's twins, writing their heap profiles
+// there); -pools-only measures the connector pools alone (a minute), -pool
+// N sizes the pool measured (8),
 // -tracing-only measures the cost of tracing alone (a minute), and -base
 // REV names the revision whose hub the cost of leases and of tracing are
 // measured against (main: the commit where this tree left it; empty for

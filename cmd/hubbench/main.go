@@ -86,6 +86,12 @@ type options struct {
 	catalogOnly bool
 	// tracingOnly measures the cost of tracing only (against base too).
 	tracingOnly bool
+	// calls, when set, measures the calls of these cells only
+	// ("1x1/100B,64x16/16KiB"), and paths, when set, only these paths
+	// beside the raw echo (their names, comma-separated).
+	calls, paths string
+	// profileShape is the load the profiles are taken under.
+	profileShape string
 }
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
@@ -104,6 +110,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.idleOnly, "idle-only", false, "measure idle connections only (a bare coder/websocket server, the hub's WebSocket clients and HTTP sessions), print the table and write no report")
 	fs.BoolVar(&o.profileOnly, "profile-only", false, "take the CPU profiles only (into -profile DIR, else a temporary directory), print their summaries and write no report")
 	fs.IntVar(&o.servers, "servers", 1, "MCP server processes behind each hub path, replicas of one server that the hub spreads calls over")
+	fs.StringVar(&o.calls, "calls", "", "measure the calls of these cells only, SHAPE/PAYLOAD comma-separated (1x1/100B,64x16/16KiB), print the table and write no report")
+	fs.StringVar(&o.paths, "paths", "", "with -calls: the paths measured beside the raw echo, by name, comma-separated (hub,hub x2 (redis),redis publish -> sub)")
+	fs.StringVar(&o.profileShape, "profile-shape", profiled.String(), "the shape of the load the CPU profiles are taken under (1x1, 16x1, 64x16); with -paths, only those paths are profiled")
 	fs.BoolVar(&o.poolsOnly, "pools-only", false, "measure the connector pools (hub connect: one child, a pool, --shared) and the cost of leases only, print the table and write no report")
 	fs.BoolVar(&o.catalogOnly, "catalog-only", false, "measure the catalog's costs only (tool search over 10,000 tools, a server of 500 joining the index, a call through a virtual server against the per-server endpoint), print them and write no report")
 	fs.IntVar(&o.pool, "pool", 8, "children of the connector pool measured")
@@ -112,7 +121,12 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if o.fanoutOnly || o.poolsOnly || o.catalogOnly || o.tracingOnly || o.idleOnly {
+	if o.calls != "" {
+		if err := o.selectCells(); err != nil {
+			return nil, err
+		}
+	}
+	if o.fanoutOnly || o.poolsOnly || o.catalogOnly || o.tracingOnly || o.idleOnly || o.calls != "" {
 		o.out = "-"
 		if !o.idleOnly || o.profile == "auto" {
 			o.profile = "off" // -idle-only -profile DIR profiles the idle hubs' twins
@@ -148,6 +162,9 @@ type config struct {
 	// passed since the first measured one, when fanoutStart runs.
 	fanoutUntil time.Duration
 	fanoutStart func()
+	// profilePaths, when set, are the only cases profiled (their path
+	// names, or "fan-out").
+	profilePaths []string
 }
 
 var (
@@ -263,12 +280,16 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			"per call at 64x16 are in the profile section when profiles were taken.")
 	}
 
+	eps := env.endpoints
+	if o.paths != "" {
+		eps = selectPaths(eps, o.paths)
+	}
 	for _, pl := range cfg.payloads {
 		for _, sh := range cfg.shapes {
-			if o.fanoutOnly {
-				break
+			if o.fanoutOnly || !o.measures(sh, pl) {
+				continue
 			}
-			cell, err := runCell(ctx, cfg, env.endpoints, sh, pl, sup.CPUByProcess, progress)
+			cell, err := runCell(ctx, cfg, eps, sh, pl, sup.CPUByProcess, progress)
 			if err != nil {
 				return fmt.Errorf("calls %s %s: %w", sh, pl.name, err)
 			}
@@ -281,6 +302,14 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 				}
 			}
 		}
+	}
+	if o.calls != "" {
+		sup.StopAll()
+		fmt.Fprint(stdout, rep.table().Text())
+		for _, v := range rep.verdicts() {
+			fmt.Fprintln(stdout, "  "+v.String())
+		}
+		return nil
 	}
 	if !o.fanoutOnly {
 		if rep.statsCost, err = runStatsCost(ctx, cfg, env.solo, progress); err != nil {
@@ -389,6 +418,53 @@ func profileDir(o *options, cfg *config, rep *report) (string, bool) {
 	return o.profile, true
 }
 
+// selectCells checks -calls: every cell must name a shape and a payload
+// of the suite.
+func (o *options) selectCells() error {
+	for _, c := range strings.Split(o.calls, ",") {
+		sh, pl, ok := strings.Cut(strings.TrimSpace(c), "/")
+		found := false
+		for _, s := range shapes {
+			for _, p := range payloads {
+				found = found || ok && s.String() == sh && strings.ReplaceAll(p.name, " ", "") == strings.ReplaceAll(pl, " ", "")
+			}
+		}
+		if !found {
+			return fmt.Errorf("-calls: %q is not a cell of the suite (shapes 1x1, 16x1, 64x16; payloads 100B, 16KiB)", c)
+		}
+	}
+	return nil
+}
+
+// measures reports whether the calls of sh and pl are measured: all of
+// them unless -calls names cells.
+func (o *options) measures(sh shape, pl payload) bool {
+	if o.calls == "" {
+		return true
+	}
+	for _, c := range strings.Split(o.calls, ",") {
+		s, p, _ := strings.Cut(strings.TrimSpace(c), "/")
+		if s == sh.String() && strings.ReplaceAll(p, " ", "") == strings.ReplaceAll(pl.name, " ", "") {
+			return true
+		}
+	}
+	return false
+}
+
+// selectPaths keeps the raw echo (the baseline, first) and the paths named
+// in list.
+func selectPaths(eps []*endpoint, list string) []*endpoint {
+	out := eps[:1:1]
+	for _, ep := range eps[1:] {
+		for _, name := range strings.Split(list, ",") {
+			if strings.TrimSpace(name) == ep.name {
+				out = append(out, ep)
+			}
+		}
+	}
+	return out
+}
+
 func commandLine(o *options) string {
 	parts := []string{"go run ./cmd/hubbench"}
 	if o.quick {
@@ -399,6 +475,12 @@ func commandLine(o *options) string {
 	}
 	if o.idleOnly {
 		parts = append(parts, "-idle-only")
+	}
+	if o.calls != "" {
+		parts = append(parts, "-calls", strconv.Quote(o.calls))
+	}
+	if o.paths != "" {
+		parts = append(parts, "-paths", strconv.Quote(o.paths))
 	}
 	if o.profile != "auto" {
 		parts = append(parts, "-profile", o.profile)
@@ -511,7 +593,16 @@ func profileOnly(ctx context.Context, o *options, cfg *config, sup *benchlab.Sup
 	if dir == "auto" || dir == "off" {
 		dir = filepath.Join(os.TempDir(), "hubbench-profiles-"+time.Now().Format("20060102-150405"))
 	}
-	profiles, err := runProfile(ctx, cfg, sup, dir, profiled, progress)
+	sh := profiled
+	for _, s := range shapes {
+		if s.String() == o.profileShape {
+			sh = s
+		}
+	}
+	if o.paths != "" {
+		cfg.profilePaths = strings.Split(o.paths, ",")
+	}
+	profiles, err := runProfile(ctx, cfg, sup, dir, sh, progress)
 	if err != nil {
 		return fmt.Errorf("profiling: %w", err)
 	}
