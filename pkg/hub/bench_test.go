@@ -228,15 +228,25 @@ func BenchmarkCall(b *testing.B) {
 		th   *testHub
 		one  bool // one call at a time
 	}{{"one-instance", single, false}, {"two-instances", a, false}, {"one-instance-1x1", single, true}, {"two-instances-1x1", a, true}} {
-		b.Run(tc.name, func(b *testing.B) { runCalls(b, tc.th, tc.one) })
+		b.Run(tc.name, func(b *testing.B) { runCalls(b, tc.th, tc.one, 100) })
 	}
 }
 
-// runCalls is the load of BenchmarkCall: 100 bytes of arguments to
+// BenchmarkCallLarge is BenchmarkCall's one instance with 16 KiB of
+// arguments, 64 calls in flight: a process without children (no Redis),
+// which valgrind's callgrind can follow to its end.
+func BenchmarkCallLarge(b *testing.B) {
+	th := benchHub(b, nil)
+	dialBenchServer(b, th, newBenchServer(echoArguments))
+	waitBenchServer(b, th)
+	runCalls(b, th, false, 16<<10)
+}
+
+// runCalls is the load of BenchmarkCall: size bytes of arguments to
 // bench__echo through th, one call at a time, or 64 in flight on 4
 // connections.
-func runCalls(b *testing.B, th *testHub, one bool) {
-	params := json.RawMessage(`{"name":"bench__echo","arguments":{"text":"` + strings.Repeat("x", 100-len(`{"text":""}`)) + `"}}`)
+func runCalls(b *testing.B, th *testHub, one bool, size int) {
+	params := json.RawMessage(`{"name":"bench__echo","arguments":{"text":"` + strings.Repeat("x", size-len(`{"text":""}`)) + `"}}`)
 	clients := make([]*mcp.Client, 4)
 	for i := range clients {
 		c, err := mcp.Connect(context.Background(), th.wsURL("/mcp"), &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion})
@@ -290,7 +300,7 @@ func BenchmarkCallTraced(b *testing.B) {
 			th := benchHubWith(b, Config{Tracing: tracing.Config{Enabled: true, Endpoint: sink.URL, BatchDelay: 100 * time.Millisecond}})
 			dialBenchServer(b, th, newBenchServer(echoArguments))
 			waitBenchServer(b, th)
-			runCalls(b, th, false)
+			runCalls(b, th, false, 100)
 		})
 	}
 }
