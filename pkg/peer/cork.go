@@ -29,6 +29,12 @@ import (
 // they are written, and what a read brings beyond what coder/websocket asked
 // for (several frames, usually) until it is all read. On a socket it can
 // wait on without a buffer (readAhead), that is also true while it waits.
+//
+// On an accepted connection, a corked write larger than coder/websocket's
+// write buffer can only be a frame's payload that coder/websocket passes
+// straight through: it is kept as it is, not copied, and the gathered
+// bytes leave in one vectored write (the frame is not modified before the
+// write that sends it returns).
 type corkConn struct {
 	net.Conn
 	timeout  time.Duration
@@ -46,6 +52,14 @@ type corkConn struct {
 	mu     sync.Mutex // coder/websocket writes from the writer, the reader (pongs) and keepalive
 	corked bool
 	buf    *[]byte // gathered writes, from corkPool
+	// keepAbove, when not 0, is the size above which a corked write is
+	// the caller's own bytes (see above), kept in vec rather than copied.
+	keepAbove int
+	// vec is what leaves before buf's bytes from mark on, in order:
+	// earlier pieces of buf and bytes kept; gathered counts all of it.
+	vec      net.Buffers
+	mark     int
+	gathered int
 }
 
 // Pools of the buffers a connection only borrows.
@@ -58,9 +72,12 @@ const (
 	// readAheadSize is how much one read asks the socket for, when
 	// coder/websocket asks for less (a frame header, a small payload).
 	readAheadSize = 4 << 10
-	// maxPooledCork bounds the bytes gathered before they are written, and
+	// maxPooledCork bounds the bytes copied before they are written, and
 	// so the buffers kept in corkPool.
 	maxPooledCork = 64 << 10
+	// maxGathered bounds the bytes gathered, copied or kept, before they
+	// are written.
+	maxGathered = 256 << 10
 )
 
 func newCorkConn(nc net.Conn, timeout time.Duration) *corkConn {
@@ -98,32 +115,49 @@ func (c *corkConn) Read(p []byte) (int, error) {
 func (c *corkConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.corked {
-		// Gathered bytes leave once they would pass maxPooledCork, so that
-		// the buffer never grows beyond what the pool keeps (growing it
-		// would copy everything gathered so far, again and again); and
-		// what is that large alone gains nothing from gathering.
-		if c.buf != nil && len(*c.buf)+len(p) > maxPooledCork {
-			if err := c.flushLocked(); err != nil {
-				return 0, err
-			}
+	if !c.corked {
+		if err := c.flushLocked(); err != nil {
+			return 0, err
 		}
-		if len(p) >= maxPooledCork {
-			return c.writeLocked(p)
+		return c.writeLocked(p)
+	}
+	// Gathered bytes leave once they would pass maxGathered, or the copied
+	// ones maxPooledCork, so that the buffer never grows beyond what the
+	// pool keeps (growing it would copy everything gathered so far, again
+	// and again); and what is that large alone gains nothing from
+	// gathering.
+	keep := c.keepAbove > 0 && len(p) > c.keepAbove
+	if c.gathered+len(p) > maxGathered || !keep && c.buf != nil && len(*c.buf)+len(p) > maxPooledCork {
+		if err := c.flushLocked(); err != nil {
+			return 0, err
 		}
-		if c.buf == nil {
-			c.buf = corkPool.Get().(*[]byte)
+	}
+	switch {
+	case keep:
+		if c.buf != nil && len(*c.buf) > c.mark {
+			c.vec = append(c.vec, (*c.buf)[c.mark:])
+			c.mark = len(*c.buf)
 		}
-		if buf := *c.buf; cap(buf)-len(buf) < len(p) {
-			*c.buf = append(make([]byte, 0, maxPooledCork), buf...) // once, to the most it holds
-		}
-		*c.buf = append(*c.buf, p...)
+		c.vec = append(c.vec, p)
+		c.gathered += len(p)
 		return len(p), nil
+	case len(p) >= maxPooledCork:
+		if err := c.flushLocked(); err != nil {
+			return 0, err
+		}
+		return c.writeLocked(p)
 	}
-	if err := c.flushLocked(); err != nil {
-		return 0, err
+	if c.buf == nil {
+		c.buf = corkPool.Get().(*[]byte)
 	}
-	return c.writeLocked(p)
+	if buf := *c.buf; cap(buf)-len(buf) < len(p) {
+		// Once, to the most it holds. The pieces of the old buffer already
+		// in vec stay where they are: it is not given back to the pool.
+		*c.buf = append(make([]byte, 0, maxPooledCork), buf...)
+	}
+	*c.buf = append(*c.buf, p...)
+	c.gathered += len(p)
+	return len(p), nil
 }
 
 func (c *corkConn) cork() {
@@ -139,37 +173,65 @@ func (c *corkConn) uncork() error {
 	return c.flushLocked()
 }
 
-// flushLocked writes the gathered bytes and gives their buffer back.
+// flushLocked writes what was gathered and gives the buffer back.
 func (c *corkConn) flushLocked() error {
-	if c.buf == nil {
+	if c.buf == nil && len(c.vec) == 0 {
 		return nil
 	}
 	buf := c.buf
-	c.buf = nil
-	_, err := c.writeLocked(*buf)
-	if cap(*buf) <= maxPooledCork {
+	c.buf, c.gathered = nil, 0
+	var err error
+	if len(c.vec) == 0 {
+		_, err = c.writeLocked(*buf)
+	} else {
+		if buf != nil && len(*buf) > c.mark {
+			c.vec = append(c.vec, (*buf)[c.mark:])
+		}
+		err = c.writevLocked()
+	}
+	c.mark = 0
+	if buf != nil && cap(*buf) <= maxPooledCork {
 		*buf = (*buf)[:0]
 		corkPool.Put(buf)
 	}
 	return err
 }
 
-func (c *corkConn) writeLocked(p []byte) (int, error) {
-	if c.timeout > 0 {
-		// Moving the deadline costs a timer update on every write; moving
-		// it only once half of it is used up keeps every write bounded by
-		// between one half and one whole timeout.
-		now := time.Now()
-		if c.deadline.Sub(now) < c.timeout/2 {
-			c.deadline = now.Add(c.timeout)
-			_ = c.Conn.SetWriteDeadline(c.deadline)
-		}
+// writevLocked writes vec in one vectored write, and forgets it.
+func (c *corkConn) writevLocked() error {
+	c.moveDeadline()
+	v := c.vec
+	_, err := v.WriteTo(c.Conn)
+	clear(c.vec)
+	c.vec = c.vec[:0]
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = errWriteTimeout
 	}
+	return err
+}
+
+func (c *corkConn) writeLocked(p []byte) (int, error) {
+	c.moveDeadline()
 	n, err := c.Conn.Write(p)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		err = errWriteTimeout
 	}
 	return n, err
+}
+
+// moveDeadline bounds the next write with the write timeout. Moving the
+// deadline costs a timer update on every write; moving it only once half
+// of it is used up keeps every write bounded by between one half and one
+// whole timeout.
+func (c *corkConn) moveDeadline() {
+	if c.timeout <= 0 {
+		return
+	}
+	now := time.Now()
+	if c.deadline.Sub(now) < c.timeout/2 {
+		c.deadline = now.Add(c.timeout)
+		_ = c.Conn.SetWriteDeadline(c.deadline)
+	}
 }
 
 var errWriteTimeout = &CloseError{Code: ClosePolicyViolation, Reason: "slow consumer: write timed out"}
@@ -196,6 +258,10 @@ func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	w.conn = newCorkConn(nc, w.timeout)
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn: // written with one writev
+		w.conn.keepAbove = connWriteBuffer // coder/websocket's buffer, below
+	}
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
 		w.conn.pre = bytes.Clone(b)
