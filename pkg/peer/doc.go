@@ -58,6 +58,9 @@
 //     [Peer.Abort], [Peer.Notify], [Peer.SendEncoded], and the pending map.
 //   - write.go: the send queue, the slow consumer rule, inline writes and the
 //     writer goroutine.
+//   - frames.go: the buffers of the peer's own calls and answers, taken back
+//     once written when the conn keeps nothing of a frame (a WebSocket,
+//     stdio).
 //   - read.go: the read loop, and what it does with each frame: responses to
 //     the pending calls, notifications to the handler, calls to handlers.go.
 //   - handlers.go: incoming calls: [Handler], [AsyncHandler] and [Reply], the

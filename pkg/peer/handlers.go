@@ -174,7 +174,7 @@ func (p *Peer) run(j job) {
 	}
 	var frame []byte
 	if resp != nil && j.batch == nil {
-		frame = resp.Encode() // encoded before locking
+		frame = p.encodeResponse(resp) // encoded before locking
 	}
 	p.mu.Lock()
 	in, ok := p.incoming[j.req.ID]
@@ -187,7 +187,7 @@ func (p *Peer) run(j job) {
 			resp = nil
 		}
 	}
-	inline := false
+	inline, queued := false, false
 	switch {
 	case j.batch != nil:
 		j.batch.remaining--
@@ -196,11 +196,16 @@ func (p *Peer) run(j job) {
 		}
 		p.flushBatchLocked(j.batch)
 	case resp != nil && !p.closing:
-		inline, _ = p.sendLocked(frame, true)
+		var err error
+		inline, err = p.sendLocked(frame, true)
+		queued = err == nil
 	}
 	p.mu.Unlock()
-	if inline {
+	switch {
+	case inline:
 		p.writeInline(frame)
+	case !queued && frame != nil:
+		p.recycle(frame) // not sent: cancelled, or the peer closed
 	}
 }
 
@@ -357,21 +362,27 @@ func (r *Reply) Send(result json.RawMessage, err error) {
 	if err != nil {
 		resp = jsonrpc.NewErrorResponse(r.id, err)
 	}
-	frame := resp.Encode()
 	p := r.p
+	frame := p.encodeResponse(resp)
 	p.mu.Lock()
 	in, ok := p.incoming[r.id]
 	if !ok || in.reply != r {
 		p.mu.Unlock()
+		p.recycle(frame)
 		return // answered already, or the peer closed
 	}
 	delete(p.incoming, r.id)
-	var inline bool
+	inline, queued := false, false
 	if !in.cancelled && !p.closing {
-		inline, _ = p.sendLocked(frame, true)
+		var err error
+		inline, err = p.sendLocked(frame, true)
+		queued = err == nil
 	}
 	p.mu.Unlock()
-	if inline {
+	switch {
+	case inline:
 		p.writeInline(frame)
+	case !queued:
+		p.recycle(frame) // not sent: cancelled, or the peer closed
 	}
 }

@@ -26,6 +26,9 @@ type Peer struct {
 	nextID  atomic.Int64
 	dropped atomic.Uint64   // notices dropped for lack of room (SendNotice)
 	dec     jsonrpc.Decoder // used by the one goroutine reading at a time
+	// recycles is set when conn keeps nothing of a frame it wrote: the
+	// buffers of the peer's own frames are then taken back (frames.go).
+	recycles bool
 
 	ctx    context.Context // handlers' parent; cancelled when the peer ends
 	cancel context.CancelCauseFunc
@@ -46,9 +49,11 @@ type Peer struct {
 	workers    int             // worker goroutines, busy or idle
 	idlers     []chan struct{} // the wake channels of workers waiting for work
 	sendq      [][]byte
+	sendOwn    []bool         // of each frame in sendq: the peer encoded it into a pooled buffer (frames.go)
 	notices    map[string]int // key -> index in sendq of a queued notice (SendNotice)
 	sendBytes  int
 	spare      [][]byte
+	spareOwn   []bool
 	writing    bool          // a goroutine is writing: the writer, or a caller writing inline
 	writeStart time.Time     // when the write under way began (zero between writes)
 	flushed    chan struct{} // closed when writing stops; made only by a flushing close
@@ -74,6 +79,7 @@ func New(conn Conn, opts *Options) *Peer {
 		incoming: make(map[jsonrpc.ID]incoming),
 		dec:      jsonrpc.Decoder{Limits: o.Limits},
 	}
+	_, p.recycles = conn.(frameForgetter)
 	p.ctx, p.cancel = context.WithCancelCause(context.WithValue(context.Background(), peerKey{}, p))
 	return p
 }

@@ -119,7 +119,14 @@ type WebSocket struct {
 	local   *CloseError // why this side closed, if it did
 }
 
-var _ Conn = (*WebSocket)(nil)
+var (
+	_ Conn           = (*WebSocket)(nil)
+	_ frameForgetter = (*WebSocket)(nil)
+)
+
+// forgetsFrames: a frame is written to the socket, or copied to be, before
+// Write returns.
+func (*WebSocket) forgetsFrames() {}
 
 // Accept upgrades an HTTP request to a WebSocket conn. On failure it has
 // already written an HTTP error to w.
