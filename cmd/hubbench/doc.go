@@ -82,9 +82,11 @@
 // connect, initialize and subscribe to its resource, on one instance and
 // spread over two; each round the server sends one
 // notifications/resources/updated and the next round starts once everyone
-// has it. Just before each setting, the same clients measure the raw
-// fan-out server, told to send over a control connection. Churn: workers
-// connecting, initializing and closing sessions in a loop.
+// has it. As many clients of their own, connected at once, measure the raw
+// fan-out server (told to send over a control connection) in alternating
+// rounds with each setting, where the open files limit allows both sets
+// (hubbench raises its hard limit when it may); else just before it.
+// Churn: workers connecting, initializing and closing sessions in a loop.
 //
 // Idle (idle.go): RSS per connection that does nothing, each kind on a
 // fresh process: MCP clients connected and initialized over WebSocket to a

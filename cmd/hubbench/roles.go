@@ -46,7 +46,7 @@ type roleFlags struct {
 
 // runRole runs one role until ctx ends (SIGINT or SIGTERM from hubbench).
 func runRole(ctx context.Context, role string, f roleFlags) error {
-	_, _ = benchlab.RaiseNoFile()
+	_, _ = benchlab.RaiseNoFile(0) // the limits hubbench set, inherited
 	switch role {
 	case roleEcho, rolePeer:
 		ln, err := net.Listen("tcp", f.addr)
