@@ -35,19 +35,43 @@ import (
 // straight through: it is kept as it is, not copied, and the gathered
 // bytes leave in one vectored write (the frame is not modified before the
 // write that sends it returns).
+//
+// The reader of an accepted connection waits for its next frame here
+// (await), where it may find the connection quiet and leave it (parkIdle,
+// idle_linux.go).
 type corkConn struct {
 	net.Conn
 	timeout  time.Duration
 	pre      []byte    // bytes the client sent behind its upgrade request, read first
 	deadline time.Time // the socket's write deadline
 
-	// The read side belongs to the reading goroutine.
+	// rmu guards the read side: the reader's, and coder/websocket's while
+	// it closes with a handshake.
+	rmu    sync.Mutex
 	raw    syscall.RawConn // nil when the socket offers none: reads then go straight to it
 	ahead  *[]byte         // read ahead, from aheadPool
 	unread []byte          // what is left of it
 	readFn func(fd uintptr) bool
 	rn     int   // bytes the last readFn read
 	rerr   error // and its error
+	// failed is what the socket said when a wait read no bytes: the next
+	// Read's.
+	failed error
+	// br is coder/websocket's reader of an accepted connection (the
+	// hub's, from Hijack): nil on a dialled one, whose reader never parks.
+	br *bufio.Reader
+
+	// Parking the reader (idle_linux.go). waitMu guards waiting, kicked,
+	// since and stayAwake; idle.mu guards watched, closed and resume.
+	fd              int32 // the socket; -1 when none
+	waitMu          sync.Mutex
+	waiting, kicked bool   // the reader waits in await; its wait was ended by a sweep
+	since           uint64 // the sweep epoch its wait began in
+	// stayAwake is set as coder/websocket starts closing with a handshake,
+	// reading br itself: the reader no longer looks at br, nor parks.
+	stayAwake       bool
+	watched, closed bool
+	resume          func() // the parked reader's, while parked
 
 	mu     sync.Mutex // coder/websocket writes from the writer, the reader (pongs) and keepalive
 	corked bool
@@ -85,15 +109,20 @@ func newCorkConn(nc net.Conn, timeout time.Duration) *corkConn {
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}
+	c.fd = socketFD(c.raw)
 	return c
 }
 
 // Read serves, in this order, what arrived with the upgrade request, what
-// was read ahead, and the socket: straight into p when p is large, else
-// through a read-ahead buffer, so that one system call brings several
-// small frames.
+// was read ahead, what a wait found, and the socket: straight into p when p
+// is large, else through a read-ahead buffer, so that one system call
+// brings several small frames.
 func (c *corkConn) Read(p []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
 	switch {
+	case c.failed != nil && len(c.pre) == 0 && len(c.unread) == 0:
+		return 0, c.failed
 	case len(c.pre) > 0:
 		n := copy(p, c.pre)
 		c.pre = c.pre[n:]
@@ -110,6 +139,25 @@ func (c *corkConn) Read(p []byte) (int, error) {
 		return c.Conn.Read(p)
 	}
 	return c.readAhead(p)
+}
+
+// stayAwaken keeps the reader from parking, and from looking at br, from
+// now on: coder/websocket reads br itself as it closes with a handshake.
+func (c *corkConn) stayAwaken() {
+	c.waitMu.Lock()
+	c.stayAwake = true
+	c.waitMu.Unlock()
+}
+
+// Close closes the socket; a reader parked on it is started again, and
+// finds it closed.
+func (c *corkConn) Close() error {
+	resume := idle.forget(c)
+	err := c.Conn.Close()
+	if resume != nil {
+		resume()
+	}
+	return err
 }
 
 func (c *corkConn) Write(p []byte) (int, error) {
@@ -269,7 +317,8 @@ func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// Buffers of our own, much smaller than net/http's 4 KiB each: they stay
 	// with the connection for its whole life, idle or not, while the
 	// corkConn below them borrows what it needs only while it needs it.
-	return w.conn, bufio.NewReadWriter(bufio.NewReaderSize(w.conn, connReadBuffer), bufio.NewWriterSize(w.conn, connWriteBuffer)), nil
+	w.conn.br = bufio.NewReaderSize(w.conn, connReadBuffer)
+	return w.conn, bufio.NewReadWriter(w.conn.br, bufio.NewWriterSize(w.conn, connWriteBuffer)), nil
 }
 
 // Buffer sizes of an accepted connection: coder/websocket reads frame

@@ -72,6 +72,9 @@
 //     one that launches a server.
 //   - conn.go, websocket.go, cork*.go, pipe.go: the connection under a peer
 //     ([Conn], [WebSocket], [Pipe]).
+//   - idle_linux.go (idle_other.go elsewhere): the reader of a quiet
+//     accepted WebSocket leaves, and one is started again when the socket
+//     is readable: an idle connection holds no goroutine.
 //
 // # Locks
 //

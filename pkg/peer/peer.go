@@ -29,6 +29,10 @@ type Peer struct {
 	// recycles is set when conn keeps nothing of a frame it wrote: the
 	// buffers of the peer's own frames are then taken back (frames.go).
 	recycles bool
+	// parker is conn when its reader may leave while it is quiet, and
+	// resumeRead starts a reader again (read.go).
+	parker     idleParker
+	resumeRead func()
 
 	ctx    context.Context // handlers' parent; cancelled when the peer ends
 	cancel context.CancelCauseFunc
@@ -80,6 +84,7 @@ func New(conn Conn, opts *Options) *Peer {
 		dec:      jsonrpc.Decoder{Limits: o.Limits},
 	}
 	_, p.recycles = conn.(frameForgetter)
+	p.parker, _ = conn.(idleParker)
 	p.ctx, p.cancel = context.WithCancelCause(context.WithValue(context.Background(), peerKey{}, p))
 	return p
 }
@@ -103,6 +108,9 @@ func (p *Peer) Start(ctx context.Context) {
 	stop := func() bool { return false }
 	if ctx.Done() != nil { // an owner that closes its peers itself need not pay for this
 		stop = context.AfterFunc(ctx, func() { p.CloseWith(CloseGoingAway, "going away") })
+	}
+	if p.parker != nil {
+		p.resumeRead = func() { go p.readLoop(stop) }
 	}
 	go p.readLoop(stop)
 }

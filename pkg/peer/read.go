@@ -30,15 +30,37 @@ func (p *Peer) readFrame() (jsonrpc.Frame, error) {
 	return p.dec.Decode(data), nil
 }
 
+// idleParker is implemented by conns whose reader may leave while the
+// connection is quiet (an accepted WebSocket, on Linux).
+type idleParker interface {
+	// parkIdle waits until the conn has something to read and reports
+	// false; or, when it stays quiet, arranges for resume to run once it
+	// has (or closes) and reports true: the reader then ends.
+	parkIdle(resume func()) bool
+}
+
 // readLoop reads frames until the connection ends. When a frame holds a
 // single call and a worker slot is free, the reading goroutine runs the call
 // itself and a new goroutine takes over reading: the call starts at once,
 // without waiting to be scheduled, and only the next read (which would wait
 // for the network anyway) pays for the new goroutine. This is the largest
 // saving on the round-trip latency of one call at a time.
+//
+// A reader whose connection stays quiet may leave (idleParker): it stays
+// counted among the peer's goroutines, and a new one takes over once there
+// is something to read.
 func (p *Peer) readLoop(stop func() bool) {
-	defer p.goroutineDone()
+	parked := false
+	defer func() {
+		if !parked {
+			p.goroutineDone()
+		}
+	}()
 	for {
+		if p.parker != nil && p.parker.parkIdle(p.resumeRead) {
+			parked = true
+			return
+		}
 		f, err := p.readFrame()
 		if err != nil {
 			p.mu.Lock()

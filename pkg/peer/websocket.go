@@ -128,6 +128,12 @@ var (
 // Write returns.
 func (*WebSocket) forgetsFrames() {}
 
+// parkIdle lets the reader of an accepted connection leave while it is
+// quiet (corkConn.parkIdle).
+func (c *WebSocket) parkIdle(resume func()) bool {
+	return c.cork != nil && c.cork.parkIdle(resume)
+}
+
 // Accept upgrades an HTTP request to a WebSocket conn. On failure it has
 // already written an HTTP error to w.
 func Accept(w http.ResponseWriter, r *http.Request, opts *AcceptOptions) (*WebSocket, error) {
@@ -362,6 +368,9 @@ func (c *WebSocket) closeLocal(why *CloseError, handshake bool) error {
 	c.mu.Unlock()
 
 	if handshake {
+		if c.cork != nil {
+			c.cork.stayAwaken() // the handshake reads what the reader would
+		}
 		_ = c.ws.Close(websocket.StatusCode(why.Code), closeReason(why.Reason))
 	} else {
 		_ = c.ws.CloseNow()
