@@ -336,6 +336,7 @@ func (cfg *Config) limits() jsonrpc.Limits {
 // Hub routes MCP between clients and the servers that dial out to it.
 type Hub struct {
 	cfg        Config
+	overloaded *jsonrpc.Error // what a session's call beyond MaxInFlight is answered: one for all
 	log        *slog.Logger
 	metrics    *metrics
 	tracing    *tracing.Tracing // never nil; off unless Config.Tracing.Enabled (tracing.go)
@@ -387,15 +388,16 @@ func New(cfg Config) (*Hub, error) {
 		return nil, fmt.Errorf("hub: discovery is %q or %q, not %q", catalog.DiscoveryList, catalog.DiscoverySearch, cfg.Discovery)
 	}
 	h := &Hub{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		id:       cfg.InstanceID,
-		broker:   cfg.Broker,
-		start:    time.Now(),
-		sessions: map[*session]struct{}{},
-		replicas: map[*replica]struct{}{},
-		perToken: map[string]int{},
-		buckets:  map[string]*bucket{},
+		cfg:        cfg,
+		overloaded: errOverloaded(cfg.MaxInFlight),
+		log:        cfg.Logger,
+		id:         cfg.InstanceID,
+		broker:     cfg.Broker,
+		start:      time.Now(),
+		sessions:   map[*session]struct{}{},
+		replicas:   map[*replica]struct{}{},
+		perToken:   map[string]int{},
+		buckets:    map[string]*bucket{},
 	}
 	if h.log == nil {
 		h.log = slog.Default()

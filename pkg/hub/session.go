@@ -34,7 +34,9 @@ type session struct {
 	scope     string   // the one server of /servers/<name>/mcp; "" for the whole hub
 	limit     *bucket  // nil: no rate limit
 	release   func()   // frees the token's connection slot
-	initTimer *time.Timer
+	// initTimer closes a session not initialized in time; dropped once it
+	// is, since an idle session keeps nothing it does not need.
+	initTimer atomic.Pointer[time.Timer]
 	expiry    *time.Timer // closes a WebSocket session as its access token expires (auth_oauth.go)
 	since     time.Time   // when it connected
 
@@ -86,7 +88,7 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 		Handler:       s, // a peer.Handler and a peer.AsyncHandler
 		MaxConcurrent: min(sessionMaxConcurrent, h.cfg.MaxInFlight),
 		MaxPending:    h.cfg.MaxInFlight,
-		Overloaded:    errOverloaded(h.cfg.MaxInFlight),
+		Overloaded:    h.overloaded,
 		SendQueue:     h.cfg.SendQueue,
 		Limits:        h.cfg.limits(),
 		OnCancel:      s.onCancel,
@@ -107,15 +109,15 @@ func (s *session) start(conn peer.Conn) bool {
 	h := s.hub
 	// A client that has not sent initialize in time is closed. (Neither
 	// this nor the session holds a goroutine: the peer's hooks clean up.)
-	s.initTimer = time.AfterFunc(h.cfg.InitializeTimeout, func() {
+	s.initTimer.Store(time.AfterFunc(h.cfg.InitializeTimeout, func() {
 		if !s.isInitialized() && !s.modernSeen.Load() && !s.stateless {
 			s.peer.CloseWith(peer.ClosePolicyViolation, "initialize not received in time")
 		}
-	})
+	}))
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		s.initTimer.Stop()
+		s.stopInitTimer()
 		s.stopExpiry()
 		s.release()
 		conn.Close(peer.CloseGoingAway, "hub shutting down")
@@ -128,12 +130,19 @@ func (s *session) start(conn peer.Conn) bool {
 	return true
 }
 
+// stopInitTimer stops the initialize timer, and forgets it.
+func (s *session) stopInitTimer() {
+	if t := s.initTimer.Swap(nil); t != nil {
+		t.Stop()
+	}
+}
+
 // onClose forgets the client as soon as its session starts ending (a
 // WebSocket's close handshake, of up to a few seconds, finishes meanwhile).
 func (s *session) onClose(err error) {
 	h := s.hub
 	s.closed.Store(true)
-	s.initTimer.Stop()
+	s.stopInitTimer()
 	s.stopExpiry()
 	s.listChanges.stop()
 	s.rootChanges.stop()
@@ -534,6 +543,7 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 		return nil, errAlreadyInitialized
 	}
 	s.initialized = true
+	s.stopInitTimer()
 	s.sinceGen = s.hub.reg.view().gen
 	s.name, s.version = p.ClientInfo.Name, p.ClientInfo.Version
 	s.declared = parseClientCaps(raw.Capabilities)

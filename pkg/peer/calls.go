@@ -123,6 +123,9 @@ func (p *Peer) sendCall(id jsonrpc.ID, frame []byte, pc pendingCall) error {
 		p.recycle(frame)
 		return fmt.Errorf("peer: call id %s is already in flight", id)
 	}
+	if p.pending == nil {
+		p.pending = make(map[jsonrpc.ID]pendingCall, 1)
+	}
 	p.pending[id] = pc
 	inline, err := p.sendLocked(frame, true)
 	if err != nil {

@@ -70,6 +70,9 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
 		p.mu.Unlock()
 		return false
 	}
+	if p.incoming == nil {
+		p.incoming = make(map[jsonrpc.ID]incoming, 1)
+	}
 	if async, ok := p.opts.Handler.(AsyncHandler); ok && b == nil {
 		reply := &Reply{p: p, id: req.ID}
 		p.incoming[req.ID] = incoming{reply: reply}
@@ -84,7 +87,7 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
 		}
 	}
 	defer p.mu.Unlock()
-	ctx, cancel := context.WithCancel(p.ctx)
+	ctx, cancel := context.WithCancel(p.callCtx) // cancelled by the peer itself: when the call ends, and in shutdown
 	p.incoming[req.ID] = incoming{cancel: cancel}
 	p.queue = append(p.queue, job{ctx: ctx, req: req, batch: b})
 	if b != nil {

@@ -36,14 +36,21 @@ type Peer struct {
 
 	ctx    context.Context // handlers' parent; cancelled when the peer ends
 	cancel context.CancelCauseFunc
-	done   chan struct{}
-	wg     sync.WaitGroup // read loop, writer, workers, closer
-	live   atomic.Int64   // the same goroutines, counted for OnDone
-	ended  sync.Once      // OnDone
+	// callCtx is ctx without its cancellation: the parent of each call's
+	// context, which the peer cancels itself (when the call ends, and when
+	// the peer does), so that a call costs ctx no registration, and an
+	// idle peer no map of its calls.
+	callCtx context.Context
+	done    chan struct{}
+	wg      sync.WaitGroup // read loop, writer, workers, closer
+	live    atomic.Int64   // the same goroutines, counted for OnDone
+	ended   sync.Once      // OnDone
 
 	// mu guards everything below. Every change to in-flight state happens
 	// under it, in one short critical section, so that closing can never
-	// miss a call that is being registered at the same moment.
+	// miss a call that is being registered at the same moment. The maps
+	// are made on first use, and dropped while the reader is parked and
+	// they are empty (compactIdle).
 	mu         sync.Mutex
 	closing    bool
 	err        error // why the peer ended
@@ -75,17 +82,16 @@ func FromContext(ctx context.Context) *Peer {
 func New(conn Conn, opts *Options) *Peer {
 	o := opts.withDefaults()
 	p := &Peer{
-		conn:     conn,
-		opts:     o,
-		log:      o.Logger,
-		done:     make(chan struct{}),
-		pending:  make(map[jsonrpc.ID]pendingCall),
-		incoming: make(map[jsonrpc.ID]incoming),
-		dec:      jsonrpc.Decoder{Limits: o.Limits},
+		conn: conn,
+		opts: o,
+		log:  o.Logger,
+		done: make(chan struct{}),
+		dec:  jsonrpc.Decoder{Limits: o.Limits},
 	}
 	_, p.recycles = conn.(frameForgetter)
 	p.parker, _ = conn.(idleParker)
 	p.ctx, p.cancel = context.WithCancelCause(context.WithValue(context.Background(), peerKey{}, p))
+	p.callCtx = context.WithoutCancel(p.ctx)
 	return p
 }
 
@@ -103,6 +109,7 @@ func (p *Peer) Start(ctx context.Context) {
 		return
 	}
 	p.ctx, p.cancel = base, cancel
+	p.callCtx = context.WithoutCancel(base)
 	p.addGoroutine()
 	p.mu.Unlock()
 	stop := func() bool { return false }

@@ -59,6 +59,7 @@ func (p *Peer) readLoop(stop func() bool) {
 	for {
 		if p.parker != nil && p.parker.parkIdle(p.resumeRead) {
 			parked = true
+			p.compactIdle()
 			return
 		}
 		f, err := p.readFrame()
@@ -76,6 +77,26 @@ func (p *Peer) readLoop(stop func() bool) {
 			return
 		}
 	}
+}
+
+// compactIdle drops what an idle peer need not keep: the maps of calls
+// when none is in flight, the spare queues. They are made again on use.
+func (p *Peer) compactIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.pending) == 0 {
+		p.pending = nil
+	}
+	if len(p.incoming) == 0 {
+		p.incoming = nil
+	}
+	if len(p.notices) == 0 {
+		p.notices = nil
+	}
+	if len(p.queue) == 0 {
+		p.queue = nil
+	}
+	p.spare, p.spareOwn = nil, nil
 }
 
 // handleFrame handles one frame. It returns true when the calling reader
