@@ -14,14 +14,21 @@
 // Flags: -hub names a hub binary to measure instead of building one; -out
 // moves the report (- for none); -profile off|DIR controls the CPU profiles;
 // -servers N puts N replicas of the MCP server behind each hub path;
-// -pools-only measures the connector pools alone (a minute), -pool N sizes
-// the pool measured (8), -tracing-only measures the cost of tracing alone
-// (a minute), and -base REV names the revision whose hub the cost of leases
-// and of tracing are measured against (main: the commit where this tree
-// left it; empty for none); -http-only measures the Streamable HTTP rows beside
-// their WebSocket and net/http floors, -connect-only `hub connect` against
-// its floors, and -cache-only the caching client, each alone (a minute or
-// two), printing the table, the targets and the load average.
+// -calls SHAPE/PAYLOAD,... measures those cells of the calls alone, and
+// -paths NAME,... only those paths beside the raw echo (for an A/B of one
+// change: "-calls 1x1/100B -paths 'hub,hub x2 (redis),redis publish -> sub'");
+// -profile-shape takes the profiles under another load than 64x16, and
+// -paths then limits them too; -idle-only measures idle connections alone
+// (with -profile DIR, on the hub's twins, writing their heap profiles
+// there); -pools-only measures the connector pools alone (a minute), -pool
+// N sizes the pool measured (8), -tracing-only measures the cost of tracing
+// alone (a minute), and -base REV names the revision whose hub the cost of
+// leases and of tracing are measured against (main: the commit where this
+// tree left it; empty for none); -http-only measures the Streamable HTTP
+// rows beside their WebSocket and net/http floors, -connect-only `hub
+// connect` against its floors, and -cache-only the caching client, each
+// alone (a minute or two), printing the table, the targets and the load
+// average.
 //
 // # Processes
 //
@@ -81,9 +88,17 @@
 // connect, initialize and subscribe to its resource, on one instance and
 // spread over two; each round the server sends one
 // notifications/resources/updated and the next round starts once everyone
-// has it. Just before each setting, the same clients measure the raw
-// fan-out server, told to send over a control connection. Idle: the fresh hub's RSS before and after those clients connect.
+// has it. As many clients of their own, connected at once, measure the raw
+// fan-out server (told to send over a control connection) in alternating
+// rounds with each setting, where the open files limit allows both sets
+// (hubbench raises its hard limit when it may); else just before it.
 // Churn: workers connecting, initializing and closing sessions in a loop.
+//
+// Idle (idle.go): RSS per connection that does nothing, each kind on a
+// fresh process: MCP clients connected and initialized over WebSocket to a
+// bare coder/websocket server (the raw fan-out server: the floor) and to
+// the hub, and Streamable HTTP sessions of the hub, initialized and left
+// without a connection.
 //
 // Connector pools (pools.go): `hub connect` runs hubbench's MCP server on
 // stdio (-role stdio-server) behind a hub of its own, with one child (which

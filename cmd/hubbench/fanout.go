@@ -61,9 +61,12 @@ type fanoutResult struct {
 	mallocs             float64
 	mallocsOK           bool
 	split               benchlab.CPUSplit
-	// Against the raw baseline of the same size measured just before:
-	// rate / raw rate and p99 / raw p99; 0 when there is none.
+	// Against the raw baseline of the same size: rate / raw rate and p99 /
+	// raw p99, medians of the rounds' when alternated with the baseline's
+	// (runFanoutPair), else against the baseline measured just before; 0
+	// when there is none.
 	rateRatio, p99Ratio float64
+	alternated          bool
 }
 
 // cpuCell is the hubs' CPU per delivery, when enough time was measured for
@@ -73,15 +76,6 @@ func (f *fanoutResult) cpuCell() string {
 		return "-"
 	}
 	return cpuPerOp(f.cpu, f.delivered)
-}
-
-// idleResult is the cost of connected, initialized clients that do nothing.
-type idleResult struct {
-	conns               int
-	rssBefore, rssAfter int64
-	before, after       runtimeStats
-	statsOK             bool
-	connectRate         float64 // connect + initialize, 32 at a time
 }
 
 // deliveries records when each subscriber received the current round's
@@ -220,12 +214,11 @@ type fanoutPath struct {
 	pids      []int    // processes whose CPU is charged to the deliveries
 	stats     []*statsSource
 	update    func(context.Context) // sends one update
-	idle      *hubRef               // measure the idle cost on this hub; nil: not
 }
 
 // hubFanout is the fan-out through hubs: the server dials the first, the
 // subscribers are spread over all. stop ends the server.
-func hubFanout(ctx context.Context, hubs []*hubRef, idle bool) (p *fanoutPath, stop func(), err error) {
+func hubFanout(ctx context.Context, hubs []*hubRef) (p *fanoutPath, stop func(), err error) {
 	setting := "1 instance"
 	if len(hubs) > 1 {
 		setting = fmt.Sprintf("%d instances", len(hubs))
@@ -242,155 +235,216 @@ func hubFanout(ctx context.Context, hubs []*hubRef, idle bool) (p *fanoutPath, s
 	for _, h := range hubs {
 		p.urls = append(p.urls, h.ws("/mcp"))
 	}
-	if idle {
-		p.idle = hubs[0]
-	}
 	return p, srv.stop, nil
 }
 
-// runFanout connects max(sizes) clients spread over the path's URLs,
-// measures the idle cost of the path's idle hub if it has one, then for
-// each size subscribes that many and sends rounds of one update each.
-//
-// cpuAll reads the CPU time of every process of the run.
-func runFanout(ctx context.Context, cfg *config, p *fanoutPath, sizes []int, cpuAll func() map[string]time.Duration, progress func(string)) ([]*fanoutResult, *idleResult, error) {
-	n := slices.Max(sizes)
-	var ir *idleResult
-	if p.idle != nil {
-		ir = &idleResult{conns: n}
-		ir.rssBefore, ir.before, ir.statsOK = hubMemory(ctx, p.idle)
-	}
+// subscribers are one path's fan-out clients, and the figures of the size
+// being measured.
+type subscribers struct {
+	p          *fanoutPath
+	d          *deliveries
+	clients    []*mcp.Client
+	subscribed int
+	mt         meter
+	first      time.Time     // of the size's first measured round
+	res        *fanoutResult // of the size being measured
+	p50s, p99s []time.Duration
+	maxs       []time.Duration
+	rates      []float64
+}
 
-	d := newDeliveries(n)
-	clients := make([]*mcp.Client, n)
-	defer func() {
-		progress(fmt.Sprintf("fan-out %s: closing %s clients", p.setting, benchlab.FormatCount(int64(n))))
-		_ = forEach(context.WithoutCancel(ctx), n, 64, func(i int) error {
-			if clients[i] != nil {
-				_ = clients[i].Close()
-			}
-			return nil
-		})
-	}()
+// connectSubscribers connects n clients spread over the path's URLs; the
+// caller closes them with closeAll. cpuAll reads the CPU time of every
+// process of the run.
+func connectSubscribers(ctx context.Context, p *fanoutPath, n int, cpuAll func() map[string]time.Duration, progress func(string)) (*subscribers, error) {
+	s := &subscribers{p: p, d: newDeliveries(n), clients: make([]*mcp.Client, n),
+		mt: meter{pids: p.pids, stats: p.stats, all: cpuAll}}
 	progress(fmt.Sprintf("fan-out %s: connecting %s clients", p.setting, benchlab.FormatCount(int64(n))))
-	began := time.Now()
 	err := forEach(ctx, n, 32, func(i int) error {
 		c, err := mcp.Connect(ctx, p.urls[i%len(p.urls)], &mcp.ClientOptions{
 			ProtocolVersion: mcp.LatestVersion, // resources/subscribe, on a session
 			WebSocket:       noKeepalive,
-			OnNotification:  d.handler(i),
+			OnNotification:  s.d.handler(i),
 		})
-		clients[i] = c
+		s.clients[i] = c
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting subscribers: %w", err)
+		s.closeAll(ctx, progress)
+		return nil, fmt.Errorf("connecting subscribers: %w", err)
 	}
-	if ir != nil {
-		ir.connectRate = float64(n) / time.Since(began).Seconds()
-		if err := settle(ctx, p.idle); err != nil {
-			return nil, nil, err
-		}
-		var ok bool
-		ir.rssAfter, ir.after, ok = hubMemory(ctx, p.idle)
-		ir.statsOK = ir.statsOK && ok
-	}
+	return s, nil
+}
 
+func (s *subscribers) closeAll(ctx context.Context, progress func(string)) {
+	progress(fmt.Sprintf("fan-out %s: closing %s clients", s.p.setting, benchlab.FormatCount(int64(len(s.clients)))))
+	_ = forEach(context.WithoutCancel(ctx), len(s.clients), 64, func(i int) error {
+		if s.clients[i] != nil {
+			_ = s.clients[i].Close()
+		}
+		return nil
+	})
+}
+
+// subscribe subscribes the first size clients and starts the figures of
+// that size.
+func (s *subscribers) subscribe(ctx context.Context, cfg *config, size int) error {
+	err := forEach(ctx, size-s.subscribed, 32, func(i int) error {
+		return s.clients[s.subscribed+i].Subscribe(ctx, fanoutURI)
+	})
+	if err != nil {
+		return fmt.Errorf("subscribing: %w", err)
+	}
+	s.subscribed = size
+	p := s.p
+	s.res = &fanoutResult{setting: p.setting, raw: p.raw, instances: p.instances, subs: size, rounds: cfg.fanoutRounds, mallocsOK: true}
+	s.first, s.p50s, s.p99s, s.maxs, s.rates = time.Time{}, nil, nil, nil, nil
+	return nil
+}
+
+// round sends one update to the subscribed clients and waits until every
+// one has it (or fanoutTimeout passed); a warm-up round is not counted.
+func (s *subscribers) round(ctx context.Context, cfg *config, warmup bool) error {
+	size := s.subscribed
+	if !warmup && s.first.IsZero() {
+		s.first = time.Now()
+		if cfg.fanoutStart != nil {
+			cfg.fanoutStart()
+		}
+	}
+	s.mt.start(ctx)
+	began := time.Now()
+	done := s.d.send(ctx, s.p.update, size)
+	t := time.NewTimer(fanoutTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	lat := s.d.collect(size)
+	if warmup {
+		return nil
+	}
+	took := time.Since(began)
+	r := s.mt.stop(ctx)
+	res := s.res
+	res.split.Add(r.all0, r.all1, took)
+	res.cpu += r.cpu
+	res.mallocs += r.mallocs
+	res.mallocsOK = res.mallocsOK && r.mallocsOK
+	res.delivered += int64(len(lat))
+	res.expected += int64(size)
+	if len(lat) == 0 {
+		return errors.New("fan-out: no subscriber received the update")
+	}
+	sum := benchlab.Summarize(lat)
+	s.p50s, s.p99s, s.maxs = append(s.p50s, sum.P50), append(s.p99s, sum.P99), append(s.maxs, sum.Max)
+	s.rates = append(s.rates, float64(len(lat))/sum.Max.Seconds())
+	return nil
+}
+
+// result ends the size measured: its figures are the medians of its
+// rounds'.
+func (s *subscribers) result() *fanoutResult {
+	res := s.res
+	res.p50, res.p99, res.max = benchlab.MedianDuration(s.p50s), benchlab.MedianDuration(s.p99s), benchlab.MedianDuration(s.maxs)
+	res.rate = benchlab.Median(s.rates)
+	return res
+}
+
+// runFanout connects max(sizes) clients spread over the path's URLs, then
+// for each size subscribes that many and sends rounds of one update each,
+// the next once the previous has reached everyone, after a warm-up.
+//
+// cpuAll reads the CPU time of every process of the run.
+func runFanout(ctx context.Context, cfg *config, p *fanoutPath, sizes []int, cpuAll func() map[string]time.Duration, progress func(string)) ([]*fanoutResult, error) {
+	s, err := connectSubscribers(ctx, p, slices.Max(sizes), cpuAll, progress)
+	if err != nil {
+		return nil, err
+	}
+	defer s.closeAll(ctx, progress)
 	var results []*fanoutResult
-	subscribed := 0
 	for _, size := range sizes {
 		progress(fmt.Sprintf("fan-out %s: %s subscribers", p.setting, benchlab.FormatCount(int64(size))))
-		err := forEach(ctx, size-subscribed, 32, func(i int) error {
-			return clients[subscribed+i].Subscribe(ctx, fanoutURI)
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("subscribing: %w", err)
+		if err := s.subscribe(ctx, cfg, size); err != nil {
+			return nil, err
 		}
-		subscribed = size
-		res, err := fanoutRounds(ctx, cfg, p, d, size, cpuAll)
-		if err != nil {
-			return nil, nil, err
-		}
-		results = append(results, res)
-	}
-	return results, ir, nil
-}
-
-// fanoutRounds sends cfg.fanoutRounds updates to size subscribers, one
-// after the other has reached everyone (or timed out), after one warm-up.
-func fanoutRounds(ctx context.Context, cfg *config, p *fanoutPath, d *deliveries, size int, cpuAll func() map[string]time.Duration) (*fanoutResult, error) {
-	res := &fanoutResult{setting: p.setting, raw: p.raw, instances: p.instances, subs: size, rounds: cfg.fanoutRounds, mallocsOK: true}
-	var p50s, p99s, maxs []time.Duration
-	var rates []float64
-	mt := meter{pids: p.pids, stats: p.stats, all: cpuAll}
-	var first time.Time
-	for round := -1; round < cfg.fanoutRounds; round++ {
-		if round == 0 {
-			first = time.Now()
-			if cfg.fanoutStart != nil {
-				cfg.fanoutStart()
+		for round := -1; round < cfg.fanoutRounds; round++ {
+			if cfg.fanoutUntil > 0 && round > 0 && time.Since(s.first) > cfg.fanoutUntil {
+				break
+			}
+			if err := s.round(ctx, cfg, round < 0); err != nil {
+				return nil, err
 			}
 		}
-		if cfg.fanoutUntil > 0 && round > 0 && time.Since(first) > cfg.fanoutUntil {
-			break
-		}
-		mt.start(ctx)
-		began := time.Now()
-		done := d.send(ctx, p.update, size)
-		t := time.NewTimer(fanoutTimeout)
-		select {
-		case <-done:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
-		t.Stop()
-		lat := d.collect(size)
-		if round < 0 {
-			continue // warm-up
-		}
-		took := time.Since(began)
-		r := mt.stop(ctx)
-		res.split.Add(r.all0, r.all1, took)
-		res.cpu += r.cpu
-		res.mallocs += r.mallocs
-		res.mallocsOK = res.mallocsOK && r.mallocsOK
-		res.delivered += int64(len(lat))
-		res.expected += int64(size)
-		if len(lat) == 0 {
-			return nil, errors.New("fan-out: no subscriber received the update")
-		}
-		s := benchlab.Summarize(lat)
-		p50s, p99s, maxs = append(p50s, s.P50), append(p99s, s.P99), append(maxs, s.Max)
-		rates = append(rates, float64(len(lat))/s.Max.Seconds())
+		results = append(results, s.result())
 	}
-	res.p50, res.p99, res.max = benchlab.MedianDuration(p50s), benchlab.MedianDuration(p99s), benchlab.MedianDuration(maxs)
-	res.rate = benchlab.Median(rates)
-	return res, nil
+	return results, nil
 }
 
-// hubMemory reads a hub's RSS and runtime figures.
-func hubMemory(ctx context.Context, h *hubRef) (rss int64, st runtimeStats, ok bool) {
-	rss, _ = benchlab.RSSBytes(h.c.PID())
-	if h.stats != nil {
-		var err error
-		st, err = h.stats.read(ctx)
-		ok = err == nil
+// runFanoutPair measures a fan-out setting and the raw baseline in
+// alternating rounds, each on clients of its own, all connected at once
+// (twice the subscribers: the caller checks that the open files limit
+// allows it): for each size both subscribe, then each round updates one
+// and then the other (which one first alternates), so that the machine's
+// drift falls on both alike, as in the calls' cells. The setting's ratios
+// to the baseline are the medians of the rounds' ratios.
+func runFanoutPair(ctx context.Context, cfg *config, raw, hub *fanoutPath, sizes []int, cpuAll func() map[string]time.Duration, progress func(string)) (rawRes, hubRes []*fanoutResult, err error) {
+	n := slices.Max(sizes)
+	rs, err := connectSubscribers(ctx, raw, n, cpuAll, progress)
+	if err != nil {
+		return nil, nil, fmt.Errorf("raw fan-out: %w", err)
 	}
-	return rss, st, ok
+	defer rs.closeAll(ctx, progress)
+	hs, err := connectSubscribers(ctx, hub, n, cpuAll, progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer hs.closeAll(ctx, progress)
+	for _, size := range sizes {
+		progress(fmt.Sprintf("fan-out %s and raw, alternating: %s subscribers", hub.setting, benchlab.FormatCount(int64(size))))
+		for _, s := range []*subscribers{rs, hs} {
+			if err := s.subscribe(ctx, cfg, size); err != nil {
+				return nil, nil, err
+			}
+		}
+		for round := -1; round < cfg.fanoutRounds; round++ {
+			pair := []*subscribers{rs, hs}
+			if round%2 != 0 {
+				pair[0], pair[1] = hs, rs
+			}
+			for _, s := range pair {
+				if err := s.round(ctx, cfg, round < 0); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+		var rateRatios, p99Ratios []float64
+		for i := range min(len(rs.rates), len(hs.rates)) {
+			if rs.rates[i] > 0 && rs.p99s[i] > 0 {
+				rateRatios = append(rateRatios, hs.rates[i]/rs.rates[i])
+				p99Ratios = append(p99Ratios, float64(hs.p99s[i])/float64(rs.p99s[i]))
+			}
+		}
+		r, h := rs.result(), hs.result()
+		h.rateRatio, h.p99Ratio, h.alternated = benchlab.Median(rateRatios), benchlab.Median(p99Ratios), true
+		rawRes, hubRes = append(rawRes, r), append(hubRes, h)
+	}
+	return rawRes, hubRes, nil
 }
 
-// settle waits until the hub's RSS stops moving (less than 0.5% over half a
-// second), for at most three seconds: the last connections' buffers and
-// goroutines are then in place.
-func settle(ctx context.Context, h *hubRef) error {
+// settle waits until a process's RSS stops moving (less than 0.5% over
+// half a second), for at most three seconds: the last connections' buffers
+// and goroutines are then in place.
+func settle(ctx context.Context, pid int) error {
 	deadline := time.Now().Add(3 * time.Second)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var window []int64
 	for time.Now().Before(deadline) {
-		rss, err := benchlab.RSSBytes(h.c.PID())
+		rss, err := benchlab.RSSBytes(pid)
 		if err != nil {
 			return err
 		}
@@ -414,22 +468,33 @@ func settle(ctx context.Context, h *hubRef) error {
 // measureFanout sets a fan-out path up, measures it at every size and
 // takes it down.
 func measureFanout(ctx context.Context, cfg *config, sup *benchlab.Supervisor, setup func() (*fanoutPath, func(), error), progress func(string)) ([]*fanoutResult, error) {
-	res, _, err := measureFanoutIdle(ctx, cfg, sup, setup, progress)
-	return res, err
-}
-
-// measureFanoutIdle is measureFanout that also returns the idle cost, for a
-// path that measures it.
-func measureFanoutIdle(ctx context.Context, cfg *config, sup *benchlab.Supervisor, setup func() (*fanoutPath, func(), error), progress func(string)) ([]*fanoutResult, *idleResult, error) {
 	p, stop, err := setup()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer stop()
 	return runFanout(ctx, cfg, p, cfg.fanoutSizes, sup.CPUByProcess, progress)
 }
 
-// againstRaw sets each result's ratios to the raw baseline of its size.
+// measureFanoutPair sets a fan-out setting and the raw baseline up,
+// measures them in alternating rounds at every size (runFanoutPair) and
+// takes them down.
+func measureFanoutPair(ctx context.Context, cfg *config, sup *benchlab.Supervisor, raw, hub func() (*fanoutPath, func(), error), progress func(string)) (rawRes, hubRes []*fanoutResult, err error) {
+	rp, stopRaw, err := raw()
+	if err != nil {
+		return nil, nil, fmt.Errorf("raw fan-out: %w", err)
+	}
+	defer stopRaw()
+	hp, stopHub, err := hub()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer stopHub()
+	return runFanoutPair(ctx, cfg, rp, hp, cfg.fanoutSizes, sup.CPUByProcess, progress)
+}
+
+// againstRaw sets each result's ratios to the raw baseline of its size,
+// measured just before.
 func againstRaw(results, raw []*fanoutResult) {
 	for _, r := range results {
 		for _, b := range raw {

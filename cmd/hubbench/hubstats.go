@@ -16,12 +16,14 @@ import (
 type runtimeStats struct {
 	Mallocs    float64 // cumulative count of heap objects allocated
 	HeapInuse  float64 // bytes in in-use heap spans
+	StackInuse float64 // bytes of goroutine stacks
 	Goroutines float64
 }
 
 // statsSource reads a hub's runtime figures: from /metrics (Prometheus text:
-// go_memstats_mallocs_total, go_memstats_heap_inuse_bytes, go_goroutines)
-// when the hub serves it, else from /debug/pprof (the instrumented twin).
+// go_memstats_mallocs_total, go_memstats_heap_inuse_bytes, go_goroutines
+// and go_memstats_stack_inuse_bytes) when the hub serves it, else from
+// /debug/pprof (the instrumented twin).
 // A hub that offers neither has no source: its figures are reported as not
 // measured.
 type statsSource struct {
@@ -93,13 +95,14 @@ func get(ctx context.Context, url string) (string, error) {
 }
 
 // parseMetrics reads the runtime figures from Prometheus text exposition.
-// All three must be present.
+// All of them must be present.
 func parseMetrics(text string) (runtimeStats, error) {
 	want := map[string]*float64{}
 	var st runtimeStats
 	want["go_memstats_mallocs_total"] = &st.Mallocs
 	want["go_memstats_heap_inuse_bytes"] = &st.HeapInuse
 	want["go_goroutines"] = &st.Goroutines
+	want["go_memstats_stack_inuse_bytes"] = &st.StackInuse
 	found := 0
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -138,7 +141,7 @@ func parsePprof(heap, goroutine string) (runtimeStats, error) {
 			return 0, fmt.Errorf("heap profile lacks %s", name)
 		}
 		rest := heap[i+len(name)+6:]
-		if j := strings.IndexByte(rest, '\n'); j >= 0 {
+		if j := strings.IndexAny(rest, "/\n"); j >= 0 {
 			rest = rest[:j]
 		}
 		return strconv.ParseFloat(strings.TrimSpace(rest), 64)
@@ -148,6 +151,9 @@ func parsePprof(heap, goroutine string) (runtimeStats, error) {
 		return st, err
 	}
 	if st.HeapInuse, err = field("HeapInuse"); err != nil {
+		return st, err
+	}
+	if st.StackInuse, err = field("Stack"); err != nil { // "# Stack = inuse / sys"
 		return st, err
 	}
 	first, _, _ := strings.Cut(goroutine, "\n")

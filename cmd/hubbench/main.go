@@ -74,8 +74,9 @@ type options struct {
 	profile string // "auto", "off" or a directory
 	servers int    // MCP server processes behind each hub
 	// profileOnly takes the profiles and nothing else, for work on the hub;
-	// fanoutOnly measures the fan-out and idle connections only.
-	profileOnly, fanoutOnly bool
+	// fanoutOnly measures the fan-out and idle connections only, idleOnly
+	// idle connections only.
+	profileOnly, fanoutOnly, idleOnly bool
 	// poolsOnly measures the connector pools only; pool is the children of
 	// the pool measured, base the revision whose hub the cost of leases is
 	// measured against ("" for none).
@@ -90,6 +91,12 @@ type options struct {
 	// cacheOnly the caching client only, and httpOnly the Streamable HTTP
 	// rows (100 B, 1x1 and 64x16) with their WebSocket and net/http floors.
 	connectOnly, cacheOnly, httpOnly bool
+	// calls, when set, measures the calls of these cells only
+	// ("1x1/100B,64x16/16KiB"), and paths, when set, only these paths
+	// beside the raw echo (their names, comma-separated).
+	calls, paths string
+	// profileShape is the load the profiles are taken under.
+	profileShape string
 }
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
@@ -103,10 +110,14 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "smaller counts and shorter rounds: under a minute")
 	fs.StringVar(&o.hub, "hub", "", "hub binary to measure; empty builds ./cmd/hub of this tree into a temporary directory")
 	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "Markdown report, relative to the module root; - for none")
-	fs.StringVar(&o.profile, "profile", "auto", "CPU profiles of the hub at 64x16: auto (when its throughput target is missed, full runs only), off, or a directory to always write them to")
+	fs.StringVar(&o.profile, "profile", "auto", "CPU profiles of the hub at 64x16: auto (when its throughput target is missed, full runs only), off, or a directory to always write them to; with -idle-only, a directory for the heap profiles of idle hubs (their twins)")
 	fs.BoolVar(&o.fanoutOnly, "fanout-only", false, "measure the fan-out and idle connections only, print the table and write no report")
+	fs.BoolVar(&o.idleOnly, "idle-only", false, "measure idle connections only (a bare coder/websocket server, the hub's WebSocket clients and HTTP sessions), print the table and write no report")
 	fs.BoolVar(&o.profileOnly, "profile-only", false, "take the CPU profiles only (into -profile DIR, else a temporary directory), print their summaries and write no report")
 	fs.IntVar(&o.servers, "servers", 1, "MCP server processes behind each hub path, replicas of one server that the hub spreads calls over")
+	fs.StringVar(&o.calls, "calls", "", "measure the calls of these cells only, SHAPE/PAYLOAD comma-separated (1x1/100B,64x16/16KiB), print the table and write no report")
+	fs.StringVar(&o.paths, "paths", "", "with -calls: the paths measured beside the raw echo, by name, comma-separated (hub,hub x2 (redis),redis publish -> sub)")
+	fs.StringVar(&o.profileShape, "profile-shape", profiled.String(), "the shape of the load the CPU profiles are taken under (1x1, 16x1, 64x16); with -paths, only those paths are profiled")
 	fs.BoolVar(&o.poolsOnly, "pools-only", false, "measure the connector pools (hub connect: one child, a pool, --shared) and the cost of leases only, print the table and write no report")
 	fs.BoolVar(&o.catalogOnly, "catalog-only", false, "measure the catalog's costs only (tool search over 10,000 tools, a server of 500 joining the index, a call through a virtual server against the per-server endpoint), print them and write no report")
 	fs.IntVar(&o.pool, "pool", 8, "children of the connector pool measured")
@@ -118,8 +129,16 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if o.fanoutOnly || o.poolsOnly || o.catalogOnly || o.tracingOnly || o.connectOnly || o.cacheOnly || o.httpOnly {
-		o.out, o.profile = "-", "off"
+	if o.calls != "" {
+		if err := o.selectCells(); err != nil {
+			return nil, err
+		}
+	}
+	if o.fanoutOnly || o.poolsOnly || o.catalogOnly || o.tracingOnly || o.connectOnly || o.cacheOnly || o.httpOnly || o.idleOnly || o.calls != "" {
+		o.out = "-"
+		if !o.idleOnly || o.profile == "auto" {
+			o.profile = "off" // -idle-only -profile DIR profiles the idle hubs' twins
+		}
 	}
 	if o.pool < 1 {
 		return nil, errors.New("-pool must be at least 1")
@@ -143,6 +162,7 @@ type config struct {
 	payloads     []payload
 	fanoutSizes  []int
 	fanoutRounds int
+	idleConns    int // connections of each idle kind
 	churnWorkers int
 	churn        time.Duration
 	profile      time.Duration
@@ -150,6 +170,9 @@ type config struct {
 	// passed since the first measured one, when fanoutStart runs.
 	fanoutUntil time.Duration
 	fanoutStart func()
+	// profilePaths, when set, are the only cases profiled (their path
+	// names, or "fan-out").
+	profilePaths []string
 }
 
 var (
@@ -161,11 +184,11 @@ var (
 func newConfig(quick bool) *config {
 	if quick {
 		return &config{quick: true, warmup: 100 * time.Millisecond, round: 300 * time.Millisecond, rounds: 1,
-			shapes: shapes, payloads: payloads, fanoutSizes: []int{1_000}, fanoutRounds: 3,
+			shapes: shapes, payloads: payloads, fanoutSizes: []int{1_000}, fanoutRounds: 3, idleConns: 1_000,
 			churnWorkers: 8, churn: 500 * time.Millisecond, profile: 2 * time.Second}
 	}
 	return &config{warmup: 500 * time.Millisecond, round: 1500 * time.Millisecond, rounds: 3,
-		shapes: shapes, payloads: payloads, fanoutSizes: []int{1_000, 10_000}, fanoutRounds: 5,
+		shapes: shapes, payloads: payloads, fanoutSizes: []int{1_000, 10_000}, fanoutRounds: 5, idleConns: 10_000,
 		churnWorkers: 16, churn: 3 * time.Second, profile: 5 * time.Second}
 }
 
@@ -180,7 +203,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	}
 	rep := &report{cfg: cfg, began: began, command: commandLine(o)}
 
-	limit, err := benchlab.RaiseNoFile()
+	// Room for the fan-out's subscribers of a setting and of the raw
+	// baseline at once (runFanoutPair), where the machine allows it.
+	limit, err := benchlab.RaiseNoFile(uint64(2*slices.Max(cfg.fanoutSizes) + 4096))
 	if err != nil {
 		return fmt.Errorf("raising the open files limit: %w", err)
 	}
@@ -190,6 +215,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		for i, n := range cfg.fanoutSizes {
 			cfg.fanoutSizes[i] = min(n, maxConns)
 		}
+		cfg.idleConns = min(cfg.idleConns, maxConns)
 		rep.notes = append(rep.notes, fmt.Sprintf("the open files limit (%d) caps subscribers and idle connections at %d", limit, maxConns))
 	}
 	root, err := moduleRoot()
@@ -224,7 +250,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		cat.print(stdout)
 		return nil
 	}
-	if o.poolsOnly || o.tracingOnly || o.connectOnly || o.cacheOnly {
+	if o.poolsOnly || o.tracingOnly || o.connectOnly || o.cacheOnly || o.idleOnly {
 		if o.poolsOnly {
 			if rep.pools, err = runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress); err != nil {
 				return fmt.Errorf("connector pools: %w", err)
@@ -238,6 +264,15 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		if o.connectOnly {
 			if rep.connect, err = runConnect(ctx, cfg, sup, root, tmp, hubBin, progress); err != nil {
 				return fmt.Errorf("hub connect: %w", err)
+			}
+		}
+		if o.idleOnly {
+			dir := ""
+			if o.profile != "auto" && o.profile != "off" {
+				dir = o.profile
+			}
+			if rep.idle, err = runIdle(ctx, sup, hubBin, cfg.idleConns, dir, progress); err != nil {
+				return err
 			}
 		}
 		if o.cacheOnly {
@@ -262,12 +297,16 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			"per call at 64x16 are in the profile section when profiles were taken.")
 	}
 
+	eps := env.endpoints
+	if o.paths != "" {
+		eps = selectPaths(eps, o.paths)
+	}
 	for _, pl := range cfg.payloads {
 		for _, sh := range cfg.shapes {
-			if o.fanoutOnly || o.httpOnly && (pl != payloads[0] || sh == shape{16, 1}) {
+			if o.fanoutOnly || !o.measures(sh, pl) || o.httpOnly && (pl != payloads[0] || sh == shape{16, 1}) {
 				continue
 			}
-			cell, err := runCell(ctx, cfg, env.endpoints, sh, pl, sup.CPUByProcess, progress)
+			cell, err := runCell(ctx, cfg, eps, sh, pl, sup.CPUByProcess, progress)
 			if err != nil {
 				return fmt.Errorf("calls %s %s: %w", sh, pl.name, err)
 			}
@@ -281,7 +320,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if o.httpOnly {
+	if o.httpOnly || o.calls != "" {
 		sup.StopAll()
 		printOnly(stdout, rep)
 		return nil
@@ -317,23 +356,33 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Each setting right after a raw baseline of its own: the machine's
-	// drift over the minutes of the fan-out falls on both alike.
+	// Each setting in alternating rounds with a raw baseline of its own,
+	// where the open files limit allows both sets of subscribers at once;
+	// else right after it: the machine's drift over the minutes of the
+	// fan-out falls on both alike.
+	alternate := int(limit)-1024 >= 2*slices.Max(cfg.fanoutSizes)
+	if !alternate {
+		rep.notes = append(rep.notes, fmt.Sprintf("the open files limit (%d) does not allow the subscribers of the raw fan-out "+
+			"and of the hub at once: each raw baseline was measured just before the hub's, not in alternating rounds", limit))
+	}
 	for _, hubs := range [][]*hubRef{{fresh}, {env.hubA, env.hubB}} {
-		raw, err := measureFanout(ctx, cfg, sup, func() (*fanoutPath, func(), error) { return rawFanoutPath(ctx, rawProc, rawAddr) }, progress)
-		if err != nil {
-			return fmt.Errorf("raw fan-out: %w", err)
+		rawSetup := func() (*fanoutPath, func(), error) { return rawFanoutPath(ctx, rawProc, rawAddr) }
+		hubSetup := func() (*fanoutPath, func(), error) { return hubFanout(ctx, hubs) }
+		var raw, results []*fanoutResult
+		if alternate {
+			raw, results, err = measureFanoutPair(ctx, cfg, sup, rawSetup, hubSetup, progress)
+		} else if raw, err = measureFanout(ctx, cfg, sup, rawSetup, progress); err == nil {
+			results, err = measureFanout(ctx, cfg, sup, hubSetup, progress)
+			againstRaw(results, raw)
 		}
-		idle := len(hubs) == 1
-		results, ir, err := measureFanoutIdle(ctx, cfg, sup, func() (*fanoutPath, func(), error) { return hubFanout(ctx, hubs, idle) }, progress)
 		if err != nil {
 			return fmt.Errorf("fan-out on %d instance(s): %w", len(hubs), err)
 		}
-		if idle {
-			rep.idle = ir
-		}
-		againstRaw(results, raw)
 		rep.fanout = append(append(rep.fanout, raw...), results...)
+	}
+
+	if rep.idle, err = runIdle(ctx, sup, hubBin, cfg.idleConns, "", progress); err != nil {
+		return err
 	}
 
 	if dir, ok := profileDir(o, cfg, rep); ok {
@@ -410,6 +459,53 @@ func profileDir(o *options, cfg *config, rep *report) (string, bool) {
 	return o.profile, true
 }
 
+// selectCells checks -calls: every cell must name a shape and a payload
+// of the suite.
+func (o *options) selectCells() error {
+	for _, c := range strings.Split(o.calls, ",") {
+		sh, pl, ok := strings.Cut(strings.TrimSpace(c), "/")
+		found := false
+		for _, s := range shapes {
+			for _, p := range payloads {
+				found = found || ok && s.String() == sh && strings.ReplaceAll(p.name, " ", "") == strings.ReplaceAll(pl, " ", "")
+			}
+		}
+		if !found {
+			return fmt.Errorf("-calls: %q is not a cell of the suite (shapes 1x1, 16x1, 64x16; payloads 100B, 16KiB)", c)
+		}
+	}
+	return nil
+}
+
+// measures reports whether the calls of sh and pl are measured: all of
+// them unless -calls names cells.
+func (o *options) measures(sh shape, pl payload) bool {
+	if o.calls == "" {
+		return true
+	}
+	for _, c := range strings.Split(o.calls, ",") {
+		s, p, _ := strings.Cut(strings.TrimSpace(c), "/")
+		if s == sh.String() && strings.ReplaceAll(p, " ", "") == strings.ReplaceAll(pl.name, " ", "") {
+			return true
+		}
+	}
+	return false
+}
+
+// selectPaths keeps the raw echo (the baseline, first) and the paths named
+// in list.
+func selectPaths(eps []*endpoint, list string) []*endpoint {
+	out := eps[:1:1]
+	for _, ep := range eps[1:] {
+		for _, name := range strings.Split(list, ",") {
+			if strings.TrimSpace(name) == ep.name {
+				out = append(out, ep)
+			}
+		}
+	}
+	return out
+}
+
 func commandLine(o *options) string {
 	parts := []string{"go run ./cmd/hubbench"}
 	if o.quick {
@@ -417,6 +513,15 @@ func commandLine(o *options) string {
 	}
 	if o.hub != "" {
 		parts = append(parts, "-hub", o.hub)
+	}
+	if o.idleOnly {
+		parts = append(parts, "-idle-only")
+	}
+	if o.calls != "" {
+		parts = append(parts, "-calls", strconv.Quote(o.calls))
+	}
+	if o.paths != "" {
+		parts = append(parts, "-paths", strconv.Quote(o.paths))
 	}
 	if o.profile != "auto" {
 		parts = append(parts, "-profile", o.profile)
@@ -538,7 +643,16 @@ func profileOnly(ctx context.Context, o *options, cfg *config, sup *benchlab.Sup
 	if dir == "auto" || dir == "off" {
 		dir = filepath.Join(os.TempDir(), "hubbench-profiles-"+time.Now().Format("20060102-150405"))
 	}
-	profiles, err := runProfile(ctx, cfg, sup, dir, profiled, progress)
+	sh := profiled
+	for _, s := range shapes {
+		if s.String() == o.profileShape {
+			sh = s
+		}
+	}
+	if o.paths != "" {
+		cfg.profilePaths = strings.Split(o.paths, ",")
+	}
+	profiles, err := runProfile(ctx, cfg, sup, dir, sh, progress)
 	if err != nil {
 		return fmt.Errorf("profiling: %w", err)
 	}

@@ -106,8 +106,11 @@ func runProfile(ctx context.Context, cfg *config, sup *benchlab.Supervisor, dir 
 			dial: func(p json.RawMessage) dialer { return hubDialer{url: twinA.ws("/mcp"), params: p} }},
 		profileCase{what: epHTTP, payload: payloads[0], twins: []*hubRef{solo},
 			dial: func(p json.RawMessage) dialer { return leanHTTPDialer{url: solo.http("/mcp"), params: p} }})
+	if len(cfg.profilePaths) > 0 {
+		cases = slices.DeleteFunc(cases, func(pc profileCase) bool { return !cfg.profiles(pc.what) })
+	}
 	var out []*profileResult
-	if n := slices.Max(cfg.fanoutSizes); n > 0 {
+	if n := slices.Max(cfg.fanoutSizes); n > 0 && cfg.profiles("fan-out") {
 		progress(fmt.Sprintf("profile: fan-out to %s on the hub twin, %v", benchlab.FormatCount(int64(n)), cfg.profile))
 		r, err := profileFanout(ctx, cfg, sup, solo, dir, n, progress)
 		if err != nil {
@@ -124,6 +127,19 @@ func runProfile(ctx context.Context, cfg *config, sup *benchlab.Supervisor, dir 
 		out = append(out, rs...)
 	}
 	return out, nil
+}
+
+// profiles reports whether the case named what is profiled.
+func (cfg *config) profiles(what string) bool {
+	if len(cfg.profilePaths) == 0 {
+		return true
+	}
+	for _, p := range cfg.profilePaths {
+		if strings.TrimSpace(p) == what {
+			return true
+		}
+	}
+	return false
 }
 
 // profileOne drives one case's load while each of its twins records a CPU
@@ -252,7 +268,7 @@ func (p *profileResult) heading() string {
 // profileFanout profiles the twin while it fans updates out to n
 // subscribers, round after round, for the length of the profile.
 func profileFanout(ctx context.Context, cfg *config, sup *benchlab.Supervisor, twin *hubRef, dir string, n int, progress func(string)) (*profileResult, error) {
-	p, stop, err := hubFanout(ctx, []*hubRef{twin}, false)
+	p, stop, err := hubFanout(ctx, []*hubRef{twin})
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +298,7 @@ func profileFanout(ctx context.Context, cfg *config, sup *benchlab.Supervisor, t
 		}()
 		mt.start(ctx)
 	}
-	results, _, err := runFanout(ctx, &pcfg, p, []int{n}, nil, progress)
+	results, err := runFanout(ctx, &pcfg, p, []int{n}, nil, progress)
 	if err != nil {
 		return nil, err
 	}

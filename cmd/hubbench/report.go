@@ -18,6 +18,8 @@ const (
 	targetFanoutTwo  = 150 * time.Millisecond // ... spread over two
 	targetFanoutRate = 300_000.0              // notifications delivered per second, at least
 	targetIdleRSS    = 20 << 10               // RSS per idle connection, at most
+	targetIdleWS     = 10 << 10               // ... per idle WebSocket client, at most (issue 28)
+	targetIdleHTTP   = 8 << 10                // ... per idle Streamable HTTP session, at most (issue 28)
 	targetSubs       = 10_000                 // subscribers and connections the targets are stated for
 )
 
@@ -51,7 +53,7 @@ type report struct {
 	command    string
 	cells      [][]*callResult // one per shape and payload; the baseline first
 	fanout     []*fanoutResult
-	idle       *idleResult
+	idle       []*idleResult // idle.go
 	churn      *churnResult
 	statsCost  *statsCostResult // statscost.go
 	pools      *poolsResult     // pools.go
@@ -191,17 +193,24 @@ func (r *report) fanoutVerdicts(f *fanoutResult) []verdict {
 	return out
 }
 
-func (r *report) idleVerdict() (verdict, bool) {
-	if r.idle == nil {
-		return verdict{}, false
-	}
-	per := float64(r.idle.rssAfter-r.idle.rssBefore) / float64(r.idle.conns)
+// idleVerdicts are the targets of an idle row: none for the bare server.
+func idleVerdicts(ir *idleResult) []verdict {
 	note := ""
-	if r.idle.conns < targetSubs {
-		note = fmt.Sprintf("(measured at %s connections, not %s)", benchlab.FormatCount(int64(r.idle.conns)), benchlab.FormatCount(targetSubs))
+	if ir.conns < targetSubs {
+		note = fmt.Sprintf("(measured at %s connections, not %s)", benchlab.FormatCount(int64(ir.conns)), benchlab.FormatCount(targetSubs))
 	}
-	return verdict{issue: 7, ok: per <= targetIdleRSS, what: "idle connection", figure: benchlab.FormatBytes(per) + " RSS",
-		goal: "<= " + benchlab.FormatBytes(targetIdleRSS), short: "RSS <= " + benchlab.FormatBytes(targetIdleRSS), note: note}, true
+	per := ir.perConn()
+	v := func(issue int, what string, limit float64) verdict {
+		return verdict{issue: issue, ok: per <= limit, what: what, figure: benchlab.FormatBytes(per) + " RSS",
+			goal: "<= " + benchlab.FormatBytes(limit), short: "RSS <= " + benchlab.FormatBytes(limit), note: note}
+	}
+	switch ir.what {
+	case idleWS:
+		return []verdict{v(7, "idle connection", targetIdleRSS), v(28, "idle WebSocket client", targetIdleWS)}
+	case idleHTTP:
+		return []verdict{v(28, "idle Streamable HTTP session", targetIdleHTTP)}
+	}
+	return nil
 }
 
 // verdicts lists every target with its figure.
@@ -215,8 +224,8 @@ func (r *report) verdicts() []verdict {
 	for _, f := range r.fanout {
 		out = append(out, r.fanoutVerdicts(f)...)
 	}
-	if v, ok := r.idleVerdict(); ok {
-		out = append(out, v)
+	for _, ir := range r.idle {
+		out = append(out, idleVerdicts(ir)...)
 	}
 	if v, ok := r.poolVerdict(); ok {
 		out = append(out, v)
@@ -317,25 +326,25 @@ func (r *report) table() *benchlab.Table {
 				f.cpuCell(), "", "", perOp(f.delivered, f.mallocs, f.mallocsOK), "", verdictCell(r.fanoutVerdicts(f)...))
 		}
 	}
-	if ir := r.idle; ir != nil {
-		t.Section("idle connections: connected and initialized clients on a fresh hub")
-		conns := benchlab.FormatCount(int64(ir.conns)) + " conns"
-		target := ""
-		if v, ok := r.idleVerdict(); ok {
-			target = verdictCell(v)
+	if len(r.idle) > 0 {
+		t.Section("idle connections: connected and initialized clients, each kind on a fresh process")
+		for _, ir := range r.idle {
+			conns := benchlab.FormatCount(int64(ir.conns)) + " conns"
+			n := float64(ir.conns)
+			t.Add("idle, "+ir.what, conns, "RSS", "", "", "", "", "", "", "", "", "", "",
+				benchlab.FormatBytes(ir.perConn()), verdictCell(idleVerdicts(ir)...))
+			heap, stacks, gor := "n/a", "n/a", "n/a"
+			if ir.statsOK {
+				heap = benchlab.FormatBytes((ir.after.HeapInuse - ir.before.HeapInuse) / n)
+				stacks = benchlab.FormatBytes((ir.after.StackInuse - ir.before.StackInuse) / n)
+				gor = benchlab.FormatPerOp((ir.after.Goroutines - ir.before.Goroutines) / n)
+			}
+			t.Add("idle, "+ir.what, conns, "heap in use", "", "", "", "", "", "", "", "", "", "", heap)
+			t.Add("idle, "+ir.what, conns, "stacks", "", "", "", "", "", "", "", "", "", "", stacks)
+			t.Add("idle, "+ir.what, conns, "goroutines", "", "", "", "", "", "", "", "", "", "", gor)
 		}
-		n := float64(ir.conns)
-		t.Add("idle", conns, "RSS", "", "", "", "", "", "", "", "", "", "",
-			benchlab.FormatBytes(float64(ir.rssAfter-ir.rssBefore)/n), target)
-		heap, gor := "n/a", "n/a"
-		if ir.statsOK {
-			heap = benchlab.FormatBytes((ir.after.HeapInuse - ir.before.HeapInuse) / n)
-			gor = benchlab.FormatPerOp((ir.after.Goroutines - ir.before.Goroutines) / n)
-		}
-		t.Add("idle", conns, "heap in use", "", "", "", "", "", "", "", "", "", "", heap)
-		t.Add("idle", conns, "goroutines", "", "", "", "", "", "", "", "", "", "", gor)
 	}
-	if c := r.churn; c != nil || r.idle != nil {
+	if c := r.churn; c != nil || len(r.idle) > 0 {
 		t.Section("connections: connect + initialize (+ close)")
 		if c != nil {
 			allocs := perOp(c.total, c.mallocs, c.mallocsOK)
@@ -343,8 +352,8 @@ func (r *report) table() *benchlab.Table {
 				benchlab.FormatDuration(c.sum.P50), benchlab.FormatDuration(c.sum.P99), benchlab.FormatDuration(c.sum.P999), "", "",
 				cpuPerOp(c.cpu, c.total), "", "", allocs)
 		}
-		if ir := r.idle; ir != nil {
-			t.Add("ramp: connect+init, kept open", "32 at a time", "-", benchlab.FormatRate(ir.connectRate))
+		for _, ir := range r.idle {
+			t.Add("ramp: connect+init, kept open, "+ir.what, fmt.Sprintf("%d at a time", idleConnectors), "-", benchlab.FormatRate(ir.connectRate))
 		}
 	}
 	return t
@@ -393,7 +402,7 @@ func (r *report) markdown() string {
 	w("- **Floors**, measured in the same run: **redis publish -> sub** is a PUBLISH and its delivery to a subscriber\n")
 	w("  (go-redis, on the redis-server the hubs share; pipelined when more than one is in flight), the least a hop\n")
 	w("  between instances costs; **fan-out, raw fan-out** is a coder/websocket server writing one prepared frame to\n")
-	w("  the same subscribers (the same MCP clients, same machine), measured just before each hub fan-out.\n")
+	w("  as many subscribers (the same MCP clients, same machine), in alternating rounds with each hub fan-out.\n")
 	w("- **ops/s**: operations completed per second, median of the rounds. For fan-out: subscribers reached per\n")
 	w("  second, from the server's send to the last receipt.\n")
 	w("- **p50, p99, p999**: latency percentiles (nearest rank) of each round's calls, median over the rounds. For\n")
@@ -414,7 +423,8 @@ func (r *report) markdown() string {
 	w("  counters (the hub's /metrics; /debug/pprof for hubbench's own roles), less the reading's own; n/a where\n")
 	w("  a process does not expose them (see the notes).\n")
 	w("- **mem/conn**: (after - before) / connections, for clients that connected and initialized and then do\n")
-	w("  nothing, on a fresh hub.\n")
+	w("  nothing, each kind on a fresh process: **bare coder/websocket** (the floor: the raw fan-out server, which\n")
+	w("  answers initialize), the hub's WebSocket clients, and its Streamable HTTP sessions.\n")
 	w("- Fan-out subscribers are WebSocket clients inside the load generator: their reading shares the cores with\n")
 	w("  the hub, so delivery times include the receivers' work, as they would on a real machine with that many.\n")
 	w("- **target**: the targets of issues 7 (one instance against raw), 15 (two instances, 16 KiB, fan-out, against\n")
@@ -447,13 +457,19 @@ func (r *report) markdown() string {
 	w("  same closed loop; with k in flight, the PUBLISHes free at the time leave as one pipeline, as the broker sends.\n")
 	w("- Fan-out: clients connect and initialize (spread evenly over the instances), subscribe to one resource of a\n")
 	w("  server (on the first instance), then the server sends one update per round, %d rounds after a warm-up, the\n", r.cfg.fanoutRounds)
-	w("  next one after the previous has reached everyone. The raw baseline: the same clients connect to\n")
-	w("  `hubbench -role fanout-server`, which answers initialize and resources/subscribe, and on a control\n")
-	w("  connection's word writes the prepared notifications/resources/updated frame to every subscriber, one\n")
-	w("  goroutine per core each writing its share in turn. Its allocations are not read (n/a): net/http/pprof's\n")
-	w("  reading, with a goroutine per subscriber, would cost more than what it measures.\n")
-	w("- Idle: RSS (/proc/PID/status VmRSS) of a fresh hub before and after the clients connect and initialize, once\n")
-	w("  it stops moving; heap in use and goroutines from the hub's runtime counters where exposed.\n")
+	w("  next one after the previous has reached everyone. The raw baseline: as many clients of their own, connected\n")
+	w("  at once with the hub's, to `hubbench -role fanout-server`, which answers initialize and resources/subscribe,\n")
+	w("  and on a control connection's word writes the prepared notifications/resources/updated frame to every\n")
+	w("  subscriber, one goroutine per core each writing its share in turn. Each round updates the raw subscribers\n")
+	w("  and the hub's one after the other (which first alternates), and the ratios are the medians of the rounds'\n")
+	w("  ratios (where the open files limit does not allow both sets at once, the notes say so and the baseline is\n")
+	w("  measured just before the hub's). Its allocations are not read (n/a): net/http/pprof's reading, with a\n")
+	w("  goroutine per subscriber, would cost more than what it measures.\n")
+	w("- Idle: RSS (/proc/PID/status VmRSS) of a fresh process before and after %s clients connect and initialize,\n", benchlab.FormatCount(int64(r.cfg.idleConns)))
+	w("  %d at a time, once it stops moving; heap in use, goroutine stacks and goroutines from its runtime counters where exposed.\n", idleConnectors)
+	w("  WebSocket clients (MCP clients of pkg/mcp) stay connected; an HTTP session is initialize and\n")
+	w("  notifications/initialized, each on a connection of its own that is then closed: what a session keeps\n")
+	w("  between a client's requests.\n")
 	w("- Churn: %d workers each connect, initialize and close a session, over and over, for %v.\n", r.cfg.churnWorkers, r.cfg.churn)
 	w("%s", r.statsCostMethod())
 	w("%s", r.poolsMethod())

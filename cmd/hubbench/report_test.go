@@ -34,7 +34,11 @@ func TestVerdicts_targets(t *testing.T) {
 			{setting: "2 instances", instances: 2, subs: 10000, p99: 151 * time.Millisecond, rate: 1, delivered: 4, expected: 5,
 				rateRatio: 0.6, p99Ratio: 9},
 		},
-		idle: &idleResult{conns: 10000, rssBefore: 0, rssAfter: 10000 * 20 << 10},
+		idle: []*idleResult{
+			{what: idleBare, conns: 10000, rssAfter: 10000 * 30 << 10}, // the floor: no target
+			{what: idleWS, conns: 10000, rssBefore: 0, rssAfter: 10000 * 20 << 10},
+			{what: idleHTTP, conns: 1000, rssBefore: 1 << 20, rssAfter: 1<<20 + 1000*8<<10},
+		},
 	}
 	vs := r.verdicts()
 	assert.Equal(t, "ops/s >= 0.5x raw PASS", verdictCell(vs[0]))
@@ -62,6 +66,8 @@ func TestVerdicts_targets(t *testing.T) {
 		"MISS  (#7) fan-out to 10,000 subscribers, 2 instances: 1/s (target >= 300,000/s)",
 		"PASS  (#15) fan-out to 10,000 subscribers, 2 instances: 0.60x the raw fan-out's rate (target >= 0.6x)",
 		"PASS  (#7) idle connection: 20.0 KiB RSS (target <= 20.0 KiB)",
+		"MISS  (#28) idle WebSocket client: 20.0 KiB RSS (target <= 10.0 KiB)",
+		"PASS  (#28) idle Streamable HTTP session: 8.0 KiB RSS (target <= 8.0 KiB) (measured at 1,000 connections, not 10,000)",
 	}, got)
 }
 

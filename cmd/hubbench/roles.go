@@ -54,7 +54,7 @@ type roleFlags struct {
 
 // runRole runs one role until ctx ends (SIGINT or SIGTERM from hubbench).
 func runRole(ctx context.Context, role string, f roleFlags) error {
-	_, _ = benchlab.RaiseNoFile()
+	_, _ = benchlab.RaiseNoFile(0) // the limits hubbench set, inherited
 	switch role {
 	case roleEcho, rolePeer:
 		ln, err := net.Listen("tcp", f.addr)
@@ -194,7 +194,9 @@ func mcpEchoServer() *mcp.Server {
 // endpoint, and this twin exists only to be profiled. It announces its
 // address with the hub's own "switchboard listening" line.
 func runTwin(ctx context.Context, f roleFlags) error {
-	args := []string{"serve", "--addr", f.addr, "--log-level", "info", "--rate-limit=-1"}
+	// Limits are policies, not costs: as for bin/hub (startHub), none is
+	// hit by a measurement (the idle HTTP sessions have no token).
+	args := []string{"serve", "--addr", f.addr, "--log-level", "info", "--rate-limit=-1", "--max-connections-per-token=1000000"}
 	if f.redis != "" {
 		args = append(args, "--redis", f.redis)
 	}
@@ -212,6 +214,7 @@ func withPprof(h http.Handler) http.Handler {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/", h)
 	return mux
 }

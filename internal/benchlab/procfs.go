@@ -122,14 +122,21 @@ func parseKB(s string) (int64, error) {
 	return n << 10, nil
 }
 
-// RaiseNoFile raises the soft limit of open files to the hard limit and
-// returns it. Setting it explicitly (rather than relying on the Go runtime,
-// which raises it for itself only) makes every child process inherit it:
-// 10,000 connections need 10,000 descriptors on each side.
-func RaiseNoFile() (uint64, error) {
+// RaiseNoFile raises the soft limit of open files to the hard limit, and
+// the hard limit first to want where the process may (it has the
+// privilege), and returns the soft limit. Setting it explicitly (rather
+// than relying on the Go runtime, which raises it for itself only) makes
+// every child process inherit it: 10,000 connections need 10,000
+// descriptors on each side.
+func RaiseNoFile(want uint64) (uint64, error) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 0, err
+	}
+	if want > lim.Max {
+		if raised := (syscall.Rlimit{Cur: want, Max: want}); syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
+			return want, nil
+		}
 	}
 	lim.Cur = lim.Max
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {

@@ -210,7 +210,8 @@ func BenchmarkCrossInstance(b *testing.B) {
 
 // BenchmarkCall is one tools/call of 100 bytes from a client to a server,
 // through one hub instance and across two sharing Redis, with 64 calls in
-// flight on 4 connections: for A/B comparisons of the call path with
+// flight on 4 connections, and one at a time (1x1: ns/op is then the
+// round trip's latency): for A/B comparisons of the call path with
 // benchstat. ns/op and allocs/op count the whole process: the clients, the
 // hubs, the server (and for two instances, both hubs' broker work).
 func BenchmarkCall(b *testing.B) {
@@ -225,15 +226,27 @@ func BenchmarkCall(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		th   *testHub
-	}{{"one-instance", single}, {"two-instances", a}} {
-		b.Run(tc.name, func(b *testing.B) { runCalls(b, tc.th) })
+		one  bool // one call at a time
+	}{{"one-instance", single, false}, {"two-instances", a, false}, {"one-instance-1x1", single, true}, {"two-instances-1x1", a, true}} {
+		b.Run(tc.name, func(b *testing.B) { runCalls(b, tc.th, tc.one, 100) })
 	}
 }
 
-// runCalls is the load of BenchmarkCall: 100 bytes of arguments to
-// bench__echo through th, 64 calls in flight on 4 connections.
-func runCalls(b *testing.B, th *testHub) {
-	params := json.RawMessage(`{"name":"bench__echo","arguments":{"text":"` + strings.Repeat("x", 100-len(`{"text":""}`)) + `"}}`)
+// BenchmarkCallLarge is BenchmarkCall's one instance with 16 KiB of
+// arguments, 64 calls in flight: a process without children (no Redis),
+// which valgrind's callgrind can follow to its end.
+func BenchmarkCallLarge(b *testing.B) {
+	th := benchHub(b, nil)
+	dialBenchServer(b, th, newBenchServer(echoArguments))
+	waitBenchServer(b, th)
+	runCalls(b, th, false, 16<<10)
+}
+
+// runCalls is the load of BenchmarkCall: size bytes of arguments to
+// bench__echo through th, one call at a time, or 64 in flight on 4
+// connections.
+func runCalls(b *testing.B, th *testHub, one bool, size int) {
+	params := json.RawMessage(`{"name":"bench__echo","arguments":{"text":"` + strings.Repeat("x", size-len(`{"text":""}`)) + `"}}`)
 	clients := make([]*mcp.Client, 4)
 	for i := range clients {
 		c, err := mcp.Connect(context.Background(), th.wsURL("/mcp"), &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion})
@@ -249,6 +262,15 @@ func runCalls(b *testing.B, th *testHub) {
 	b.ResetTimer()
 	cpu0 := processCPU()
 	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	if one {
+		var out json.RawMessage
+		for range b.N {
+			if err := clients[0].Peer().Call(context.Background(), mcp.MethodToolsCall, params, &out); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
 	b.RunParallel(func(pb *testing.PB) {
 		c := clients[next.Add(1)%int64(len(clients))]
 		var out json.RawMessage
@@ -278,7 +300,7 @@ func BenchmarkCallTraced(b *testing.B) {
 			th := benchHubWith(b, Config{Tracing: tracing.Config{Enabled: true, Endpoint: sink.URL, BatchDelay: 100 * time.Millisecond}})
 			dialBenchServer(b, th, newBenchServer(echoArguments))
 			waitBenchServer(b, th)
-			runCalls(b, th)
+			runCalls(b, th, false, 100)
 		})
 	}
 }

@@ -19,7 +19,7 @@ type coalescer struct {
 
 	mu      sync.Mutex
 	stopped bool
-	windows map[string]*window
+	windows map[string]*window // made on first use: most sessions never need it
 }
 
 type window struct {
@@ -28,7 +28,7 @@ type window struct {
 }
 
 func newCoalescer(interval time.Duration, send func(key string)) *coalescer {
-	return &coalescer{interval: interval, send: send, windows: map[string]*window{}}
+	return &coalescer{interval: interval, send: send}
 }
 
 // fire reports an event for key.
@@ -52,6 +52,9 @@ func (c *coalescer) fire(key string) {
 func (c *coalescer) open(key string) {
 	w := &window{}
 	w.timer = time.AfterFunc(c.interval, func() { c.close(key, w) })
+	if c.windows == nil {
+		c.windows = map[string]*window{}
+	}
 	c.windows[key] = w
 }
 

@@ -354,6 +354,7 @@ func (cfg *Config) limits() jsonrpc.Limits {
 // Hub routes MCP between clients and the servers that dial out to it.
 type Hub struct {
 	cfg        Config
+	overloaded *jsonrpc.Error // what a session's call beyond MaxInFlight is answered: one for all
 	log        *slog.Logger
 	metrics    *metrics
 	tracing    *tracing.Tracing // never nil; off unless Config.Tracing.Enabled (tracing.go)
@@ -364,11 +365,10 @@ type Hub struct {
 
 	reg        *registry
 	subs       *subscriptions
-	inputs     *inputs        // modern clients' calls waiting for their input (routing_input.go)
-	listening  listening      // principals' listen streams, by list (session_modern.go cacheHints)
-	overloaded *jsonrpc.Error // what a call beyond MaxInFlight gets, built once for every session
-	leases     *leases        // replicas that serve one client at a time (routing_lease.go)
-	tasks      *tasks         // the tasks extension: records, held calls, followers (cluster_tasks.go)
+	inputs     *inputs   // modern clients' calls waiting for their input (routing_input.go)
+	listening  listening // principals' listen streams, by list (session_modern.go cacheHints)
+	leases     *leases   // replicas that serve one client at a time (routing_lease.go)
+	tasks      *tasks    // the tasks extension: records, held calls, followers (cluster_tasks.go)
 	cluster    *cluster
 	streamable *mcp.StreamableHandler // the Streamable HTTP sessions
 	gone       departures             // servers that left lately

@@ -35,7 +35,9 @@ type session struct {
 	scope     string   // the one server of /servers/<name>/mcp; "" for the whole hub
 	limit     *bucket  // nil: no rate limit
 	release   func()   // frees the token's connection slot
-	initTimer *time.Timer
+	// initTimer closes a session not initialized in time; dropped once it
+	// is, since an idle session keeps nothing it does not need.
+	initTimer atomic.Pointer[time.Timer]
 	expiry    *time.Timer // closes a WebSocket session as its access token expires (auth_oauth.go)
 	since     time.Time   // when it connected
 
@@ -105,13 +107,6 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 	return s
 }
 
-// stopInitTimer stops the wait for initialize, if there is one.
-func (s *session) stopInitTimer() {
-	if s.initTimer != nil {
-		s.initTimer.Stop()
-	}
-}
-
 // start registers the session and starts reading; it reports false (and
 // closes conn) when the hub is closing.
 func (s *session) start(conn peer.Conn) bool {
@@ -120,11 +115,11 @@ func (s *session) start(conn peer.Conn) bool {
 	// this nor the session holds a goroutine: the peer's hooks clean up.)
 	// A stateless request's session has no initialize to wait for.
 	if !s.stateless {
-		s.initTimer = time.AfterFunc(h.cfg.InitializeTimeout, func() {
+		s.initTimer.Store(time.AfterFunc(h.cfg.InitializeTimeout, func() {
 			if !s.isInitialized() && !s.modernSeen.Load() {
 				s.peer.CloseWith(peer.ClosePolicyViolation, "initialize not received in time")
 			}
-		})
+		}))
 	}
 	h.mu.Lock()
 	if h.closed {
@@ -140,6 +135,13 @@ func (s *session) start(conn peer.Conn) bool {
 	h.mu.Unlock()
 	s.peer.Start(context.WithoutCancel(h.ctx)) // the hub closes its peers itself
 	return true
+}
+
+// stopInitTimer stops the initialize timer, and forgets it.
+func (s *session) stopInitTimer() {
+	if t := s.initTimer.Swap(nil); t != nil {
+		t.Stop()
+	}
 }
 
 // onClose forgets the client as soon as its session starts ending (a
@@ -551,6 +553,7 @@ func (s *session) initialize(_ context.Context, req *jsonrpc.Request) (any, erro
 		return nil, errAlreadyInitialized
 	}
 	s.initialized = true
+	s.stopInitTimer()
 	s.sinceGen = s.hub.reg.view().gen
 	s.name, s.version = p.ClientInfo.Name, p.ClientInfo.Version
 	s.declared = parseClientCaps(raw.Capabilities)

@@ -75,6 +75,14 @@ func (r *Response) Encode() []byte { return r.AppendJSON(make([]byte, 0, r.sizeH
 // envelope covers {"jsonrpc":"2.0","id":...,"method":"",...} and an integer id.
 const envelope = 64
 
+// SizeHint is a close upper estimate of the encoded size (escapes aside):
+// a buffer of it takes AppendJSON without growing, as a rule.
+func (r *Request) SizeHint() int { return r.sizeHint() }
+
+// SizeHint is a close upper estimate of the encoded size (escapes aside):
+// a buffer of it takes AppendJSON without growing, as a rule.
+func (r *Response) SizeHint() int { return r.sizeHint() }
+
 // sizeHint is a close upper estimate of the encoded size (escapes aside).
 func (r *Request) sizeHint() int { return envelope + len(r.ID.s) + len(r.Method) + len(r.Params) }
 

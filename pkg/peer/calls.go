@@ -34,7 +34,7 @@ func (p *Peer) CallID(ctx context.Context, id jsonrpc.ID, method string, params,
 	if err != nil {
 		return err
 	}
-	frame := (&jsonrpc.Request{ID: id, Method: method, Params: raw}).Encode()
+	frame := p.encodeRequest(&jsonrpc.Request{ID: id, Method: method, Params: raw})
 	ch := replyChans.Get().(chan *jsonrpc.Response)
 	defer replyChans.Put(ch) // empty again: exactly one reply is sent and received
 	if err := p.sendCall(id, frame, pendingCall{ch: ch}); err != nil {
@@ -70,8 +70,7 @@ func (p *Peer) Go(id jsonrpc.ID, method string, params json.RawMessage, done fun
 	if len(params) > 0 && params[0] != '{' && params[0] != '[' {
 		return fmt.Errorf("peer: params of %s must be a JSON object or an array", method)
 	}
-	frame := (&jsonrpc.Request{ID: id, Method: method, Params: params}).Encode()
-	return p.sendCall(id, frame, pendingCall{done: done})
+	return p.sendCall(id, p.encodeRequest(&jsonrpc.Request{ID: id, Method: method, Params: params}), pendingCall{done: done})
 }
 
 // Abort ends a call sent with Go before its answer: done gets err, and
@@ -111,16 +110,21 @@ func encodeParams(method string, params any) (json.RawMessage, error) {
 }
 
 // sendCall records a call as pending under id, where its answer will find
-// pc, and sends its frame.
+// pc, and sends its frame, one of the peer's own (frames.go).
 func (p *Peer) sendCall(id jsonrpc.ID, frame []byte, pc pendingCall) error {
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock()
+		p.recycle(frame)
 		return p.closedErr()
 	}
 	if _, dup := p.pending[id]; dup {
 		p.mu.Unlock()
+		p.recycle(frame)
 		return fmt.Errorf("peer: call id %s is already in flight", id)
+	}
+	if p.pending == nil {
+		p.pending = make(map[jsonrpc.ID]pendingCall, 1)
 	}
 	p.pending[id] = pc
 	inline, err := p.sendLocked(frame, true)
@@ -129,6 +133,7 @@ func (p *Peer) sendCall(id jsonrpc.ID, frame []byte, pc pendingCall) error {
 	}
 	p.mu.Unlock()
 	if err != nil {
+		p.recycle(frame)
 		return err
 	}
 	if inline {

@@ -59,7 +59,7 @@ func (p *Peer) shutdownLocked(cause error, code CloseCode, reason string, flush 
 	}
 	p.queue = nil
 	if !flush {
-		p.sendq, p.sendBytes = nil, 0
+		p.sendq, p.sendOwn, p.sendBytes = nil, nil, 0
 		clear(p.notices)
 	}
 	var flushed chan struct{}

@@ -144,3 +144,49 @@ func TestCorkConnWriteLarge(t *testing.T) {
 		t.Fatal("nothing arrived")
 	}
 }
+
+// TestCorkConnWriteKeeps: on an accepted connection, corked writes larger
+// than coder/websocket's buffer are kept, not copied, and leave in order
+// with the bytes copied around them, in one vectored write; the buffer
+// that gathered the small ones may grow meanwhile, and is given back.
+func TestCorkConnWriteKeeps(t *testing.T) {
+	t.Parallel()
+	a, b := tcpPair(t)
+	c := newCorkConn(b, 5*time.Second)
+	c.keepAbove = connWriteBuffer
+	got := make(chan []byte, 1)
+	go func() {
+		all, _ := io.ReadAll(a)
+		got <- all
+	}()
+	var want []byte
+	write := func(p []byte) {
+		t.Helper()
+		want = append(want, p...)
+		n, err := c.Write(p)
+		require.NoError(t, err)
+		require.Equal(t, len(p), n)
+	}
+	c.cork()
+	big := bytes.Repeat([]byte("k"), 16<<10)
+	write([]byte("header-1"))
+	write(big)
+	require.Len(t, c.vec, 2, "the header's piece of the buffer, then the payload kept")
+	assert.Same(t, &big[0], &c.vec[1][0], "the payload is kept, not copied")
+	for i := range 40 { // 5,000 bytes: the 4 KiB buffer grows under the pieces in vec
+		write(bytes.Repeat([]byte{byte('a' + i%26)}, 125))
+	}
+	write(bytes.Repeat([]byte("m"), 100<<10))
+	write([]byte("tail"))
+	require.NoError(t, c.uncork())
+	assert.Nil(t, c.buf)
+	assert.Empty(t, c.vec)
+	assert.Zero(t, c.gathered)
+	require.NoError(t, c.Close())
+	select {
+	case all := <-got:
+		assert.True(t, bytes.Equal(want, all), "the bytes arrive in order")
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing arrived")
+	}
+}

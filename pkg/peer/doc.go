@@ -60,6 +60,9 @@
 //     [Peer.Abort], [Peer.Notify], [Peer.SendEncoded], and the pending map.
 //   - write.go: the send queue, the slow consumer rule, inline writes and the
 //     writer goroutine.
+//   - frames.go: the buffers of the peer's own calls and answers, taken back
+//     once written when the conn keeps nothing of a frame (a WebSocket,
+//     stdio).
 //   - read.go: the read loop, and what it does with each frame: responses to
 //     the pending calls, notifications to the handler, calls to handlers.go.
 //   - direct.go: [DirectConn] and its [Feed]: a conn whose own goroutines
@@ -73,6 +76,9 @@
 //     one that launches a server.
 //   - conn.go, websocket.go, cork*.go, pipe.go: the connection under a peer
 //     ([Conn], [WebSocket], [Pipe]).
+//   - idle_linux.go (idle_other.go elsewhere): the reader of a quiet
+//     accepted WebSocket leaves, and one is started again when the socket
+//     is readable: an idle connection holds no goroutine.
 //
 // # Locks
 //

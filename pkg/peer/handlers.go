@@ -70,6 +70,9 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
 		p.mu.Unlock()
 		return false
 	}
+	if p.incoming == nil {
+		p.incoming = make(map[jsonrpc.ID]incoming, 1)
+	}
 	if async, ok := p.opts.Handler.(AsyncHandler); ok && b == nil {
 		reply := &Reply{p: p, id: req.ID}
 		p.incoming[req.ID] = incoming{reply: reply}
@@ -84,7 +87,7 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
 		}
 	}
 	defer p.mu.Unlock()
-	ctx, cancel := context.WithCancel(p.ctx)
+	ctx, cancel := context.WithCancel(p.callCtx) // cancelled by the peer itself: when the call ends, and in shutdown
 	p.incoming[req.ID] = incoming{cancel: cancel}
 	p.queue = append(p.queue, job{ctx: ctx, req: req, batch: b})
 	if b != nil {
@@ -174,7 +177,7 @@ func (p *Peer) run(j job) {
 	}
 	var frame []byte
 	if resp != nil && j.batch == nil {
-		frame = resp.Encode() // encoded before locking
+		frame = p.encodeResponse(resp) // encoded before locking
 	}
 	p.mu.Lock()
 	in, ok := p.incoming[j.req.ID]
@@ -187,7 +190,7 @@ func (p *Peer) run(j job) {
 			resp = nil
 		}
 	}
-	inline := false
+	inline, queued := false, false
 	switch {
 	case j.batch != nil:
 		j.batch.remaining--
@@ -196,11 +199,16 @@ func (p *Peer) run(j job) {
 		}
 		p.flushBatchLocked(j.batch)
 	case resp != nil && !p.closing:
-		inline, _ = p.sendLocked(frame, true)
+		var err error
+		inline, err = p.sendLocked(frame, true)
+		queued = err == nil
 	}
 	p.mu.Unlock()
-	if inline {
+	switch {
+	case inline:
 		p.writeInline(frame)
+	case !queued && frame != nil:
+		p.recycle(frame) // not sent: cancelled, or the peer closed
 	}
 }
 
@@ -357,21 +365,27 @@ func (r *Reply) Send(result json.RawMessage, err error) {
 	if err != nil {
 		resp = jsonrpc.NewErrorResponse(r.id, err)
 	}
-	frame := resp.Encode()
 	p := r.p
+	frame := p.encodeResponse(resp)
 	p.mu.Lock()
 	in, ok := p.incoming[r.id]
 	if !ok || in.reply != r {
 		p.mu.Unlock()
+		p.recycle(frame)
 		return // answered already, or the peer closed
 	}
 	delete(p.incoming, r.id)
-	var inline bool
+	inline, queued := false, false
 	if !in.cancelled && !p.closing {
-		inline, _ = p.sendLocked(frame, true)
+		var err error
+		inline, err = p.sendLocked(frame, true)
+		queued = err == nil
 	}
 	p.mu.Unlock()
-	if inline {
+	switch {
+	case inline:
 		p.writeInline(frame)
+	case !queued:
+		p.recycle(frame) // not sent: cancelled, or the peer closed
 	}
 }

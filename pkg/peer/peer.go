@@ -31,17 +31,31 @@ type Peer struct {
 	// ends (the read loop does it otherwise); guarded by mu.
 	stopOnEnd func() bool
 	feedMu    sync.Mutex // held while a DirectConn's goroutine handles a frame (Feed.Frame), one at a time
+	// recycles is set when conn keeps nothing of a frame it wrote: the
+	// buffers of the peer's own frames are then taken back (frames.go).
+	recycles bool
+	// parker is conn when its reader may leave while it is quiet, and
+	// resumeRead starts a reader again (read.go).
+	parker     idleParker
+	resumeRead func()
 
 	ctx    context.Context // handlers' parent; cancelled when the peer ends
 	cancel context.CancelCauseFunc
-	done   chan struct{}
-	wg     sync.WaitGroup // read loop, writer, workers, closer
-	live   atomic.Int64   // the same goroutines, counted for OnDone
-	ended  sync.Once      // OnDone
+	// callCtx is ctx without its cancellation: the parent of each call's
+	// context, which the peer cancels itself (when the call ends, and when
+	// the peer does), so that a call costs ctx no registration, and an
+	// idle peer no map of its calls.
+	callCtx context.Context
+	done    chan struct{}
+	wg      sync.WaitGroup // read loop, writer, workers, closer
+	live    atomic.Int64   // the same goroutines, counted for OnDone
+	ended   sync.Once      // OnDone
 
 	// mu guards everything below. Every change to in-flight state happens
 	// under it, in one short critical section, so that closing can never
-	// miss a call that is being registered at the same moment.
+	// miss a call that is being registered at the same moment. The maps
+	// are made on first use, and dropped while the reader is parked and
+	// they are empty (compactIdle).
 	mu         sync.Mutex
 	closing    bool
 	err        error // why the peer ended
@@ -51,9 +65,11 @@ type Peer struct {
 	workers    int             // worker goroutines, busy or idle
 	idlers     []chan struct{} // the wake channels of workers waiting for work
 	sendq      [][]byte
+	sendOwn    []bool         // of each frame in sendq: the peer encoded it into a pooled buffer (frames.go)
 	notices    map[string]int // key -> index in sendq of a queued notice (SendNotice)
 	sendBytes  int
 	spare      [][]byte
+	spareOwn   []bool
 	writing    bool          // a goroutine is writing: the writer, or a caller writing inline
 	writeStart time.Time     // when the write under way began (zero between writes)
 	flushed    chan struct{} // closed when writing stops; made only by a flushing close
@@ -71,16 +87,17 @@ func FromContext(ctx context.Context) *Peer {
 func New(conn Conn, opts *Options) *Peer {
 	o := opts.withDefaults()
 	p := &Peer{
-		conn:     conn,
-		opts:     o,
-		log:      o.Logger,
-		done:     make(chan struct{}),
-		pending:  make(map[jsonrpc.ID]pendingCall),
-		incoming: make(map[jsonrpc.ID]incoming),
-		dec:      jsonrpc.Decoder{Limits: o.Limits},
+		conn: conn,
+		opts: o,
+		log:  o.Logger,
+		done: make(chan struct{}),
+		dec:  jsonrpc.Decoder{Limits: o.Limits},
 	}
 	p.direct, _ = conn.(DirectConn)
+	_, p.recycles = conn.(frameForgetter)
+	p.parker, _ = conn.(idleParker)
 	p.ctx, p.cancel = context.WithCancelCause(context.WithValue(context.Background(), peerKey{}, p))
+	p.callCtx = context.WithoutCancel(p.ctx)
 	return p
 }
 
@@ -98,6 +115,7 @@ func (p *Peer) Start(ctx context.Context) {
 		return
 	}
 	p.ctx, p.cancel = base, cancel
+	p.callCtx = context.WithoutCancel(base)
 	stop := func() bool { return false }
 	if ctx.Done() != nil { // an owner that closes its peers itself need not pay for this
 		stop = context.AfterFunc(ctx, func() { p.CloseWith(CloseGoingAway, "going away") })
@@ -112,6 +130,9 @@ func (p *Peer) Start(ctx context.Context) {
 	}
 	p.addGoroutine()
 	p.mu.Unlock()
+	if p.parker != nil {
+		p.resumeRead = func() { go p.readLoop(stop) }
+	}
 	go p.readLoop(stop)
 }
 

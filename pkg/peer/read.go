@@ -30,15 +30,38 @@ func (p *Peer) readFrame() (jsonrpc.Frame, error) {
 	return p.dec.Decode(data), nil
 }
 
+// idleParker is implemented by conns whose reader may leave while the
+// connection is quiet (an accepted WebSocket, on Linux).
+type idleParker interface {
+	// parkIdle waits until the conn has something to read and reports
+	// false; or, when it stays quiet, arranges for resume to run once it
+	// has (or closes) and reports true: the reader then ends.
+	parkIdle(resume func()) bool
+}
+
 // readLoop reads frames until the connection ends. When a frame holds a
 // single call and a worker slot is free, the reading goroutine runs the call
 // itself and a new goroutine takes over reading: the call starts at once,
 // without waiting to be scheduled, and only the next read (which would wait
 // for the network anyway) pays for the new goroutine. This is the largest
 // saving on the round-trip latency of one call at a time.
+//
+// A reader whose connection stays quiet may leave (idleParker): it stays
+// counted among the peer's goroutines, and a new one takes over once there
+// is something to read.
 func (p *Peer) readLoop(stop func() bool) {
-	defer p.goroutineDone()
+	parked := false
+	defer func() {
+		if !parked {
+			p.goroutineDone()
+		}
+	}()
 	for {
+		if p.parker != nil && p.parker.parkIdle(p.resumeRead) {
+			parked = true
+			p.compactIdle()
+			return
+		}
 		f, err := p.readFrame()
 		if err != nil {
 			p.mu.Lock()
@@ -54,6 +77,26 @@ func (p *Peer) readLoop(stop func() bool) {
 			return
 		}
 	}
+}
+
+// compactIdle drops what an idle peer need not keep: the maps of calls
+// when none is in flight, the spare queues. They are made again on use.
+func (p *Peer) compactIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.pending) == 0 {
+		p.pending = nil
+	}
+	if len(p.incoming) == 0 {
+		p.incoming = nil
+	}
+	if len(p.notices) == 0 {
+		p.notices = nil
+	}
+	if len(p.queue) == 0 {
+		p.queue = nil
+	}
+	p.spare, p.spareOwn = nil, nil
 }
 
 // handleFrame handles one frame. It returns true when the calling reader

@@ -38,7 +38,13 @@ type Stdio struct {
 	broken  error // set by Read when the stream can no longer be framed
 }
 
-var _ Conn = (*Stdio)(nil)
+var (
+	_ Conn           = (*Stdio)(nil)
+	_ frameForgetter = (*Stdio)(nil)
+)
+
+// forgetsFrames: Write copies the frame into its line before writing it.
+func (*Stdio) forgetsFrames() {}
 
 // StdioOptions configure NewStdio. The zero value means the defaults.
 type StdioOptions struct {

@@ -119,7 +119,20 @@ type WebSocket struct {
 	local   *CloseError // why this side closed, if it did
 }
 
-var _ Conn = (*WebSocket)(nil)
+var (
+	_ Conn           = (*WebSocket)(nil)
+	_ frameForgetter = (*WebSocket)(nil)
+)
+
+// forgetsFrames: a frame is written to the socket, or copied to be, before
+// Write returns.
+func (*WebSocket) forgetsFrames() {}
+
+// parkIdle lets the reader of an accepted connection leave while it is
+// quiet (corkConn.parkIdle).
+func (c *WebSocket) parkIdle(resume func()) bool {
+	return c.cork != nil && c.cork.parkIdle(resume)
+}
 
 // Accept upgrades an HTTP request to a WebSocket conn. On failure it has
 // already written an HTTP error to w.
@@ -355,6 +368,9 @@ func (c *WebSocket) closeLocal(why *CloseError, handshake bool) error {
 	c.mu.Unlock()
 
 	if handshake {
+		if c.cork != nil {
+			c.cork.stayAwaken() // the handshake reads what the reader would
+		}
 		_ = c.ws.Close(websocket.StatusCode(why.Code), closeReason(why.Reason))
 	} else {
 		_ = c.ws.CloseNow()

@@ -20,6 +20,10 @@ type BatchWriter interface {
 // sendLocked queues a frame for the writer. A full queue closes the peer as
 // a slow consumer instead of blocking the caller.
 //
+// inline is set for the calls and answers the peer encodes itself, whose
+// buffers it takes back once they are written (frames.go); a frame it
+// does not take (an error) is the caller's to take back.
+//
 // When inline is set and nothing is being written or waiting, it queues
 // nothing and returns true instead: the caller then writes the frame itself
 // with writeInline, after unlocking, saving the hand-off to a writer
@@ -49,6 +53,7 @@ func (p *Peer) sendLocked(frame []byte, inline bool) (bool, error) {
 		return false, fmt.Errorf("%w: %w", ErrClosed, ErrSlowConsumer)
 	}
 	p.sendq = append(p.sendq, frame)
+	p.sendOwn = append(p.sendOwn, inline)
 	p.sendBytes += len(frame)
 	if !p.writing {
 		p.writing = true
@@ -87,6 +92,7 @@ func (p *Peer) writeInline(frame []byte) {
 	p.writeStart = time.Now()
 	p.mu.Unlock()
 	err := p.conn.Write(context.Background(), frame)
+	p.recycle(frame)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.writeStart = time.Time{}
@@ -108,7 +114,7 @@ func (p *Peer) writeInline(frame []byte) {
 // and its code), is left to end the peer, so that a normal close is not
 // reported as a write error.
 func (p *Peer) writeFailedLocked(err error) {
-	p.sendq, p.sendBytes = nil, 0
+	p.sendq, p.sendOwn, p.sendBytes = nil, nil, 0
 	clear(p.notices)
 	if errors.Is(err, net.ErrClosed) {
 		return
@@ -131,7 +137,7 @@ func (p *Peer) writeLoop() {
 	bw, batches := p.conn.(BatchWriter)
 	for {
 		p.mu.Lock()
-		frames := p.sendq
+		frames, own := p.sendq, p.sendOwn
 		clear(p.notices) // taken by the writer: no longer to replace
 		if len(frames) == 0 {
 			p.stopWritingLocked()
@@ -139,6 +145,7 @@ func (p *Peer) writeLoop() {
 			return
 		}
 		p.sendq, p.spare = p.spare[:0], nil
+		p.sendOwn, p.spareOwn = p.spareOwn[:0], nil
 		p.sendBytes = 0
 		p.writeStart = time.Now()
 		p.mu.Unlock()
@@ -159,6 +166,11 @@ func (p *Peer) writeLoop() {
 				}
 			}
 		}
+		for i, f := range frames {
+			if own[i] {
+				p.recycle(f)
+			}
+		}
 		clear(frames)
 		p.mu.Lock()
 		p.writeStart = time.Time{}
@@ -168,7 +180,7 @@ func (p *Peer) writeLoop() {
 			p.mu.Unlock()
 			return
 		}
-		p.spare = frames[:0]
+		p.spare, p.spareOwn = frames[:0], own[:0]
 		p.mu.Unlock()
 	}
 }

@@ -139,6 +139,7 @@ type Redis struct {
 
 	// The publisher goroutine's own, for a single server (redis_pub.go).
 	pubConn  *subConn
+	pubPeek  *peeker // pubConn's
 	pubTaken []*pubReq
 	// beforeWrite, when set (by tests), runs as the publisher writes a
 	// batch.

@@ -101,3 +101,46 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		<-time.After(5 * time.Millisecond)
 	}
 }
+
+// TestRedis_publishAsyncAfterARestart: a message published without
+// waiting after the server restarted goes out on a new connection, and is
+// delivered: the publisher finds the old one closed before writing (where
+// the write would have left the outcome unknown, and the message lost).
+func TestRedis_publishAsyncAfterARestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	r, err := NewRedis(ctx, RedisOptions{URL: srv.URL(), KeyPrefix: redistest.Prefix(t),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	got := make(chan string, 8)
+	sub, err := r.Subscribe(ctx, "t", func(_ context.Context, _ string, p []byte) { got <- string(p) })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+
+	publish := func(m string) error {
+		outcome := make(chan error, 1)
+		r.PublishAsync("t", []byte(m), func(err error) { outcome <- err })
+		return receiveWithin(t, outcome)
+	}
+	require.NoError(t, publish("before"))
+	assert.Equal(t, "before", receiveWithin(t, got))
+
+	srv.Restart()
+	waitFor(t, "the broker back", func() bool { return r.Ready(ctx) == nil })
+	require.NoError(t, publish("after"), "published on a new connection")
+	assert.Equal(t, "after", receiveWithin(t, got))
+}
+
+// receiveWithin receives from ch, or fails the test after 10s.
+func receiveWithin[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing received within 10s")
+		panic("unreachable")
+	}
+}

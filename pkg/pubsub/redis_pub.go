@@ -35,7 +35,7 @@ func (r *Redis) publishDirect(batch []*pubReq) {
 	// A connection the server closed (it restarted) is found before a
 	// batch is written to it, without waiting: the batch would fail with
 	// an unknown outcome where a new connection succeeds.
-	if c := r.pubConn; c != nil && closedByPeer(c.nc) {
+	if c := r.pubConn; c != nil && r.pubPeek.closedByPeer() {
 		r.dropPubConn()
 	}
 	if r.pubConn == nil {
@@ -48,7 +48,7 @@ func (r *Redis) publishDirect(batch []*pubReq) {
 			}
 			return
 		}
-		r.pubConn = c
+		r.pubConn, r.pubPeek = c, newPeeker(c.nc)
 	}
 	c := r.pubConn
 	b := c.wbuf[:0]
@@ -106,7 +106,7 @@ func earlier(a, b time.Time) time.Time {
 func (r *Redis) dropPubConn() {
 	if r.pubConn != nil {
 		_ = r.pubConn.close()
-		r.pubConn = nil
+		r.pubConn, r.pubPeek = nil, nil
 	}
 }
 

@@ -4,6 +4,10 @@ package pubsub
 
 import "net"
 
-// closedByPeer cannot tell here: a batch on a connection the server closed
+// peeker cannot tell here: a batch on a connection the server closed
 // fails, and the next one connects again.
-func closedByPeer(net.Conn) bool { return false }
+type peeker struct{}
+
+func newPeeker(net.Conn) *peeker { return &peeker{} }
+
+func (*peeker) closedByPeer() bool { return false }

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/switchboard-mcp/switchboard/internal/benchlab"
+	"github.com/switchboard-mcp/switchboard/pkg/mcp"
+)
+
+// Idle: what connections that do nothing cost, in RSS per connection, each
+// kind on a fresh process of its own, in the same run:
+//
+//   - a bare coder/websocket server (the raw fan-out server, which answers
+//     initialize: the floor), with MCP clients connected and initialized;
+//   - the hub, with the same clients over WebSocket;
+//   - the hub, with Streamable HTTP sessions (initialize and
+//     notifications/initialized, then their TCP connections closed: what
+//     a session keeps between a client's requests).
+
+// Kinds of idle connection.
+const (
+	idleBare = "bare coder/websocket"
+	idleWS   = "hub websocket"
+	idleHTTP = "hub http session"
+)
+
+// idleResult is the cost of connected, initialized clients that do nothing.
+type idleResult struct {
+	what                string // idleBare, idleWS or idleHTTP
+	conns               int
+	rssBefore, rssAfter int64
+	before, after       runtimeStats
+	statsOK             bool
+	connectRate         float64 // connect + initialize, idleConnectors at a time
+}
+
+// perConn is the RSS each connection added.
+func (ir *idleResult) perConn() float64 {
+	return float64(ir.rssAfter-ir.rssBefore) / float64(ir.conns)
+}
+
+// idleConnectors is how many clients connect at a time.
+const idleConnectors = 32
+
+// idleProcess is a fresh process whose idle cost is measured, and where its
+// clients connect.
+type idleProcess struct {
+	pid   int
+	stats *statsSource
+	addr  string
+}
+
+// runIdle measures the idle cost of each kind on n connections, each on a
+// fresh process. With profiles set (a directory), the hubs are their twins,
+// and the heap profile and goroutines of each, idle, are written there.
+func runIdle(ctx context.Context, sup *benchlab.Supervisor, hubBin string, n int, profiles string, progress func(string)) ([]*idleResult, error) {
+	var out []*idleResult
+	for _, what := range []string{idleBare, idleWS, idleHTTP} {
+		p, err := startIdleProcess(ctx, sup, hubBin, what, profiles != "")
+		if err != nil {
+			return nil, fmt.Errorf("idle, %s: %w", what, err)
+		}
+		progress(fmt.Sprintf("idle: %s clients of a %s", benchlab.FormatCount(int64(n)), what))
+		ir, err := measureIdle(ctx, p, what, n, func() error {
+			if profiles == "" {
+				return nil
+			}
+			return writeIdleProfiles(ctx, p.addr, filepath.Join(profiles, "idle-"+strings.NewReplacer(" ", "-", "/", "-").Replace(what)))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("idle, %s: %w", what, err)
+		}
+		out = append(out, ir)
+	}
+	return out, nil
+}
+
+// startIdleProcess starts the fresh process of one kind: the raw fan-out
+// server, or a hub (which takes as many sessions without a token as the
+// measurement opens), or its twin when twin is set.
+func startIdleProcess(ctx context.Context, sup *benchlab.Supervisor, hubBin, what string, twin bool) (*idleProcess, error) {
+	name := "hub (" + what + ")"
+	switch {
+	case what == idleBare || twin:
+		args := []string{"-role", roleFanout, "-addr", "127.0.0.1:0"}
+		if what != idleBare {
+			args = []string{"-role", roleHub, "-addr", "127.0.0.1:0"}
+		} else {
+			name = "raw fan-out server (idle)"
+		}
+		c, addr, err := startRole(ctx, sup, name, args...)
+		if err != nil {
+			return nil, err
+		}
+		return &idleProcess{pid: c.PID(), stats: findStats(ctx, addr), addr: addr}, nil
+	}
+	h, err := startHub(ctx, sup, name, hubBin, "", "--max-connections-per-token=1000000")
+	if err != nil {
+		return nil, err
+	}
+	return &idleProcess{pid: h.c.PID(), stats: h.stats, addr: h.addr}, nil
+}
+
+// writeIdleProfiles writes the heap profile (after a collection) and the
+// goroutines of the process at addr to prefix.heap.pprof and
+// prefix.goroutines.txt.
+func writeIdleProfiles(ctx context.Context, addr, prefix string) error {
+	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
+		return err
+	}
+	for suffix, path := range map[string]string{".heap.pprof": "/debug/pprof/heap?gc=1", ".goroutines.txt": "/debug/pprof/goroutine?debug=1"} {
+		b, err := fetch(ctx, "http://"+addr+path)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(prefix+suffix, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measureIdle connects n clients of its kind to p, waits for p's RSS to
+// settle, reads what they added and runs idle (which may profile p); it
+// closes them before it returns.
+func measureIdle(ctx context.Context, p *idleProcess, what string, n int, idle func() error) (*idleResult, error) {
+	ir := &idleResult{what: what, conns: n}
+	ir.rssBefore, ir.before, ir.statsOK = processMemory(ctx, p.pid, p.stats)
+	closers := make([]func(), n)
+	defer func() {
+		_ = forEach(context.WithoutCancel(ctx), n, 64, func(i int) error {
+			if closers[i] != nil {
+				closers[i]()
+			}
+			return nil
+		})
+	}()
+	open := openWebSocketClient
+	if what == idleHTTP {
+		open = newHTTPSessionOpener()
+	}
+	began := time.Now()
+	err := forEach(ctx, n, idleConnectors, func(i int) error {
+		var err error
+		closers[i], err = open(ctx, p.addr)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	ir.connectRate = float64(n) / time.Since(began).Seconds()
+	if err := settle(ctx, p.pid); err != nil {
+		return nil, err
+	}
+	var ok bool
+	ir.rssAfter, ir.after, ok = processMemory(ctx, p.pid, p.stats)
+	ir.statsOK = ir.statsOK && ok
+	return ir, idle()
+}
+
+// openWebSocketClient connects an MCP client over WebSocket and
+// initializes it.
+func openWebSocketClient(ctx context.Context, addr string) (func(), error) {
+	c, err := mcp.Connect(ctx, "ws://"+addr+"/mcp", &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion, WebSocket: noKeepalive})
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = c.Close() }, nil
+}
+
+// newHTTPSessionOpener returns a function that opens a Streamable HTTP
+// session (initialize, then notifications/initialized) and leaves it idle,
+// its connections closed: sessions live on between requests, connections
+// need not. Closing it ends the session (DELETE).
+func newHTTPSessionOpener() func(ctx context.Context, addr string) (func(), error) {
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	post := func(ctx context.Context, url, session, body string) (string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(body)))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set(mcp.HeaderSessionID, session)
+			req.Header.Set(mcp.HeaderProtocolVersion, mcp.LatestVersion)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode/100 != 2 {
+			err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
+		}
+		return resp.Header.Get(mcp.HeaderSessionID), err
+	}
+	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"hubbench","version":"1"}}}`,
+		mcp.LatestVersion)
+	return func(ctx context.Context, addr string) (func(), error) {
+		url := "http://" + addr + "/mcp"
+		session, err := post(ctx, url, "", init)
+		if err != nil {
+			return nil, fmt.Errorf("initialize: %w", err)
+		}
+		if session == "" {
+			return nil, fmt.Errorf("initialize: no %s in the answer", mcp.HeaderSessionID)
+		}
+		if _, err := post(ctx, url, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+			return nil, fmt.Errorf("notifications/initialized: %w", err)
+		}
+		return func() {
+			req, err := http.NewRequest(http.MethodDelete, url, nil)
+			if err != nil {
+				return
+			}
+			req.Header.Set(mcp.HeaderSessionID, session)
+			if resp, err := hc.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}, nil
+	}
+}
+
+// processMemory reads a process's RSS and, from stats when it has them,
+// its runtime figures.
+func processMemory(ctx context.Context, pid int, stats *statsSource) (rss int64, st runtimeStats, ok bool) {
+	rss, _ = benchlab.RSSBytes(pid)
+	if stats != nil {
+		var err error
+		st, err = stats.read(ctx)
+		ok = err == nil
+	}
+	return rss, st, ok
+}

@@ -1,0 +1,160 @@
+//go:build linux
+
+package peer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
+)
+
+// Readers park after 50 to 100 ms of quiet in the tests.
+func init() { idleSweep = 50 * time.Millisecond }
+
+// parkedNow reports whether the reader of c is parked.
+func parkedNow(c *WebSocket) bool {
+	idle.mu.Lock()
+	defer idle.mu.Unlock()
+	return c.cork.resume != nil
+}
+
+// waitUntil polls cond every 10ms for up to 10s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// servePair starts an echoing peer on the accepted end of a WebSocket
+// (opts tune its conn) and a peer on the dialled end, whose notifications
+// go to notes.
+func servePair(t *testing.T, opts *WebSocketOptions) (server, client *Peer, sc *WebSocket, notes chan string) {
+	t.Helper()
+	a, b := wsPairInternal(t)
+	if opts != nil {
+		a.opts = opts.withDefaults()
+		if a.timer != nil && a.opts.PingInterval > 0 {
+			a.timer.Reset(a.opts.PingInterval)
+		}
+	}
+	notes = make(chan string, 16)
+	server = New(a, &Options{Handler: HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		if req.IsNotification() {
+			notes <- req.Method
+			return nil, nil
+		}
+		return req.Params, nil
+	})})
+	server.Start(context.Background())
+	client = New(b, nil)
+	client.Start(context.Background())
+	t.Cleanup(func() {
+		client.CloseWith(CloseNormal, "")
+		server.CloseWith(CloseNormal, "")
+		_ = client.Wait()
+		_ = server.Wait()
+	})
+	return server, client, a, notes
+}
+
+// TestIdle_readerParksAndResumes: the reader of a quiet accepted
+// connection leaves, and one is back for whatever comes next: a call, a
+// notification, keepalive's pongs.
+func TestIdle_readerParksAndResumes(t *testing.T) {
+	t.Parallel()
+	// Pings further apart than a reader takes to park: each pong must
+	// bring a reader back, or the ping times out and drops the connection.
+	_, client, sc, notes := servePair(t, &WebSocketOptions{PingInterval: 400 * time.Millisecond, PingTimeout: 300 * time.Millisecond})
+	call := func(s string) {
+		t.Helper()
+		var got json.RawMessage
+		require.NoError(t, client.Call(context.Background(), "echo", []string{s}, &got))
+		assert.JSONEq(t, `["`+s+`"]`, string(got))
+	}
+	call("first")
+	waitUntil(t, "the reader parks", func() bool { return parkedNow(sc) })
+	call("while parked")
+	require.NoError(t, client.Notify(context.Background(), "note", nil))
+	select {
+	case m := <-notes:
+		assert.Equal(t, "note", m)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the notification never reached the handler")
+	}
+	waitUntil(t, "the reader parks again", func() bool { return parkedNow(sc) })
+	time.Sleep(1500 * time.Millisecond) // three pings, each with its timeout
+	call("after the pings")
+}
+
+// TestIdle_closeWhileParked: a peer whose reader is parked closes, by
+// either side, and every goroutine of its ends.
+func TestIdle_closeWhileParked(t *testing.T) {
+	t.Parallel()
+	for _, side := range []string{"server", "client"} {
+		t.Run(side, func(t *testing.T) {
+			t.Parallel()
+			server, client, sc, _ := servePair(t, nil)
+			require.NoError(t, client.Call(context.Background(), "echo", []int{1}, nil))
+			waitUntil(t, "the reader parks", func() bool { return parkedNow(sc) })
+			if side == "server" {
+				server.CloseWith(CloseNormal, "bye")
+			} else {
+				client.CloseWith(CloseGoingAway, "bye")
+			}
+			done := make(chan error, 1)
+			go func() { done <- server.Wait() }()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+				if side == "client" {
+					assert.Equal(t, CloseGoingAway, CloseStatus(server.Err()), "the client's close, read by a reader started again")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the server peer did not end")
+			}
+			assert.False(t, parkedNow(sc))
+		})
+	}
+}
+
+// TestIdle_parkedReadersHoldNoGoroutine: quiet accepted connections hold
+// no reader goroutine; dialled ones keep theirs.
+func TestIdle_parkedReadersHoldNoGoroutine(t *testing.T) {
+	const n = 20
+	var conns []*WebSocket
+	for range n {
+		_, client, sc, _ := servePair(t, nil)
+		require.NoError(t, client.Call(context.Background(), "echo", []int{1}, nil))
+		conns = append(conns, sc)
+	}
+	waitUntil(t, "every reader parks", func() bool {
+		for _, c := range conns {
+			if !parkedNow(c) {
+				return false
+			}
+		}
+		return true
+	})
+	assert.Equal(t, n, readers(), "the clients' readers only")
+}
+
+// readers counts the goroutines waiting for a frame to read: in a conn's
+// Read, or in corkConn.await.
+func readers() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return bytes.Count(buf, []byte("peer.(*Peer).readFrame(")) + bytes.Count(buf, []byte("peer.(*corkConn).await("))
+}

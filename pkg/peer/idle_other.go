@@ -1,0 +1,20 @@
+//go:build !linux
+
+package peer
+
+import "syscall"
+
+// Readers never park here: an idle connection keeps its reader waiting.
+
+// idleSet has nothing to do.
+type idleSet struct{}
+
+var idle idleSet
+
+// forget has nothing to take out.
+func (idleSet) forget(*corkConn) (resume func()) { return nil }
+
+// parkIdle never parks.
+func (c *corkConn) parkIdle(func()) bool { return false }
+
+func socketFD(syscall.RawConn) int32 { return -1 }
