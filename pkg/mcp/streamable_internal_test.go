@@ -2,7 +2,12 @@ package mcp
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,6 +43,53 @@ func TestStreamConn_readFrameUnderThePeersLimits(t *testing.T) {
 	assert.Empty(t, f.Messages, "the peer's limits judge the body")
 	require.Len(t, f.Replies, 1)
 	assert.Equal(t, jsonrpc.CodeInvalidRequest, f.Replies[0].Error.Code)
+}
+
+// TestStreamSession_peerStartedAfterOpen: an owner that starts its peer
+// after Open returned (in a goroutine of its own) still gets the POST that
+// opened the session: it waited in the inbox, and the peer's binding hands
+// it over. (A peer fed directly reads no inbox: the initialize was lost and
+// its POST never answered.)
+func TestStreamSession_peerStartedAfterOpen(t *testing.T) {
+	t.Parallel()
+	opened := make(chan *StreamSession, 1)
+	h := NewStreamableHandler(&StreamableOptions{Open: func(r *http.Request, s *StreamSession) error {
+		opened <- s
+		return nil
+	}})
+	t.Cleanup(h.Close)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	answer := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answer <- string(b)
+	}()
+	var s *StreamSession
+	select {
+	case s = <-opened:
+	case <-ctx.Done():
+		t.Fatal("the session was never opened")
+	}
+	require.Eventually(t, func() bool { return len(s.inboxChan()) == 1 }, 5*time.Second, time.Millisecond, "the initialize waits in the inbox")
+	NewServer(Implementation{Name: "late", Version: "1"}, nil).Serve(s.Context(), s.Conn())
+	select {
+	case got := <-answer:
+		assert.Contains(t, got, `"serverInfo":{"name":"late"`)
+	case <-ctx.Done():
+		t.Fatal("the POST that opened the session was never answered")
+	}
 }
 
 // BenchmarkRoute routes what a server sends during a call to the call's

@@ -300,7 +300,15 @@ type posted struct {
 func (s *StreamSession) hand(ctx context.Context, p posted) error {
 	f := s.feed.Load()
 	if f == nil {
-		return s.push(ctx, p)
+		if err := s.push(ctx, p); err != nil {
+			return err
+		}
+		// A peer bound meanwhile reads no inbox: whichever of this
+		// handler and Bind looks last hands it what waits there.
+		if f := s.feed.Load(); f != nil {
+			s.handInbox(f)
+		}
+		return nil
 	}
 	select {
 	case <-s.done:
@@ -311,6 +319,20 @@ func (s *StreamSession) hand(ctx context.Context, p posted) error {
 		return net.ErrClosed
 	}
 	return nil
+}
+
+// handInbox gives f the POSTs that reached the inbox before f was bound
+// (an owner that starts its peer after Open returned).
+func (s *StreamSession) handInbox(f *peer.Feed) {
+	in := s.inboxChan()
+	for {
+		select {
+		case p := <-in:
+			f.Frame(p.body, jsonrpc.Frame{Messages: p.msgs, Batch: p.batch}, s.h.opts.Limits)
+		default:
+			return
+		}
+	}
 }
 
 // inboxChan returns the inbox, made on first use.
@@ -1125,7 +1147,9 @@ func (c *streamConn) Bind(f peer.Feed) {
 	s.mu.Unlock()
 	if ended {
 		f.End(readErr)
+		return
 	}
+	s.handInbox(&f)
 }
 
 // readErrLocked is why Read fails once the session has ended: the owner
