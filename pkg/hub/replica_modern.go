@@ -190,17 +190,64 @@ func (rp *replica) modernMeta(c caller, params json.RawMessage) json.RawMessage 
 // listen; c nil) declare what the hub can do; a call for a client declares
 // what that client can do, and the log level it wants. A request that
 // already describes itself (a modern client's) is returned as it is.
+//
+// Every call of a session client to a server of 2026-07-28 passes here, so
+// the members are written as bytes, from encodings made once (the hub's
+// capabilities, each combination of a client's, the hub's clientInfo),
+// after the request's own _meta members (a progress token) and before its
+// other params; a _meta that already names one of them is edited member by
+// member instead (requestMetaEdited).
 func requestMeta(c caller, params json.RawMessage) json.RawMessage {
 	if len(params) == 0 || params[0] != '{' {
 		params = json.RawMessage(`{}`)
 	}
-	meta, ok := jsonrpc.Member(params, "_meta")
-	if !ok || len(meta) == 0 || meta[0] != '{' {
+	meta, hasMeta := jsonrpc.Member(params, "_meta")
+	if !hasMeta || len(meta) == 0 || meta[0] != '{' {
 		meta = []byte(`{}`)
 	}
 	if _, ok := jsonrpc.Member(meta, mcp.MetaProtocolVersion); ok {
 		return params
 	}
+	caps, level := hubCapsJSON, mcp.LoggingLevel("")
+	if c != nil {
+		caps, level = declaredCapsJSON[c.caps().index()], c.logLevel()
+	}
+	for _, k := range [...]string{mcp.MetaClientCapabilities, mcp.MetaClientInfo, mcp.MetaLogLevel} {
+		if _, ok := jsonrpc.Member(meta, k); ok {
+			return requestMetaEdited(c, params, meta)
+		}
+	}
+	rest := bytes.TrimSpace(params[1:]) // the params' members after the brace, and the closing one
+	ownMeta := bytes.TrimSpace(meta[1 : len(meta)-1])
+	b := make([]byte, 0, len(params)+len(caps)+len(hubClientInfoJSON)+160)
+	b = append(b, `{"_meta":{"`+mcp.MetaProtocolVersion+`":"`+mcp.ModernVersion+`","`+mcp.MetaClientCapabilities+`":`...)
+	b = append(b, caps...)
+	b = append(b, `,"`+mcp.MetaClientInfo+`":`...)
+	b = append(b, hubClientInfoJSON...)
+	if level != "" {
+		b = append(b, `,"`+mcp.MetaLogLevel+`":`...)
+		b = jsonrpc.AppendString(b, string(level))
+	}
+	if len(ownMeta) > 0 {
+		b = append(b, ',')
+		b = append(b, ownMeta...)
+	}
+	b = append(b, '}')
+	if !hasMeta {
+		if len(rest) > 1 { // members beside the closing brace
+			b = append(b, ',')
+		}
+		return append(b, rest...)
+	}
+	if p, err := jsonrpc.SetMember(params, "_meta", b[len(`{"_meta":`):]); err == nil {
+		return p
+	}
+	return params
+}
+
+// requestMetaEdited is requestMeta for a request whose _meta already names
+// one of the members it sets: each is set on its own, replacing it.
+func requestMetaEdited(c caller, params, meta json.RawMessage) json.RawMessage {
 	caps, level := hubCaps, mcp.LoggingLevel("")
 	if c != nil {
 		caps, level = c.caps().declared(), c.logLevel()
@@ -224,6 +271,27 @@ func requestMeta(c caller, params json.RawMessage) json.RawMessage {
 		params = p
 	}
 	return params
+}
+
+// The encodings requestMeta writes: the hub's capabilities, a client's as
+// declared (by capsTable's index), the hub's clientInfo.
+var (
+	hubCapsJSON       = mustMarshal(hubCaps)
+	hubClientInfoJSON = mustMarshal(hubClientInfo)
+	declaredCapsJSON  = func() (t [len(capsTable)][]byte) {
+		for i, c := range capsTable {
+			t[i] = mustMarshal(c.declared())
+		}
+		return t
+	}()
+)
+
+func mustMarshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // call sends the server one of the hub's own requests, in the server's

@@ -261,3 +261,49 @@ func TestReplica_closesOnDiscover(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, mcp.ModernVersion, res.Content[0].Text, "the server beside them was served throughout")
 }
+
+// TestRequestMeta_asEdited: the _meta requestMeta writes as bytes says
+// what setting each member on its own says, for the hub's own requests and
+// clients of every capability, with and without a log level, and whatever
+// params and _meta the request had; a request of 2026-07-28 passes as it is.
+func TestRequestMeta_asEdited(t *testing.T) {
+	t.Parallel()
+	paramsCases := []string{``, `null`, `{}`, ` { } `, `{"name":"x"}`, `{ "name":"x", "arguments":{"a":[1,2]} }`,
+		`{"_meta":{}}`, `{"name":"x","_meta":{"progressToken":7}}`, `{"_meta":null,"name":"x"}`, `{"_meta":{ "progressToken":"p" },"arguments":{}}`,
+		`{"_meta":{"io.modelcontextprotocol/logLevel":"debug"}}`, `{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"spoof"}}}`}
+	callers := []caller{nil}
+	for i := range capsTable {
+		for _, level := range []mcp.LoggingLevel{"", "warning"} {
+			callers = append(callers, metaCaller{declared: capsTable[i], level: level})
+		}
+	}
+	for _, p := range paramsCases {
+		for _, c := range callers {
+			got := requestMeta(c, json.RawMessage(p))
+			in := json.RawMessage(p)
+			if len(in) == 0 || in[0] != '{' {
+				in = json.RawMessage(`{}`)
+			}
+			meta, ok := jsonrpc.Member(in, "_meta")
+			if !ok || len(meta) == 0 || meta[0] != '{' {
+				meta = []byte(`{}`)
+			}
+			want := requestMetaEdited(c, in, meta)
+			require.True(t, json.Valid(got), "%s: %s", p, got)
+			assert.JSONEq(t, string(want), string(got), "params %s, caller %+v", p, c)
+		}
+	}
+	modern := json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"x"}`)
+	assert.Equal(t, string(modern), string(requestMeta(callers[1], modern)))
+}
+
+// metaCaller is a caller with capabilities and a log level, for
+// TestRequestMeta_asEdited.
+type metaCaller struct {
+	caller
+	declared clientCaps
+	level    mcp.LoggingLevel
+}
+
+func (c metaCaller) caps() clientCaps           { return c.declared }
+func (c metaCaller) logLevel() mcp.LoggingLevel { return c.level }

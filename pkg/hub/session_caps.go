@@ -34,14 +34,17 @@ var capsTable = func() (t [64]clientCaps) {
 }()
 
 // shared returns c's copy in capsTable. Nothing may write through it.
-func (c clientCaps) shared() *clientCaps {
+func (c clientCaps) shared() *clientCaps { return &capsTable[c.index()] }
+
+// index is c's place in capsTable.
+func (c clientCaps) index() int {
 	i := 0
 	for bit, on := range [...]bool{c.Sampling, c.SamplingTools, c.ElicitForm, c.ElicitURL, c.Roots, c.Tasks} {
 		if on {
 			i |= 1 << bit
 		}
 	}
-	return &capsTable[i]
+	return i
 }
 
 // parseClientCaps reads the capabilities of an initialize request (or of
