@@ -586,7 +586,7 @@ func startEnv(ctx context.Context, sup *benchlab.Supervisor, hubBin, tmp string,
 			if servers > 1 {
 				name = fmt.Sprintf("mcp server %d (%s)", i+1, h.name)
 			}
-			if _, _, err := startRole(ctx, sup, name, "-role", roleMCP, "-url", h.ws("/mcp/server?name=bench")); err != nil {
+			if _, _, err := startRole(ctx, sup, name, "-role", roleMCP, "-url", h.ws("/mcp/server?name=bench&era=session")); err != nil {
 				return nil, err
 			}
 		}

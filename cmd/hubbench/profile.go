@@ -84,7 +84,7 @@ func runProfile(ctx context.Context, cfg *config, sup *benchlab.Supervisor, dir 
 		return nil, err
 	}
 	for _, h := range []*hubRef{solo, twinB} {
-		if _, _, err := startRole(ctx, sup, "mcp server ("+h.name+")", "-role", roleMCP, "-url", h.ws("/mcp/server?name=bench")); err != nil {
+		if _, _, err := startRole(ctx, sup, "mcp server ("+h.name+")", "-role", roleMCP, "-url", h.ws("/mcp/server?name=bench&era=session")); err != nil {
 			return nil, err
 		}
 	}
