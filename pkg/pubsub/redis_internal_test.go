@@ -20,15 +20,7 @@ import (
 func TestRedis_publishErrorsSayWhetherSent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := redistest.Start(t)
-	r, err := NewRedis(ctx, RedisOptions{URL: srv.URL(), KeyPrefix: redistest.Prefix(t),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.Close() })
-	got := make(chan string, 8)
-	sub, err := r.Subscribe(ctx, "t", func(_ context.Context, _ string, p []byte) { got <- string(p) })
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = sub.Close() })
+	srv, r, got := subscribedRedis(t)
 
 	srv.Pause()
 	paused := true
@@ -58,7 +50,7 @@ func TestRedis_publishErrorsSayWhetherSent(t *testing.T) {
 	go func() { queuedErr <- r.Publish(qctx, "t", []byte("queued")) }()
 	waitFor(t, "the second message is queued", func() bool { return len(r.pubq) == 1 })
 	cancel()
-	err = <-queuedErr
+	err := <-queuedErr
 	assert.ErrorIs(t, err, ErrNotSent)
 	assert.ErrorIs(t, err, context.Canceled)
 
@@ -109,15 +101,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestRedis_publishAsyncAfterARestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := redistest.Start(t)
-	r, err := NewRedis(ctx, RedisOptions{URL: srv.URL(), KeyPrefix: redistest.Prefix(t),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.Close() })
-	got := make(chan string, 8)
-	sub, err := r.Subscribe(ctx, "t", func(_ context.Context, _ string, p []byte) { got <- string(p) })
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = sub.Close() })
+	srv, r, got := subscribedRedis(t)
 
 	publish := func(m string) error {
 		outcome := make(chan error, 1)
@@ -143,4 +127,20 @@ func receiveWithin[T any](t *testing.T, ch <-chan T) T {
 		t.Fatal("nothing received within 10s")
 		panic("unreachable")
 	}
+}
+
+// subscribedRedis starts a redis-server and a broker on it subscribed to
+// "t", whose messages got receives.
+func subscribedRedis(t *testing.T) (*redistest.Server, *Redis, chan string) {
+	t.Helper()
+	srv := redistest.Start(t)
+	r, err := NewRedis(context.Background(), RedisOptions{URL: srv.URL(), KeyPrefix: redistest.Prefix(t),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	got := make(chan string, 8)
+	sub, err := r.Subscribe(context.Background(), "t", func(_ context.Context, _ string, p []byte) { got <- string(p) })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+	return srv, r, got
 }
