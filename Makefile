@@ -67,13 +67,13 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pkg/jsonrpc
 	@for f in FuzzValidate FuzzTopMembers FuzzMember FuzzSetMember FuzzWithoutMembers; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/jsonrpc || exit 1; done
-	@for f in FuzzParseObject FuzzURITemplate FuzzServerRequest FuzzSSEReader FuzzEventID FuzzStreamablePOST FuzzAccept FuzzTaskRequest FuzzTraceHeaders FuzzParamHeaders; do \
+	@for f in FuzzParseObject FuzzURITemplate FuzzServerRequest FuzzSSEReader FuzzEventID FuzzStreamablePOST FuzzAccept FuzzTaskRequest FuzzTraceHeaders FuzzParamHeaders FuzzModernRequest FuzzInputResponse; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/mcp || exit 1; done
 	@for f in FuzzStdio; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/peer || exit 1; done
 	@for f in FuzzParseConfig FuzzParsePool; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./internal/connect || exit 1; done
-	@for f in FuzzParseTokens FuzzClientCaps FuzzListItem FuzzClusterMessage FuzzStatsSummary FuzzEnvelope FuzzElicitationIDs FuzzCatalogMessage FuzzTaskRecord FuzzTaskParams; do \
+	@for f in FuzzParseTokens FuzzClientCaps FuzzListItem FuzzClusterMessage FuzzStatsSummary FuzzEnvelope FuzzElicitationIDs FuzzCatalogMessage FuzzTaskRecord FuzzTaskParams FuzzRequestMeta; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/hub || exit 1; done
 	@for f in FuzzReadReply FuzzMessage; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/pubsub || exit 1; done

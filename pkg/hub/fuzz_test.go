@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 	"github.com/switchboard-mcp/switchboard/pkg/oauth"
 )
@@ -255,6 +257,42 @@ func FuzzTaskParams(f *testing.F) {
 		}
 		if declaresTasksIn(stripped) {
 			t.Fatalf("%q still declares the extension after losing it: %q", declared, stripped)
+		}
+	})
+}
+
+// FuzzRequestMeta: whatever params a session client sends (valid JSON, as
+// the decoder leaves them), the _meta requestMeta writes as bytes is valid
+// JSON and says what setting each member on its own says.
+func FuzzRequestMeta(f *testing.F) {
+	f.Add([]byte(`{"name":"x","arguments":{}}`), uint8(5), "info")
+	f.Add([]byte(`{"_meta":{"progressToken":1},"name":"x"}`), uint8(0), "")
+	f.Add([]byte(` { "_meta" : { } } `), uint8(63), "debug")
+	f.Add([]byte(`{"_meta":{"io.modelcontextprotocol\/clientInfo":1}}`), uint8(1), "")
+	f.Add([]byte(`[1]`), uint8(2), "x\"y")
+	f.Fuzz(func(t *testing.T, params []byte, caps uint8, level string) {
+		if !json.Valid(params) {
+			return
+		}
+		var c caller = metaCaller{declared: capsTable[int(caps)%len(capsTable)], level: mcp.LoggingLevel(level)}
+		if caps%7 == 0 {
+			c = nil // the hub's own request
+		}
+		in := json.RawMessage(params)
+		if len(in) == 0 || in[0] != '{' {
+			in = json.RawMessage(`{}`)
+		}
+		got := requestMeta(c, params)
+		if !json.Valid(got) {
+			t.Fatalf("requestMeta(%s) = %s: not JSON", params, got)
+		}
+		meta, ok := jsonrpc.Member(in, "_meta")
+		if !ok || len(meta) == 0 || meta[0] != '{' {
+			meta = []byte(`{}`)
+		}
+		var a, b any
+		if json.Unmarshal(got, &a) != nil || json.Unmarshal(requestMetaEdited(c, in, meta), &b) != nil || !reflect.DeepEqual(a, b) {
+			t.Fatalf("requestMeta(%s) = %s; member by member: %s", params, got, requestMetaEdited(c, in, meta))
 		}
 	})
 }
