@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -20,7 +22,10 @@ import (
 // a snapshot of its replicas (names, lists) whenever they change. An
 // instance that hears a heartbeat whose version it has no snapshot of asks
 // its sender for one; one that stays silent for 3 intervals is dropped, and
-// its servers leave the lists.
+// its servers leave the lists. One that leaves says goodbye: on the
+// registry, which takes its servers off the lists at once, and in each
+// other's inbox, behind the answers it sent there, which ends its calls
+// (sayGoodbye, leaving).
 //
 // The exchanges between instances (calls, requests, answers, resumptions)
 // are in cluster_calls.go, their wire format in cluster_wire.go, and HTTP
@@ -161,9 +166,7 @@ func (c *cluster) loop() {
 				c.checkBroker()
 			}
 		case <-h.ctx.Done():
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			c.publish(ctx, topicRegistry, &envelope{Kind: envBye})
-			cancel()
+			c.sayGoodbye()
 			return
 		case up := <-c.state:
 			c.brokerState(up)
@@ -268,6 +271,37 @@ func (c *cluster) expire(now time.Time) {
 	for _, id := range gone {
 		c.hub.log.Warn("instance went silent; dropping its servers", "peer", shortID(id))
 		c.drop(id)
+	}
+}
+
+// sayGoodbye tells the others that this instance leaves: in the inbox of
+// each (behind the answers it sent there, which the goodbye must not
+// overtake) and on the registry (for those it does not know yet).
+func (c *cluster) sayGoodbye() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c.mu.Lock()
+	others := slices.Collect(maps.Keys(c.remotes))
+	c.mu.Unlock()
+	for _, id := range others {
+		c.publish(ctx, topicInboxPrefix+id, &envelope{Kind: envBye})
+	}
+	c.publish(ctx, topicRegistry, &envelope{Kind: envBye})
+}
+
+// leaving handles an instance's goodbye on the registry: its servers go at
+// once, so that no call is sent there any more. Its calls in flight end
+// with the goodbye it sent to our inbox, which comes after their answers
+// (the registry's messages and the inbox's are delivered apart, and an
+// answer it sent before leaving could otherwise arrive after its calls
+// were failed: "instance gone", after a drain had waited for them); or,
+// should that one be lost, once its heartbeats are missed (expire).
+func (c *cluster) leaving(id string) {
+	c.mu.Lock()
+	_, known := c.remotes[id]
+	c.mu.Unlock()
+	if known {
+		c.hub.reg.setRemote(id, nil, nil)
 	}
 }
 
@@ -504,7 +538,7 @@ func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) 
 	now := time.Now()
 	switch env.Kind {
 	case envBye:
-		c.drop(env.From)
+		c.leaving(env.From)
 	case envHello:
 		// It (re)joined: what we sent it before may be lost, and what it
 		// served for us may never answer.

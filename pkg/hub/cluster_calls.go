@@ -250,6 +250,8 @@ func (c *cluster) onInbox(ctx context.Context, topic string, payload []byte) {
 	}
 	h := c.hub
 	switch env.Kind {
+	case envBye: // behind every answer it sent us (leaving)
+		c.drop(env.From)
 	case envSync:
 		c.localChanged()
 	case envResult, envSRes:

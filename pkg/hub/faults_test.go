@@ -41,6 +41,10 @@ type hookBroker struct {
 	deaf atomic.Bool
 	// notReady makes Ready fail, as while the subscriptions are not back.
 	notReady atomic.Bool
+	// aroundDeliver, when set, delivers each message that arrives for the
+	// instance: it calls handle when it will (each topic's messages are
+	// delivered in order, apart from other topics').
+	aroundDeliver atomic.Pointer[func(topic string, payload []byte, handle func())]
 }
 
 func (b *hookBroker) Ready(ctx context.Context) error {
@@ -65,6 +69,10 @@ func (b *hookBroker) Publish(ctx context.Context, topic string, payload []byte) 
 func (b *hookBroker) Subscribe(ctx context.Context, topic string, h pubsub.Handler) (pubsub.Subscription, error) {
 	return b.Broker.Subscribe(ctx, topic, func(ctx context.Context, topic string, payload []byte) {
 		if b.deaf.Load() {
+			return
+		}
+		if fn := b.aroundDeliver.Load(); fn != nil {
+			(*fn)(topic, payload, func() { h(ctx, topic, payload) })
 			return
 		}
 		h(ctx, topic, payload)
@@ -502,6 +510,80 @@ func TestHub_drainWaitsForCallsOfOtherInstances(t *testing.T) {
 		require.NoError(t, <-results)
 	}
 	require.NoError(t, <-drained)
+}
+
+// An instance's goodbye used to overtake the answers it had sent: its
+// goodbye on the registry and its answers in another's inbox are delivered
+// apart, and the instance that heard the goodbye first failed the calls
+// whose answers were on their way ("instance gone"), after a drain had
+// waited for them to be answered. Its servers still go at once.
+func TestCluster_goodbyeWaitsForTheAnswersBeforeIt(t *testing.T) {
+	t.Parallel()
+	a, b, ha, _ := startPair(t, Config{})
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	s := mcp.NewServer(mcp.Implementation{Name: "w", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "work"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		started <- struct{}{}
+		<-release
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("finished")}}, nil
+	})
+	b.runServer(s, "w")
+	a.waitServer("w", 1)
+	c := a.client(nil)
+	result := make(chan error, 1)
+	go func() {
+		res, err := c.CallTool(ctxFor(t), "w__work", nil, nil)
+		if err == nil && res.Content[0].Text != "finished" {
+			err = fmt.Errorf("unexpected result %v", res.Content)
+		}
+		result <- err
+	}()
+	<-started
+
+	byeHeard := make(chan struct{})
+	var once sync.Once
+	hold := func(topic string, payload []byte, handle func()) {
+		switch {
+		case topic == topicRegistry && isKind(payload, envBye):
+			handle()
+			once.Do(func() { close(byeHeard) })
+		case strings.HasPrefix(topic, topicInboxPrefix) && isKind(payload, envResult):
+			<-byeHeard // B's answer arrives after its goodbye
+			handle()
+		default:
+			handle()
+		}
+	}
+	ha.aroundDeliver.Store(&hold)
+	drained := make(chan error, 1)
+	go func() { drained <- b.Drain(ctxFor(t)) }()
+	close(release)
+	require.NoError(t, <-result, "the answer B sent before it left")
+	require.NoError(t, <-drained)
+	a.waitServer("w", 0)
+	require.Eventually(t, func() bool { return len(a.remoteInstances()) == 0 }, wait, time.Millisecond,
+		"B's goodbye in A's inbox, behind its answer, ends it")
+}
+
+// An instance whose goodbye in this one's inbox is lost is forgotten when
+// its heartbeats are missed, as a silent one: its servers at once, on its
+// goodbye on the registry.
+func TestCluster_goodbyeLostInTheInbox(t *testing.T) {
+	t.Parallel()
+	a, b, ha, _ := startPair(t, Config{HeartbeatInterval: 20 * time.Millisecond})
+	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
+	a.waitServer("far", 1)
+	lose := func(topic string, payload []byte, handle func()) {
+		if strings.HasPrefix(topic, topicInboxPrefix) && isKind(payload, envBye) {
+			return
+		}
+		handle()
+	}
+	ha.aroundDeliver.Store(&lose)
+	require.NoError(t, b.Close())
+	a.waitServer("far", 0)
+	require.Eventually(t, func() bool { return len(a.remoteInstances()) == 0 }, wait, time.Millisecond,
+		"forgotten once its heartbeats are missed")
 }
 
 // A call served for another instance used to stop counting as served as
