@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -69,7 +70,14 @@ type corkConn struct {
 	since           uint64 // the sweep epoch its wait began in
 	// stayAwake is set as coder/websocket starts closing with a handshake,
 	// reading br itself: the reader no longer looks at br, nor parks.
-	stayAwake       bool
+	stayAwake bool
+	// between says that coder/websocket has just read a ping or a pong
+	// whole, and nothing of the next frame: its next Read is for that
+	// frame's first byte. Guarded by rmu.
+	between bool
+	// inMessage is set while the reader reads a message's fragments,
+	// between which control frames may come too: it must read on.
+	inMessage       atomic.Bool
 	watched, closed bool
 	resume          func() // the parked reader's, while parked
 
@@ -120,6 +128,8 @@ func newCorkConn(nc net.Conn, timeout time.Duration) *corkConn {
 func (c *corkConn) Read(p []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	between := c.between
+	c.between = false
 	switch {
 	case c.failed != nil && len(c.pre) == 0 && len(c.unread) == 0:
 		return 0, c.failed
@@ -135,6 +145,11 @@ func (c *corkConn) Read(p []byte) (int, error) {
 			c.ahead, c.unread = nil, nil
 		}
 		return n, nil
+	case between && c.mayLeave():
+		// coder/websocket would wait here for the next frame, inside its
+		// Reader, where the reader cannot park: it returns errNoFrame
+		// instead, having consumed nothing, and the reader looks again.
+		return 0, errNoFrame
 	case len(p) >= readAheadSize || c.raw == nil:
 		return c.Conn.Read(p)
 	}
@@ -147,6 +162,14 @@ func (c *corkConn) stayAwaken() {
 	c.waitMu.Lock()
 	c.stayAwake = true
 	c.waitMu.Unlock()
+}
+
+// mayLeave reports whether the reader may still leave coder/websocket's
+// Reader, and park: not once coder/websocket reads br itself, closing.
+func (c *corkConn) mayLeave() bool {
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	return !c.stayAwake
 }
 
 // Close closes the socket; a reader parked on it is started again, and

@@ -102,9 +102,9 @@ func receiveNote(t *testing.T, ch <-chan []byte) []byte {
 	}
 }
 
-// wsPairInternal returns the two ends of a WebSocket over loopback: the
-// accepted one and the dialled one.
-func wsPairInternal(t *testing.T) (*WebSocket, *WebSocket) {
+// wsAccepting starts a server on loopback that accepts WebSockets, and
+// returns its ws:// URL and the conns it accepts.
+func wsAccepting(t *testing.T) (string, <-chan *WebSocket) {
 	t.Helper()
 	accepted := make(chan *WebSocket, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -113,9 +113,17 @@ func wsPairInternal(t *testing.T) (*WebSocket, *WebSocket) {
 		}
 	}))
 	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http"), accepted
+}
+
+// wsPairInternal returns the two ends of a WebSocket over loopback: the
+// accepted one and the dialled one.
+func wsPairInternal(t *testing.T) (*WebSocket, *WebSocket) {
+	t.Helper()
+	url, accepted := wsAccepting(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	client, err := Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	client, err := Dial(ctx, url, nil)
 	require.NoError(t, err)
 	select {
 	case server := <-accepted:

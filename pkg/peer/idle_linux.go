@@ -23,7 +23,8 @@ import (
 // before the sweep before it: the sweeper then moves the socket's read
 // deadline to the past, which ends the wait (corkConn.await), and the reader
 // parks instead of waiting again. A busy connection never parks; its cost
-// is two uncontended locks before each wait.
+// is two uncontended locks before each wait. A ping or a pong between
+// messages sends the reader back to wait here (controlRead).
 
 // idleSweep is how often readers waiting are looked at: a reader quiet for
 // one to two of these parks. (A variable for the tests, which set it before
@@ -275,6 +276,22 @@ func (c *corkConn) await() (quiet bool) {
 		c.ahead, c.unread = buf, (*buf)[:n]
 	}
 	return false
+}
+
+// controlRead is called by coder/websocket as it has read a ping or a pong,
+// on the goroutine reading. Its Reader reads on to the next frame, where a
+// reader cannot park: keepalive's first pong would keep the reader of a
+// quiet connection from ever parking again. When the control frame came
+// between messages, and nothing of the next one with it, the next Read
+// returns errNoFrame instead of waiting, and the reader waits in await
+// again.
+func (c *corkConn) controlRead() {
+	if c.br == nil || c.inMessage.Load() || !c.mayLeave() || c.br.Buffered() > 0 {
+		return
+	}
+	c.rmu.Lock()
+	c.between = true
+	c.rmu.Unlock()
 }
 
 // kickIfQuiet ends the wait of c's reader if it began before the sweep

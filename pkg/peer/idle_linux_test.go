@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -72,12 +73,13 @@ func servePair(t *testing.T, opts *WebSocketOptions) (server, client *Peer, sc *
 
 // TestIdle_readerParksAndResumes: the reader of a quiet accepted
 // connection leaves, and one is back for whatever comes next: a call, a
-// notification, keepalive's pongs.
+// notification, keepalive's pongs, after each of which it leaves again.
 func TestIdle_readerParksAndResumes(t *testing.T) {
 	t.Parallel()
 	// Pings further apart than a reader takes to park: each pong must
 	// bring a reader back, or the ping times out and drops the connection.
-	_, client, sc, notes := servePair(t, &WebSocketOptions{PingInterval: 400 * time.Millisecond, PingTimeout: 300 * time.Millisecond})
+	// (The timeout is long: a loaded machine must not drop it.)
+	_, client, sc, notes := servePair(t, &WebSocketOptions{PingInterval: 400 * time.Millisecond, PingTimeout: 5 * time.Second})
 	call := func(s string) {
 		t.Helper()
 		var got json.RawMessage
@@ -95,7 +97,13 @@ func TestIdle_readerParksAndResumes(t *testing.T) {
 		t.Fatal("the notification never reached the handler")
 	}
 	waitUntil(t, "the reader parks again", func() bool { return parkedNow(sc) })
-	time.Sleep(1500 * time.Millisecond) // three pings, each with its timeout
+	// Nothing but pongs comes now: each wakes the reader, which reads it
+	// and parks again. (A wake missed between two looks is only a wait for
+	// the next ping.)
+	for range 3 {
+		waitUntil(t, "a pong wakes the reader", func() bool { return !parkedNow(sc) })
+		waitUntil(t, "the reader parks again after the pong", func() bool { return parkedNow(sc) })
+	}
 	call("after the pings")
 }
 
@@ -157,4 +165,51 @@ func readers() int {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	return bytes.Count(buf, []byte("peer.(*Peer).readFrame(")) + bytes.Count(buf, []byte("peer.(*corkConn).await("))
+}
+
+// TestIdle_pingBetweenFragments: a ping between the fragments of a
+// message is answered, and the reader reads the message on to its end
+// rather than looking for a next one.
+func TestIdle_pingBetweenFragments(t *testing.T) {
+	t.Parallel()
+	url, accepted := wsAccepting(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cc, _, err := websocket.Dial(ctx, url, nil) // its own writer sends fragments
+	require.NoError(t, err)
+	defer cc.CloseNow()
+	var sc *WebSocket
+	select {
+	case sc = <-accepted:
+	case <-ctx.Done():
+		t.Fatal("the server never accepted")
+	}
+	notes := make(chan string, 1)
+	server := New(sc, &Options{Handler: HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		notes <- req.Method
+		return nil, nil
+	})})
+	server.Start(context.Background())
+	t.Cleanup(func() {
+		server.CloseWith(CloseNormal, "")
+		_ = server.Wait()
+	})
+	cc.CloseRead(ctx) // reads the pong; nothing else comes
+
+	w, err := cc.Writer(ctx, websocket.MessageText)
+	require.NoError(t, err)
+	_, err = w.Write([]byte(`{"jsonrpc":"2.0",`))
+	require.NoError(t, err)
+	require.NoError(t, cc.Ping(ctx), "the ping between two fragments (which it sends with the first)")
+	_, err = w.Write([]byte(`"method":"note"}`))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	select {
+	case m := <-notes:
+		assert.Equal(t, "note", m)
+	case <-server.Done():
+		t.Fatalf("the server peer ended: %v", server.Err())
+	case <-ctx.Done():
+		t.Fatal("the fragmented notification never reached the handler")
+	}
 }

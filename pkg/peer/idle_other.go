@@ -14,6 +14,10 @@ var idle idleSet
 // forget has nothing to take out.
 func (idleSet) forget(*corkConn) (resume func()) { return nil }
 
+// controlRead has nothing to do: the reader waits for the next frame
+// wherever it likes.
+func (c *corkConn) controlRead() {}
+
 // parkIdle never parks.
 func (c *corkConn) parkIdle(func()) bool { return false }
 

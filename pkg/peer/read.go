@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
@@ -39,6 +40,10 @@ type idleParker interface {
 	parkIdle(resume func()) bool
 }
 
+// errNoFrame is returned by the Read of an idleParker that read control
+// frames only: its reader looks again whether the connection is quiet.
+var errNoFrame = errors.New("peer: no frame yet")
+
 // readLoop reads frames until the connection ends. When a frame holds a
 // single call and a worker slot is free, the reading goroutine runs the call
 // itself and a new goroutine takes over reading: the call starts at once,
@@ -63,6 +68,9 @@ func (p *Peer) readLoop(stop func() bool) {
 			return
 		}
 		f, err := p.readFrame()
+		if err == errNoFrame {
+			continue // control frames only: the conn may be quiet again
+		}
 		if err != nil {
 			p.mu.Lock()
 			p.shutdownLocked(err, CloseNormal, "", false)

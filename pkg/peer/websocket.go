@@ -147,6 +147,9 @@ func Accept(w http.ResponseWriter, r *http.Request, opts *AcceptOptions) (*WebSo
 		Subprotocols:       []string{Subprotocol},
 		OriginPatterns:     o.OriginPatterns,
 		InsecureSkipVerify: o.InsecureSkipVerify,
+		// After a ping or a pong, the reader may park again.
+		OnPingReceived: func(context.Context, []byte) bool { cw.conn.controlRead(); return true },
+		OnPongReceived: func(context.Context, []byte) { cw.conn.controlRead() },
 	})
 	if err != nil {
 		return nil, err
@@ -237,6 +240,10 @@ func (c *WebSocket) Read(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, c.readErr(err)
 	}
+	if c.cork != nil {
+		c.cork.inMessage.Store(true) // (corkConn.controlRead)
+		defer c.cork.inMessage.Store(false)
+	}
 	// Read straight into a buffer of the size of the connection's last
 	// frame (its frames tend to be alike), grown if this one is larger: one
 	// copy of the frame, where a shared scratch buffer and a copy out of it
@@ -285,6 +292,8 @@ func (c *WebSocket) readErr(err error) error {
 	switch {
 	case local != nil:
 		return local
+	case errors.Is(err, errNoFrame):
+		return errNoFrame
 	case errors.Is(err, websocket.ErrMessageTooBig):
 		return &CloseError{Code: CloseMessageTooBig, Reason: fmt.Sprintf("frame exceeds the limit of %d bytes", c.opts.ReadLimit)}
 	case websocket.CloseStatus(err) != -1:
