@@ -671,10 +671,19 @@ func TestOAuth_faults(t *testing.T) {
 	})
 
 	t.Run("rotation during a run", func(t *testing.T) {
+		// The callers pause while the issuer rotates and the test moves the
+		// verifier's clock past the refresh interval, so that each token of
+		// a new key meets a verifier due to fetch it. Moved before the
+		// rotation, the clock made the cached keys stale: a call then
+		// started a fetch that could still be under way as the rotation
+		// came, the first token of the new key shared that fetch's outcome
+		// (without the key) and used up its on-demand fetch, and the new
+		// key's tokens were refused until the next one was due. (And a
+		// token of a key just retired is rightly refused.)
 		var failed, calls atomic.Int64
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		var mu sync.Mutex
+		var rotating sync.RWMutex
 		current := as.Token(client, resource, "mcp:client")
 		for range 2 {
 			wg.Go(func() {
@@ -684,10 +693,10 @@ func TestOAuth_faults(t *testing.T) {
 						return
 					default:
 					}
-					mu.Lock()
-					tok := current
-					mu.Unlock()
-					if err := oauthCall(t, url, tok); err != nil {
+					rotating.RLock()
+					err := oauthCall(t, url, current)
+					rotating.RUnlock()
+					if err != nil {
 						failed.Add(1)
 						t.Errorf("a call failed during the rotation: %v", err)
 					}
@@ -695,21 +704,21 @@ func TestOAuth_faults(t *testing.T) {
 				}
 			})
 		}
-		next := func() {
-			tok := as.Token(client, resource, "mcp:client")
-			mu.Lock()
-			current = tok
-			mu.Unlock()
+		callsGoOn := func() {
 			n := calls.Load()
 			require.Eventually(t, func() bool { return calls.Load() > n+4 }, wait, 5*time.Millisecond)
 		}
-		next()
-		skew.Add(int64(oauth.KeyRefreshInterval + time.Second))
-		as.Rotate(false) // a new key signs; the old one is still published
-		next()
-		skew.Add(int64(oauth.KeyRefreshInterval + time.Second))
-		as.Rotate(true) // the old keys retired
-		next()
+		rotate := func(retire bool) {
+			rotating.Lock()
+			as.Rotate(retire)
+			skew.Add(int64(oauth.KeyRefreshInterval + time.Second))
+			current = as.Token(client, resource, "mcp:client")
+			rotating.Unlock()
+			callsGoOn()
+		}
+		callsGoOn()
+		rotate(false) // a new key signs; the old one is still published
+		rotate(true)  // the old keys retired
 		close(stop)
 		wg.Wait()
 		assert.Zero(t, failed.Load())

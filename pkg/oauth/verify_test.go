@@ -261,6 +261,35 @@ func TestVerify_keyRotation(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// TestVerify_rotationTokensAtOnce: the tokens of a new key that arrive at
+// once after a rotation all pass, on one fetch of the keys: those that
+// come while the fetch is decided but not yet started wait for it too
+// (they were refused "unknown key" until the next fetch was due).
+func TestVerify_rotationTokensAtOnce(t *testing.T) {
+	as := oauthtest.Start(t)
+	v := newVerifier(t, as, nil)
+	m := as.MachineClient("mcp:client")
+	_, err := verify(t, v, as.Token(m, resource), resource)
+	require.NoError(t, err)
+	as.Rotate(false)
+	after := as.Token(m, resource)
+	const n = 32
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			<-start
+			_, err := verify(t, v, after, resource)
+			errs <- err
+		}()
+	}
+	close(start)
+	for range n {
+		assert.NoError(t, <-errs)
+	}
+	assert.Equal(t, 2, as.Requests("/jwks"), "one fetch for all of them")
+}
+
 // TestVerify_jwksDown: with the JWKS endpoint failing, the keys at hand
 // keep verifying (cached tokens and new ones); a token signed by a new key
 // is refused with a clear error; once the endpoint is back and the rate
