@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -19,7 +20,17 @@ import (
 	"github.com/switchboard-mcp/switchboard/pkg/peer"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(stopsJaeger{m}) }
+func TestMain(m *testing.M) {
+	http.DefaultClient = &http.Client{Transport: defaultTransport}
+	goleak.VerifyTestMain(stopsJaeger{m})
+}
+
+// defaultTransport is http.DefaultClient's in these tests, not
+// http.DefaultTransport: httptest.Server.Close closes the idle connections
+// of http.DefaultTransport, and a parallel test's request that had just
+// taken one failed ("CloseIdleConnections called"). Closed at the end
+// (stopsJaeger), and by the tests that count goroutines.
+var defaultTransport = http.DefaultTransport.(*http.Transport).Clone()
 
 const wait = 10 * time.Second
 

@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"net/http"
 	"runtime"
 	"testing"
 	"time"
@@ -22,7 +21,7 @@ func TestHTTP_idleSessionsHoldNoGoroutine(t *testing.T) {
 	// The count once it has stood still for longer than a peer's idle
 	// worker lingers (half a second), polled under a deadline.
 	settled := func() int {
-		http.DefaultClient.CloseIdleConnections() // the keep-alive connections' goroutines, both ends
+		defaultTransport.CloseIdleConnections() // the keep-alive connections' goroutines, both ends
 		n, since := runtime.NumGoroutine(), time.Now()
 		for deadline := time.Now().Add(wait); time.Now().Before(deadline) && time.Since(since) < 700*time.Millisecond; {
 			time.Sleep(20 * time.Millisecond)

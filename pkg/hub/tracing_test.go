@@ -52,6 +52,7 @@ type stopsJaeger struct{ *testing.M }
 
 func (m stopsJaeger) Run() int {
 	code := m.M.Run()
+	defaultTransport.CloseIdleConnections()
 	if j := sharedJaeger.jaeger; j != nil {
 		j.Stop()
 	}
