@@ -70,9 +70,10 @@ func (s *session) listen(req *jsonrpc.Request, m *mcp.RequestMeta, reply *peer.R
 
 // openListener subscribes a stream's resources, acknowledges the stream
 // with what of its filter the session may have, and starts sending it
-// notifications. The subscriptions come first: once a client has the
-// acknowledgement, every change reaches it (what changed before, it reads).
-// The acknowledgement goes before anything else on the stream.
+// notifications. The subscriptions come first, and the stream is
+// registered as its acknowledgement is queued: once a client has the
+// acknowledgement, every change reaches it (what changed before, it
+// reads). The acknowledgement goes before anything else on the stream.
 func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 	h := s.hub
 	offered := s.initializeResult(mcp.LatestVersion).Capabilities
@@ -101,6 +102,17 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 	}
 	honoured.TaskIDs = s.followedTasks(h.ctx, want.TaskIDs) // session_tasks.go
 	l.filter = honoured
+	ack := encodeNotification(mcp.NotificationSubscriptionsAcknowledged, &struct {
+		Notifications mcp.SubscriptionFilter `json:"notifications"`
+		Meta          mcp.Meta               `json:"_meta"`
+	}{honoured, mcp.Meta{mcp.MetaSubscriptionID: l.id}})
+	// The acknowledgement is queued and the stream registered under one
+	// hold of the session's lock, which deliverUpdate and listChanged take
+	// to find the streams: a change told after the client has the
+	// acknowledgement always finds the stream (registered after the ack
+	// was queued, a change in between was lost), and anything sent to the
+	// stream goes behind the ack in the peer's one queue. Queueing never
+	// blocks, and the ack is never dropped.
 	s.mu.Lock()
 	if l.ended || s.closed.Load() {
 		s.mu.Unlock()
@@ -108,21 +120,10 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 		return
 	}
 	l.held = true // from now on, ending the stream releases its holds
-	s.mu.Unlock()
-	ack := &struct {
-		Notifications mcp.SubscriptionFilter `json:"notifications"`
-		Meta          mcp.Meta               `json:"_meta"`
-	}{honoured, mcp.Meta{mcp.MetaSubscriptionID: l.id}}
-	// Never dropped: the stream's notifications follow it in the session's
-	// one queue.
-	if err := s.peer.Notify(h.ctx, mcp.NotificationSubscriptionsAcknowledged, ack); err != nil {
+	if err := s.peer.SendEncoded(ack); err != nil {
+		s.mu.Unlock()
 		s.dropListener(l)
 		return
-	}
-	s.mu.Lock()
-	if l.ended || s.closed.Load() {
-		s.mu.Unlock()
-		return // dropListener released its holds
 	}
 	if s.listeners == nil {
 		s.listeners = map[*listener]struct{}{}
