@@ -143,19 +143,28 @@ func Accept(w http.ResponseWriter, r *http.Request, opts *AcceptOptions) (*WebSo
 	}
 	wo := o.WebSocketOptions.withDefaults()
 	cw := &corkingWriter{ResponseWriter: w, timeout: wo.WriteTimeout}
+	// After a ping or a pong, the reader may park again. The callbacks,
+	// which the connection keeps, hold the socket only: cw holds the HTTP
+	// response and its buffers (10 KiB an idle connection kept).
+	var sock *corkConn // set before anything is read
+	controlRead := func() {
+		if sock != nil {
+			sock.controlRead()
+		}
+	}
 	ws, err := websocket.Accept(cw, r, &websocket.AcceptOptions{
 		Subprotocols:       []string{Subprotocol},
 		OriginPatterns:     o.OriginPatterns,
 		InsecureSkipVerify: o.InsecureSkipVerify,
-		// After a ping or a pong, the reader may park again.
-		OnPingReceived: func(context.Context, []byte) bool { cw.conn.controlRead(); return true },
-		OnPongReceived: func(context.Context, []byte) { cw.conn.controlRead() },
+		OnPingReceived:     func(context.Context, []byte) bool { controlRead(); return true },
+		OnPongReceived:     func(context.Context, []byte) { controlRead() },
 	})
 	if err != nil {
 		return nil, err
 	}
+	sock = cw.conn
 	c := NewWebSocket(ws, &wo)
-	c.cork = cw.conn
+	c.cork = sock
 	return c, nil
 }
 
