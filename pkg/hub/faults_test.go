@@ -467,12 +467,13 @@ func TestCluster_interruptionFailsCallsInFlight(t *testing.T) {
 	}
 }
 
-// Drain used to close the server connections as soon as this instance's
-// own clients were idle, failing the calls it served for other instances.
-func TestHub_drainWaitsForCallsOfOtherInstances(t *testing.T) {
-	t.Parallel()
-	a, b, _, _ := startPair(t, Config{})
-	started, release := make(chan struct{}, 3), make(chan struct{})
+// callsServedByB makes n calls from a client of a to a server on b, whose
+// tool "work" holds each until release is closed, and returns once all n
+// run; results receives each call's outcome.
+func callsServedByB(t *testing.T, a, b *testHub, n int) (release chan struct{}, results chan error) {
+	t.Helper()
+	started := make(chan struct{}, n)
+	release, results = make(chan struct{}), make(chan error, n)
 	s := mcp.NewServer(mcp.Implementation{Name: "w", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "work"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
 		started <- struct{}{}
@@ -482,8 +483,7 @@ func TestHub_drainWaitsForCallsOfOtherInstances(t *testing.T) {
 	b.runServer(s, "w")
 	a.waitServer("w", 1)
 	c := a.client(nil)
-	results := make(chan error, 3)
-	for range 3 {
+	for range n {
 		go func() {
 			res, err := c.CallTool(ctxFor(t), "w__work", nil, nil)
 			if err == nil && res.Content[0].Text != "finished" {
@@ -492,9 +492,18 @@ func TestHub_drainWaitsForCallsOfOtherInstances(t *testing.T) {
 			results <- err
 		}()
 	}
-	for range 3 {
+	for range n {
 		<-started
 	}
+	return release, results
+}
+
+// Drain used to close the server connections as soon as this instance's
+// own clients were idle, failing the calls it served for other instances.
+func TestHub_drainWaitsForCallsOfOtherInstances(t *testing.T) {
+	t.Parallel()
+	a, b, _, _ := startPair(t, Config{})
+	release, results := callsServedByB(t, a, b, 3)
 	drained := make(chan error, 1)
 	go func() { drained <- b.Drain(ctxFor(t)) }()
 	require.Eventually(t, func() bool { return readyz(t, b) == http.StatusServiceUnavailable }, wait, time.Millisecond)
@@ -520,25 +529,7 @@ func TestHub_drainWaitsForCallsOfOtherInstances(t *testing.T) {
 func TestCluster_goodbyeWaitsForTheAnswersBeforeIt(t *testing.T) {
 	t.Parallel()
 	a, b, ha, _ := startPair(t, Config{})
-	started, release := make(chan struct{}, 1), make(chan struct{})
-	s := mcp.NewServer(mcp.Implementation{Name: "w", Version: "1"}, nil)
-	s.AddTool(&mcp.Tool{Name: "work"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-		started <- struct{}{}
-		<-release
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("finished")}}, nil
-	})
-	b.runServer(s, "w")
-	a.waitServer("w", 1)
-	c := a.client(nil)
-	result := make(chan error, 1)
-	go func() {
-		res, err := c.CallTool(ctxFor(t), "w__work", nil, nil)
-		if err == nil && res.Content[0].Text != "finished" {
-			err = fmt.Errorf("unexpected result %v", res.Content)
-		}
-		result <- err
-	}()
-	<-started
+	release, result := callsServedByB(t, a, b, 1)
 
 	byeHeard := make(chan struct{})
 	var once sync.Once
