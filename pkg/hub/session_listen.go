@@ -120,17 +120,17 @@ func (s *session) openListener(l *listener, want *mcp.SubscriptionFilter) {
 		return
 	}
 	l.held = true // from now on, ending the stream releases its holds
-	if err := s.peer.SendEncoded(ack); err != nil {
-		s.mu.Unlock()
-		s.dropListener(l)
-		return
-	}
 	if s.listeners == nil {
 		s.listeners = map[*listener]struct{}{}
 	}
 	l.sinceGen = h.reg.view().gen
 	s.listeners[l] = struct{}{}
-	h.listening.add(s.owner, l.filter, 1)
+	h.listening.add(s.owner, l.filter, 1) // before the ack leaves: the client's next list is cacheable
+	if err := s.peer.SendEncoded(ack); err != nil {
+		s.mu.Unlock()
+		s.dropListener(l)
+		return
+	}
 	s.mu.Unlock()
 	h.tasks.follow(s, l) // after the acknowledgement, as every notification of the stream
 	if s.stateless && s.pastExpiry() {
