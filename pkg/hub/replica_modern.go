@@ -205,17 +205,21 @@ func requestMeta(c caller, params json.RawMessage) json.RawMessage {
 	if !hasMeta || len(meta) == 0 || meta[0] != '{' {
 		meta = []byte(`{}`)
 	}
-	if _, ok := jsonrpc.Member(meta, mcp.MetaProtocolVersion); ok {
-		return params
+	edit := false
+	for name := range jsonrpc.Members(meta) {
+		switch string(name) {
+		case mcp.MetaProtocolVersion:
+			return params
+		case mcp.MetaClientCapabilities, mcp.MetaClientInfo, mcp.MetaLogLevel:
+			edit = true
+		}
+	}
+	if edit {
+		return requestMetaEdited(c, params, meta)
 	}
 	caps, level := hubCapsJSON, mcp.LoggingLevel("")
 	if c != nil {
 		caps, level = declaredCapsJSON[c.caps().index()], c.logLevel()
-	}
-	for _, k := range [...]string{mcp.MetaClientCapabilities, mcp.MetaClientInfo, mcp.MetaLogLevel} {
-		if _, ok := jsonrpc.Member(meta, k); ok {
-			return requestMetaEdited(c, params, meta)
-		}
 	}
 	rest := bytes.TrimSpace(params[1:]) // the params' members after the brace, and the closing one
 	ownMeta := bytes.TrimSpace(meta[1 : len(meta)-1])
@@ -276,23 +280,15 @@ func requestMetaEdited(c caller, params, meta json.RawMessage) json.RawMessage {
 // The encodings requestMeta writes: the hub's capabilities, a client's as
 // declared (by capsTable's index), the hub's clientInfo.
 var (
-	hubCapsJSON       = mustMarshal(hubCaps)
-	hubClientInfoJSON = mustMarshal(hubClientInfo)
+	hubCapsJSON       = encodeJSON(hubCaps)
+	hubClientInfoJSON = encodeJSON(hubClientInfo)
 	declaredCapsJSON  = func() (t [len(capsTable)][]byte) {
 		for i, c := range capsTable {
-			t[i] = mustMarshal(c.declared())
+			t[i] = encodeJSON(c.declared())
 		}
 		return t
 	}()
 )
-
-func mustMarshal(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
 
 // call sends the server one of the hub's own requests, in the server's
 // revision.
