@@ -120,11 +120,7 @@ func TestCorkConnWriteLarge(t *testing.T) {
 	a, b := tcpPair(t)
 	c := newCorkConn(b, 5*time.Second)
 	var want []byte
-	got := make(chan []byte, 1)
-	go func() {
-		all, _ := io.ReadAll(a)
-		got <- all
-	}()
+	arrived := receives(t, a)
 	c.cork()
 	for i, size := range []int{20 << 10, 20 << 10, 20 << 10, 20 << 10, 100 << 10, 10, 30 << 10} {
 		p := bytes.Repeat([]byte{byte('a' + i)}, size)
@@ -137,12 +133,7 @@ func TestCorkConnWriteLarge(t *testing.T) {
 	}
 	require.NoError(t, c.uncork())
 	require.NoError(t, c.Close())
-	select {
-	case all := <-got:
-		assert.True(t, bytes.Equal(want, all), "the bytes arrive in order")
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing arrived")
-	}
+	arrived(want)
 }
 
 // TestCorkConnWriteKeeps: on an accepted connection, corked writes larger
@@ -154,11 +145,7 @@ func TestCorkConnWriteKeeps(t *testing.T) {
 	a, b := tcpPair(t)
 	c := newCorkConn(b, 5*time.Second)
 	c.keepAbove = connWriteBuffer
-	got := make(chan []byte, 1)
-	go func() {
-		all, _ := io.ReadAll(a)
-		got <- all
-	}()
+	arrived := receives(t, a)
 	var want []byte
 	write := func(p []byte) {
 		t.Helper()
@@ -183,10 +170,24 @@ func TestCorkConnWriteKeeps(t *testing.T) {
 	assert.Empty(t, c.vec)
 	assert.Zero(t, c.gathered)
 	require.NoError(t, c.Close())
-	select {
-	case all := <-got:
-		assert.True(t, bytes.Equal(want, all), "the bytes arrive in order")
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing arrived")
+	arrived(want)
+}
+
+// receives reads what reaches a until it closes, in the background; the
+// function it returns waits for that and checks it is want, in order.
+func receives(t *testing.T, a net.Conn) (arrived func(want []byte)) {
+	got := make(chan []byte, 1)
+	go func() {
+		all, _ := io.ReadAll(a)
+		got <- all
+	}()
+	return func(want []byte) {
+		t.Helper()
+		select {
+		case all := <-got:
+			assert.True(t, bytes.Equal(want, all), "the bytes arrive in order")
+		case <-time.After(10 * time.Second):
+			t.Fatal("nothing arrived")
+		}
 	}
 }
