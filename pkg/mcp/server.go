@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,9 +72,21 @@ type ServerOptions struct {
 	// requests of protocol version 2026-07-28: a tool handler may then run
 	// its work as a task (ToolRequest.RunAsTask). See TaskOptions.
 	Tasks *TaskOptions
+	// MaxPending bounds the requests of one session accepted and not yet
+	// answered (running, or queued for one of its 64 handlers); a request
+	// beyond it gets -32603 at once. Default DefaultMaxPending: a server
+	// behind a hub serves all of the hub's clients on one connection, and
+	// the hub's subscriptions/listen stream holds one for as long as it is
+	// open.
+	MaxPending int
 	// Logger receives the server's own logs; nil discards them.
 	Logger *slog.Logger
 }
+
+// DefaultMaxPending is ServerOptions.MaxPending's default: room for the
+// calls of many clients at once (each request queued costs a few hundred
+// bytes until a handler takes it).
+const DefaultMaxPending = 4096
 
 type serverTool struct {
 	tool    *Tool
@@ -364,7 +377,7 @@ func (s *Server) Serve(ctx context.Context, conn peer.Conn) *ServerSession {
 	ss.peer = peer.New(conn, &peer.Options{
 		Handler:       sessionHandler{ss},
 		MaxConcurrent: 64,
-		MaxPending:    1024,
+		MaxPending:    cmp.Or(s.opts.MaxPending, DefaultMaxPending),
 		Logger:        s.log,
 		OnCancel:      cancelNotifier(func() *peer.Peer { return ss.peer }),
 	})

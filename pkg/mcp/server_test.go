@@ -872,3 +872,42 @@ func TestServer_sessionEndsWhenClientCloses(t *testing.T) {
 	s.Log(testCtx(t), mcp.LevelInfo, "app", "nobody listens") // must not block or panic
 	s.ResourceUpdated(testCtx(t), "mem://x")
 }
+
+// A server behind a hub serves every client of the hub on one connection:
+// it takes the calls of 64 clients with 16 in flight each beside the
+// subscriptions/listen stream the hub keeps open (which holds one request
+// for as long as it is open), where it took 1,024 requests in all.
+func TestServer_takesAHubsCallsBesideItsListenStream(t *testing.T) {
+	t.Parallel()
+	const calls = 64*16 + 1
+	admitted := make(chan *mcp.ServerSession, 1)
+	s := mcp.NewServer(testInfo, &mcp.ServerOptions{OnRootsChanged: func(ss *mcp.ServerSession) { admitted <- ss }})
+	release := make(chan struct{})
+	s.AddTool(&mcp.Tool{Name: "wait"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return textResult("done"), nil
+	})
+	c, _ := connect(t, s, &mcp.ClientOptions{Roots: func(context.Context) ([]mcp.Root, error) { return nil, nil }})
+
+	answers := make(chan *jsonrpc.Response, calls)
+	params := json.RawMessage(`{"name":"wait"}`)
+	for range calls {
+		require.NoError(t, c.Peer().Go(c.Peer().NextID(), mcp.MethodToolsCall, params, func(resp *jsonrpc.Response, err error) {
+			if assert.NoError(t, err) {
+				answers <- resp
+			}
+		}))
+	}
+	// The server reads a notification on its read loop, after every call
+	// sent before it was admitted or refused.
+	require.NoError(t, c.NotifyRootsChanged(testCtx(t)))
+	recv(t, admitted)
+	close(release)
+	for range calls {
+		resp := recv(t, answers)
+		assert.Nil(t, resp.Error, "call %s", resp.ID)
+	}
+}
