@@ -119,3 +119,44 @@ func BenchmarkRoute(b *testing.B) {
 		s.mu.Unlock()
 	}
 }
+
+// TestStreamSession_peerBoundInOpenMakesNoInbox: a session whose peer is
+// bound as it opens (as the hub's are) is served through the peer's Feed,
+// and never makes the inbox that only an owner reading the conn needs:
+// its 64 slots were once most of what an idle session kept, made when the
+// binding looked for POSTs waiting there.
+func TestStreamSession_peerBoundInOpenMakesNoInbox(t *testing.T) {
+	t.Parallel()
+	opened := make(chan *StreamSession, 1)
+	h := NewStreamableHandler(&StreamableOptions{Open: func(r *http.Request, s *StreamSession) error {
+		NewServer(Implementation{Name: "bound", Version: "1"}, nil).Serve(s.Context(), s.Conn())
+		opened <- s
+		return nil
+	}})
+	t.Cleanup(h.Close)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	post := func(session, body string) string {
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set(HeaderSessionID, session)
+			req.Header.Set(HeaderProtocolVersion, "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Less(t, resp.StatusCode, 300, "%s", b)
+		return string(b)
+	}
+	got := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	assert.Contains(t, got, `"serverInfo":{"name":"bound"`)
+	s := <-opened
+	post(s.ID(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	assert.Contains(t, post(s.ID(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`), `"result":{}`, "the session is served after the binding")
+	assert.False(t, s.inboxMade.Load(), "no inbox made for a session served through its Feed")
+}

@@ -48,8 +48,11 @@ type StreamSession struct {
 
 	// inbox holds the POSTs for an owner that reads the conn (one that does
 	// not bind a peer to it), made when first needed: a session served
-	// through a Feed has none.
+	// through a Feed has none. inboxMade is set once it is made, before
+	// anything is put in it, so that a binding which finds it unset knows
+	// there is nothing to hand over without making one (see hand).
 	inboxOnce sync.Once
+	inboxMade atomic.Bool
 	inbox     chan posted
 
 	// mu guards everything below.
@@ -322,8 +325,13 @@ func (s *StreamSession) hand(ctx context.Context, p posted) error {
 }
 
 // handInbox gives f the POSTs that reached the inbox before f was bound
-// (an owner that starts its peer after Open returned).
+// (an owner that starts its peer after Open returned). A session whose
+// inbox was never made has none to hand, and is not given one: its 64
+// slots were most of what an idle session kept.
 func (s *StreamSession) handInbox(f *peer.Feed) {
+	if !s.inboxMade.Load() {
+		return
+	}
 	in := s.inboxChan()
 	for {
 		select {
@@ -343,6 +351,7 @@ func (s *StreamSession) inboxChan() chan posted {
 			n = 1 // one request
 		}
 		s.inbox = make(chan posted, n)
+		s.inboxMade.Store(true)
 	})
 	return s.inbox
 }
