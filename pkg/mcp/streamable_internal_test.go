@@ -160,3 +160,86 @@ func TestStreamSession_peerBoundInOpenMakesNoInbox(t *testing.T) {
 	assert.Contains(t, post(s.ID(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`), `"result":{}`, "the session is served after the binding")
 	assert.False(t, s.inboxMade.Load(), "no inbox made for a session served through its Feed")
 }
+
+// TestStreamSession_quietThenIdle: the idle timer's first firing quietens
+// a session (its map of requests dropped, as its peer's are) without
+// ending it: a stream whose events are retained stays resumable, and the
+// session serves requests after as before; the next firing, once
+// IdleTimeout has passed, ends it.
+func TestStreamSession_quietThenIdle(t *testing.T) {
+	t.Parallel()
+	opened := make(chan *StreamSession, 1)
+	h := NewStreamableHandler(&StreamableOptions{ResponseMode: ResponseSSE, Open: func(r *http.Request, s *StreamSession) error {
+		NewServer(Implementation{Name: "quiet", Version: "1"}, nil).Serve(s.Context(), s.Conn())
+		opened <- s
+		return nil
+	}})
+	t.Cleanup(h.Close)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	send := func(method, session, body, lastEventID string) (int, string) {
+		req, err := http.NewRequest(method, srv.URL, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set(HeaderSessionID, session)
+			req.Header.Set(HeaderProtocolVersion, "2025-11-25")
+		}
+		if lastEventID != "" {
+			req.Header.Set("Last-Event-ID", lastEventID)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	firstEventID := func(sse string) string {
+		for line := range strings.Lines(sse) {
+			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "id: "); ok {
+				return id
+			}
+		}
+		t.Fatalf("no event id in %q", sse)
+		return ""
+	}
+	var s *StreamSession
+	idle := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.active == 0
+	}
+
+	_, got := send(http.MethodPost, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, "")
+	require.Contains(t, got, `"serverInfo":{"name":"quiet"`)
+	priming := firstEventID(got)
+	s = <-opened
+	send(http.MethodPost, s.ID(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "")
+	require.Eventually(t, idle, 5*time.Second, time.Millisecond)
+
+	s.expire() // the timer's first firing
+	s.mu.Lock()
+	calls, retained, ended := s.calls, len(s.streams), s.err
+	s.mu.Unlock()
+	assert.Nil(t, calls, "the map of requests dropped")
+	assert.Equal(t, 1, retained, "the initialize's stream kept for resumption")
+	require.NoError(t, ended, "quietened, not ended")
+
+	status, got := send(http.MethodGet, s.ID(), "", priming)
+	assert.Equal(t, http.StatusOK, status)
+	assert.Contains(t, got, `"serverInfo":{"name":"quiet"`, "the initialize's stream resumed after its priming event")
+	status, got = send(http.MethodPost, s.ID(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "")
+	require.Equal(t, http.StatusOK, status)
+	assert.Contains(t, got, `"id":1,"result":{}`, "served after as before")
+
+	require.Eventually(t, idle, 5*time.Second, time.Millisecond)
+	s.expire() // quietened again: the timer is armed afresh after each request
+	s.expire() // IdleTimeout later
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session did not end once idle")
+	}
+}

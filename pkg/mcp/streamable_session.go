@@ -61,7 +61,7 @@ type StreamSession struct {
 	err      error // why the session ended; nil while it lives
 	byOwner  bool  // the owner closed the conn
 	general  *stream
-	streams  map[int64]*stream
+	streams  map[int64]*stream // the POST streams, by number (the general one is 0)
 	nextNum  int64
 	calls    map[jsonrpc.ID]*stream // the client's requests in flight, by id
 	tokens   map[string]jsonrpc.ID  // progress tokens of those requests
@@ -71,6 +71,10 @@ type StreamSession struct {
 	active   int // requests of this session being served
 	idle     *time.Timer
 	held     []*stream // cancelled streams held open for their clients, oldest first
+
+	// quietened: idle has fired once, after quietAfter, and is armed
+	// again for the rest of IdleTimeout (see expire).
+	quietened bool
 }
 
 // maxHeldStreams bounds the cancelled streams a session holds open (see
@@ -137,8 +141,6 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 		id:      id,
 		version: version,
 		done:    make(chan struct{}),
-		streams: map[int64]*stream{},
-		calls:   map[jsonrpc.ID]*stream{},
 	}
 	if id != "" {
 		s.idHeader = []string{id}
@@ -147,7 +149,6 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 	s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
 	s.conn = &streamConn{s: s}
 	s.general = &stream{num: 0, nextSeq: 1, mode: modeSSE}
-	s.streams[0] = s.general
 	s.nextNum = 1
 	return s
 }
@@ -269,22 +270,63 @@ func (s *StreamSession) begin() bool {
 	return true
 }
 
-// finish uncounts a request; the last one starts the idle timer.
+// finish uncounts a request; the last one starts the idle timer, which
+// first quietens the session (see quieten), then ends it after IdleTimeout.
 func (s *StreamSession) finish() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.active--
-	if s.active == 0 && s.err == nil && !s.stateless && s.h.opts.IdleTimeout > 0 {
-		s.idle = time.AfterFunc(s.h.opts.IdleTimeout, s.expire)
+	if s.active != 0 || s.err != nil || s.stateless {
+		return
 	}
+	d, timeout := quietAfter, s.h.opts.IdleTimeout
+	s.quietened = false
+	if timeout > 0 && timeout <= d {
+		d, s.quietened = timeout, true // ended before it would be quietened
+	}
+	s.idle = time.AfterFunc(d, s.expire)
 }
+
+// quietAfter is how long a session has no request in progress before it
+// drops what it and its peer keep only for requests (see quieten): long
+// enough that a client calling now and then does not make them again for
+// every call, short enough that thousands of idle sessions soon hold less.
+const quietAfter = time.Second
 
 func (s *StreamSession) expire() {
 	s.mu.Lock()
-	busy := s.active > 0 || s.err != nil
+	if s.active > 0 || s.err != nil {
+		s.mu.Unlock()
+		return
+	}
+	if !s.quietened {
+		s.quietened = true
+		if s.idle != nil && s.h.opts.IdleTimeout > 0 {
+			s.idle.Reset(s.h.opts.IdleTimeout - quietAfter)
+		}
+		s.quietenLocked()
+		feed := s.feed.Load()
+		s.mu.Unlock()
+		if feed != nil {
+			feed.Quiet()
+		}
+		return
+	}
 	s.mu.Unlock()
-	if !busy {
-		s.end(errIdle)
+	s.end(errIdle)
+}
+
+// quietenLocked drops the maps of requests and streams while they are
+// empty; they are made again by the next POST.
+func (s *StreamSession) quietenLocked() {
+	if len(s.calls) == 0 {
+		s.calls = nil
+	}
+	if len(s.streams) == 0 {
+		s.streams = nil
+	}
+	if len(s.tokens) == 0 {
+		s.tokens = nil
 	}
 }
 
@@ -472,10 +514,16 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attac
 			}
 		}
 		st.owe(c.ID, key)
+		if s.calls == nil {
+			s.calls = make(map[jsonrpc.ID]*stream, len(calls))
+		}
 		s.calls[c.ID] = st
 	}
 	att := make(attachment, 1)
 	st.writer = att
+	if s.streams == nil {
+		s.streams = map[int64]*stream{}
+	}
 	s.streams[st.num] = st
 	return st, att, nil
 }
@@ -566,6 +614,9 @@ func (s *StreamSession) attachGET(lastEventID string) (*stream, attachment, erro
 	st, from := s.general, int64(-1)
 	if nonce, num, seq, ok := parseEventID(lastEventID); ok && nonce == s.nonce {
 		t := s.streams[num]
+		if num == 0 {
+			t = s.general
+		}
 		if t == nil || t.post && t.over(seq) {
 			return nil, nil, nil
 		}

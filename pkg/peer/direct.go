@@ -24,7 +24,8 @@ import (
 // WriteDirect must not block, nor call back into the peer; it may keep the
 // frame (a frame the peer sends is never modified afterwards). The peer
 // has no read loop on such a conn, so no goroutine while it is idle: the
-// conn tells it when it ends (Feed.End), and its Read is never called.
+// conn tells it when it ends (Feed.End), and when it has been quiet for a
+// while (Feed.Quiet), and its Read is never called.
 type DirectConn interface {
 	Conn
 	// Bind gives the conn the peer's Feed. The peer calls it once, in
@@ -78,6 +79,12 @@ func (f Feed) End(err error) {
 		stop()
 	}
 }
+
+// Quiet tells the peer that its conn has been quiet for a while, with no
+// frame being fed: it drops what an idle peer need not keep (the maps of
+// calls while none is in flight), as a parked reader's peer does. They are
+// made again on use.
+func (f Feed) Quiet() { f.p.compactIdle() }
 
 // startWorker starts the worker a call fed to the peer was given a slot
 // for (see accept).
