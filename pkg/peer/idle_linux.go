@@ -231,6 +231,11 @@ func (c *corkConn) parkIdle(resume func()) bool {
 	if stay || !c.await() {
 		return false
 	}
+	c.mu.Lock()
+	if !c.corked && len(c.vec) == 0 {
+		c.vec = nil // the gathered writes' list, made again by the next write
+	}
+	c.mu.Unlock()
 	return idle.park(c, resume)
 }
 

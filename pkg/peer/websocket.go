@@ -163,6 +163,11 @@ func Accept(w http.ResponseWriter, r *http.Request, opts *AcceptOptions) (*WebSo
 		return nil, err
 	}
 	sock = cw.conn
+	// coder/websocket set its reader (ours, br) to read what it held
+	// buffered, then the socket, through an io.MultiReader the idle
+	// connection would keep; it held nothing (Hijack moved that to
+	// sock.pre), so it reads sock directly.
+	sock.br.Reset(sock)
 	c := NewWebSocket(ws, &wo)
 	c.cork = sock
 	return c, nil
