@@ -83,6 +83,13 @@ var methods = struct {
 // allocated.
 const maxInterned = 256
 
+// Release drops what the decoder holds of the last frame it decoded (the
+// messages of the Frame it returned, and with their params that frame's
+// bytes), keeping its room for the next frame. A connection about to go
+// quiet calls it, so as not to keep its last frame alive while idle; the
+// Frame's Messages must no longer be in use.
+func (d *Decoder) Release() { clear(d.msgs) }
+
 // Decode decodes one frame, as Limits.Decode does.
 func (d *Decoder) Decode(data []byte) Frame {
 	clear(d.msgs)

@@ -82,9 +82,15 @@ func (f Feed) End(err error) {
 
 // Quiet tells the peer that its conn has been quiet for a while, with no
 // frame being fed: it drops what an idle peer need not keep (the maps of
-// calls while none is in flight), as a parked reader's peer does. They are
-// made again on use.
-func (f Feed) Quiet() { f.p.compactIdle() }
+// calls while none is in flight, the last frame it decoded), as a parked
+// reader's peer does. They are made again on use.
+func (f Feed) Quiet() {
+	p := f.p
+	p.feedMu.Lock()
+	p.dec.Release()
+	p.feedMu.Unlock()
+	p.compactIdle()
+}
 
 // startWorker starts the worker a call fed to the peer was given a slot
 // for (see accept).

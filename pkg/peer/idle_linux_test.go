@@ -7,8 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
@@ -135,6 +137,46 @@ func TestIdle_closeWhileParked(t *testing.T) {
 			}
 			assert.False(t, parkedNow(sc))
 		})
+	}
+}
+
+// TestIdle_parkedPeerKeepsNoFrame: a parked reader's peer does not keep
+// the last message it read (the decoder held it, and through its params
+// the frame's bytes, until the next frame came).
+func TestIdle_parkedPeerKeepsNoFrame(t *testing.T) {
+	t.Parallel()
+	a, b := wsPairInternal(t)
+	last := make(chan weak.Pointer[jsonrpc.Request], 1)
+	server := New(a, &Options{Handler: HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		last <- weak.Make(req)
+		return nil, nil
+	})})
+	server.Start(context.Background())
+	client := New(b, nil)
+	client.Start(context.Background())
+	t.Cleanup(func() {
+		client.CloseWith(CloseNormal, "")
+		server.CloseWith(CloseNormal, "")
+		_ = client.Wait()
+		_ = server.Wait()
+	})
+	require.NoError(t, client.Notify(context.Background(), "note", map[string]string{"text": strings.Repeat("x", 4<<10)}))
+	var req weak.Pointer[jsonrpc.Request]
+	select {
+	case req = <-last:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the notification never reached the handler")
+	}
+	waitUntil(t, "the reader parks", func() bool { return parkedNow(a) })
+	waitUntil(t, "the message is collected", func() bool {
+		runtime.GC()
+		return req.Value() == nil
+	})
+	require.NoError(t, client.Notify(context.Background(), "note", nil))
+	select {
+	case <-last:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the next notification never reached the handler")
 	}
 }
 

@@ -62,10 +62,16 @@ func (p *Peer) readLoop(stop func() bool) {
 		}
 	}()
 	for {
-		if p.parker != nil && p.parker.parkIdle(p.resumeRead) {
-			parked = true
-			p.compactIdle()
-			return
+		if p.parker != nil {
+			// The last frame's messages are handled: the decoder need not
+			// keep them (nor, through their params, the frame) while the
+			// reader waits, maybe parked, for the next.
+			p.dec.Release()
+			if p.parker.parkIdle(p.resumeRead) {
+				parked = true
+				p.compactIdle()
+				return
+			}
 		}
 		f, err := p.readFrame()
 		if err == errNoFrame {
