@@ -159,6 +159,10 @@ func TestStreamSession_peerBoundInOpenMakesNoInbox(t *testing.T) {
 	post(s.ID(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	assert.Contains(t, post(s.ID(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`), `"result":{}`, "the session is served after the binding")
 	assert.False(t, s.inboxMade.Load(), "no inbox made for a session served through its Feed")
+	s.mu.Lock()
+	general := s.general
+	s.mu.Unlock()
+	assert.Nil(t, general, "no GET stream made for a session that never opened one, nor was sent anything for it")
 }
 
 // TestStreamSession_quietThenIdle: the idle timer's first firing quietens

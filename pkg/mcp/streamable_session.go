@@ -148,7 +148,6 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
 	s.conn = &streamConn{s: s}
-	s.general = &stream{num: 0, nextSeq: 1, mode: modeSSE}
 	s.nextNum = 1
 	return s
 }
@@ -314,6 +313,15 @@ func (s *StreamSession) expire() {
 	}
 	s.mu.Unlock()
 	s.end(errIdle)
+}
+
+// generalLocked returns the GET stream, made on first use: most sessions
+// never open one, nor are sent anything unrelated to their requests.
+func (s *StreamSession) generalLocked() *stream {
+	if s.general == nil {
+		s.general = &stream{num: 0, nextSeq: 1, mode: modeSSE}
+	}
+	return s.general
 }
 
 // quietenLocked drops the maps of requests and streams while they are
@@ -611,11 +619,11 @@ func (s *StreamSession) answeredLocked(st *stream, id jsonrpc.ID) {
 func (s *StreamSession) attachGET(lastEventID string) (*stream, attachment, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, from := s.general, int64(-1)
+	st, from := s.generalLocked(), int64(-1)
 	if nonce, num, seq, ok := parseEventID(lastEventID); ok && nonce == s.nonce {
 		t := s.streams[num]
 		if num == 0 {
-			t = s.general
+			t = st
 		}
 		if t == nil || t.post && t.over(seq) {
 			return nil, nil, nil
@@ -1026,7 +1034,7 @@ func (s *StreamSession) route(frame []byte) error {
 			// Unrelated, or related to a POST whose client left before
 			// anything was sent to it (it has no event id to resume with):
 			// the GET stream.
-			st = s.general
+			st = s.generalLocked()
 		}
 		s.deliverLocked(st, frame, false)
 		return nil
