@@ -66,7 +66,8 @@
 //   - read.go: the read loop, and what it does with each frame: responses to
 //     the pending calls, notifications to the handler, calls to handlers.go.
 //   - direct.go: [DirectConn] and its [Feed]: a conn whose own goroutines
-//     hand the peer its frames, and whose writes take the queue's place.
+//     hand the peer its frames (and say when it ends, and when it has gone
+//     quiet), and whose writes take the queue's place.
 //   - handlers.go: incoming calls: [Handler], [AsyncHandler] and [Reply], the
 //     worker pool, batches, [Peer.Cancel] and [Peer.Pending].
 //   - close.go: [Peer.Close], [Peer.CloseWith], shutdown, [Peer.Done],
