@@ -120,6 +120,50 @@ func BenchmarkRoute(b *testing.B) {
 	}
 }
 
+// boundSessions serves a handler with opts whose sessions each get a peer
+// bound as they open (as the hub's do), serving a Server named name; it
+// returns the handler's URL and the sessions as they open.
+func boundSessions(t *testing.T, name string, opts StreamableOptions) (string, <-chan *StreamSession) {
+	opened := make(chan *StreamSession, 1)
+	opts.Open = func(r *http.Request, s *StreamSession) error {
+		NewServer(Implementation{Name: name, Version: "1"}, nil).Serve(s.Context(), s.Conn())
+		opened <- s
+		return nil
+	}
+	h := NewStreamableHandler(&opts)
+	t.Cleanup(h.Close)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL, opened
+}
+
+// rawSend sends one request of a 2025-11-25 client to url (a session's
+// when session is set, resuming after lastEventID when it is set), and
+// returns the response's status and body.
+func rawSend(t *testing.T, url, method, session, body, lastEventID string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set(HeaderSessionID, session)
+		req.Header.Set(HeaderProtocolVersion, "2025-11-25")
+	}
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// rawInitialize is a 2025-11-25 client's initialize.
+const rawInitialize = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
 // TestStreamSession_peerBoundInOpenMakesNoInbox: a session whose peer is
 // bound as it opens (as the hub's are) is served through the peer's Feed,
 // and never makes the inbox that only an owner reading the conn needs:
@@ -127,34 +171,13 @@ func BenchmarkRoute(b *testing.B) {
 // binding looked for POSTs waiting there.
 func TestStreamSession_peerBoundInOpenMakesNoInbox(t *testing.T) {
 	t.Parallel()
-	opened := make(chan *StreamSession, 1)
-	h := NewStreamableHandler(&StreamableOptions{Open: func(r *http.Request, s *StreamSession) error {
-		NewServer(Implementation{Name: "bound", Version: "1"}, nil).Serve(s.Context(), s.Conn())
-		opened <- s
-		return nil
-	}})
-	t.Cleanup(h.Close)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	url, opened := boundSessions(t, "bound", StreamableOptions{})
 	post := func(session, body string) string {
-		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set(HeaderSessionID, session)
-			req.Header.Set(HeaderProtocolVersion, "2025-11-25")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		require.Less(t, resp.StatusCode, 300, "%s", b)
-		return string(b)
+		status, got := rawSend(t, url, http.MethodPost, session, body, "")
+		require.Less(t, status, 300, "%s", got)
+		return got
 	}
-	got := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	assert.Contains(t, got, `"serverInfo":{"name":"bound"`)
+	assert.Contains(t, post("", rawInitialize), `"serverInfo":{"name":"bound"`)
 	s := <-opened
 	post(s.ID(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	assert.Contains(t, post(s.ID(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`), `"result":{}`, "the session is served after the binding")
@@ -172,34 +195,7 @@ func TestStreamSession_peerBoundInOpenMakesNoInbox(t *testing.T) {
 // IdleTimeout has passed, ends it.
 func TestStreamSession_quietThenIdle(t *testing.T) {
 	t.Parallel()
-	opened := make(chan *StreamSession, 1)
-	h := NewStreamableHandler(&StreamableOptions{ResponseMode: ResponseSSE, Open: func(r *http.Request, s *StreamSession) error {
-		NewServer(Implementation{Name: "quiet", Version: "1"}, nil).Serve(s.Context(), s.Conn())
-		opened <- s
-		return nil
-	}})
-	t.Cleanup(h.Close)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	send := func(method, session, body, lastEventID string) (int, string) {
-		req, err := http.NewRequest(method, srv.URL, strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set(HeaderSessionID, session)
-			req.Header.Set(HeaderProtocolVersion, "2025-11-25")
-		}
-		if lastEventID != "" {
-			req.Header.Set("Last-Event-ID", lastEventID)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(b)
-	}
+	url, opened := boundSessions(t, "quiet", StreamableOptions{ResponseMode: ResponseSSE})
 	firstEventID := func(sse string) string {
 		for line := range strings.Lines(sse) {
 			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "id: "); ok {
@@ -216,11 +212,11 @@ func TestStreamSession_quietThenIdle(t *testing.T) {
 		return s.active == 0
 	}
 
-	_, got := send(http.MethodPost, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, "")
+	_, got := rawSend(t, url, http.MethodPost, "", rawInitialize, "")
 	require.Contains(t, got, `"serverInfo":{"name":"quiet"`)
 	priming := firstEventID(got)
 	s = <-opened
-	send(http.MethodPost, s.ID(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "")
+	rawSend(t, url, http.MethodPost, s.ID(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "")
 	require.Eventually(t, idle, 5*time.Second, time.Millisecond)
 
 	s.expire() // the timer's first firing
@@ -231,10 +227,10 @@ func TestStreamSession_quietThenIdle(t *testing.T) {
 	assert.Equal(t, 1, retained, "the initialize's stream kept for resumption")
 	require.NoError(t, ended, "quietened, not ended")
 
-	status, got := send(http.MethodGet, s.ID(), "", priming)
+	status, got := rawSend(t, url, http.MethodGet, s.ID(), "", priming)
 	assert.Equal(t, http.StatusOK, status)
 	assert.Contains(t, got, `"serverInfo":{"name":"quiet"`, "the initialize's stream resumed after its priming event")
-	status, got = send(http.MethodPost, s.ID(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "")
+	status, got = rawSend(t, url, http.MethodPost, s.ID(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "")
 	require.Equal(t, http.StatusOK, status)
 	assert.Contains(t, got, `"id":1,"result":{}`, "served after as before")
 

@@ -54,13 +54,21 @@ func servePair(t *testing.T, opts *WebSocketOptions) (server, client *Peer, sc *
 		}
 	}
 	notes = make(chan string, 16)
-	server = New(a, &Options{Handler: HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	server, client = startPair(t, a, b, HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
 		if req.IsNotification() {
 			notes <- req.Method
 			return nil, nil
 		}
 		return req.Params, nil
-	})})
+	}))
+	return server, client, a, notes
+}
+
+// startPair starts a peer with handler on the accepted end a and one on
+// the dialled end b, both closed when the test ends.
+func startPair(t *testing.T, a, b *WebSocket, handler Handler) (server, client *Peer) {
+	t.Helper()
+	server = New(a, &Options{Handler: handler})
 	server.Start(context.Background())
 	client = New(b, nil)
 	client.Start(context.Background())
@@ -70,7 +78,7 @@ func servePair(t *testing.T, opts *WebSocketOptions) (server, client *Peer, sc *
 		_ = client.Wait()
 		_ = server.Wait()
 	})
-	return server, client, a, notes
+	return server, client
 }
 
 // TestIdle_readerParksAndResumes: the reader of a quiet accepted
@@ -147,19 +155,10 @@ func TestIdle_parkedPeerKeepsNoFrame(t *testing.T) {
 	t.Parallel()
 	a, b := wsPairInternal(t)
 	last := make(chan weak.Pointer[jsonrpc.Request], 1)
-	server := New(a, &Options{Handler: HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	_, client := startPair(t, a, b, HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
 		last <- weak.Make(req)
 		return nil, nil
-	})})
-	server.Start(context.Background())
-	client := New(b, nil)
-	client.Start(context.Background())
-	t.Cleanup(func() {
-		client.CloseWith(CloseNormal, "")
-		server.CloseWith(CloseNormal, "")
-		_ = client.Wait()
-		_ = server.Wait()
-	})
+	}))
 	require.NoError(t, client.Notify(context.Background(), "note", map[string]string{"text": strings.Repeat("x", 4<<10)}))
 	var req weak.Pointer[jsonrpc.Request]
 	select {
