@@ -835,6 +835,52 @@ func TestSubscriptions_aMovedCoordinatorIsReleased(t *testing.T) {
 	x.expectNothing()
 }
 
+// A replica used to be told to subscribe while the unsubscribe of its last
+// subscriber was still under way, and a server that carried out the two in
+// the other order was left unsubscribed: the resource's subscribers never
+// got another update, and nothing said so (make stress,
+// TestSubscriptions_renewedWhenTheCoordinatorRejoins: B dropped A's
+// subscription and took A's new ask a moment later). Here a client
+// subscribes again while the server still works on the unsubscribe, which
+// it carries out after it has taken the subscribe: the subscribe now goes
+// out after the unsubscribe's answer.
+func TestSubscriptions_subscribeAgainWhileTheUnsubscribeIsUnderWay(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{})
+	var subscribed atomic.Bool
+	release, unsubscribed := make(chan struct{}), make(chan struct{}, 1)
+	x := startRawServer(th, "rc", subscribableCaps, func(method string, p json.RawMessage) string {
+		switch method {
+		case mcp.MethodResourcesSubscribe:
+			subscribed.Store(true)
+		case mcp.MethodResourcesUnsubscribe:
+			<-release
+			subscribed.Store(false)
+			select {
+			case unsubscribed <- struct{}{}:
+			default:
+			}
+		}
+		return listing("rc://x")(method, p)
+	})
+	notes := newNotes()
+	c := th.client(&mcp.ClientOptions{OnNotification: notes.add})
+	require.NoError(t, c.Subscribe(ctxFor(t), "rc://x"))
+	x.expect("resources/subscribe rc://x")
+	require.NoError(t, c.Unsubscribe(ctxFor(t), "rc://x"))
+	x.expect("resources/unsubscribe rc://x")
+
+	require.NoError(t, c.Subscribe(ctxFor(t), "rc://x"))
+	close(release)
+	within(t, unsubscribed, "the server never carried out the unsubscribe")
+	x.expect("resources/subscribe rc://x")
+	require.Eventually(t, subscribed.Load, wait, time.Millisecond, "the server is left unsubscribed")
+	x.write(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"rc://x"}}`)
+	notes.wait(t, mcp.NotificationResourceUpdated, 1, nil)
+	_, replicas := th.subs.coordOf("rc://x")
+	assert.Equal(t, 1, replicas)
+}
+
 // A subscribe that raced with its session's end used to stay registered for
 // ever, and its upstream subscription was never released.
 func TestSubscriptions_subscribeAfterTheSessionEnded(t *testing.T) {

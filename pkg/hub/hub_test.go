@@ -313,3 +313,17 @@ func (s *subscriptions) coordOf(uri string) (instances, replicas int) {
 	}
 	return instances, replicas
 }
+
+// told reports, under the lock, whether no subscribe or unsubscribe of uri
+// is under way at a replica: coordOf counts a coordination before its
+// replica subscribed upstream.
+func (s *subscriptions) told(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key := range s.busy {
+		if key.uri == uri {
+			return false
+		}
+	}
+	return true
+}

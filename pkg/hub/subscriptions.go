@@ -42,6 +42,7 @@ type subscriptions struct {
 	perToken  map[string]int          // subscriptions by token name (not counted without tokens)
 	upstream  map[string]*upstreamSub // uri -> what this instance asked of the coordinator
 	coord     map[coordKey]*coordSub  // what this instance keeps subscribed at its replicas, for the instances that asked
+	busy      map[coordKey]struct{}   // a subscribe or unsubscribe of the key is under way at its replica
 	broker    []pubsub.Subscription
 }
 
@@ -75,6 +76,7 @@ func newSubscriptions(h *Hub) *subscriptions {
 		perToken:  map[string]int{},
 		upstream:  map[string]*upstreamSub{},
 		coord:     map[coordKey]*coordSub{},
+		busy:      map[coordKey]struct{}{},
 	}
 }
 
@@ -307,6 +309,18 @@ func (s *subscriptions) release(up *upstreamSub, uri string) {
 
 // coordAdd keeps uri subscribed at replica rp for an instance: the first
 // instance makes the replica subscribe upstream.
+//
+// The replica is told one thing at a time per URI: a subscribe or an
+// unsubscribe is sent only once the one before it was answered, and
+// whoever sent the last one tells the replica again if the need changed
+// meanwhile (settle). A server may carry out two requests in either order:
+// a subscribe sent while the unsubscribe of the instance's last client was
+// still under way (an instance that dropped another and heard its hello a
+// moment later; a client that unsubscribed and subscribed again) could be
+// overtaken by it, and the resource stayed unsubscribed upstream while its
+// subscribers waited for updates. An instance that asks while an
+// unsubscribe is under way is answered at once, as one that joins a
+// subscribe under way is; the subscribe follows the unsubscribe's answer.
 func (s *subscriptions) coordAdd(ctx context.Context, rp *replica, uri, instance string) error {
 	key := coordKey{uri: uri, replica: rp.id}
 	s.mu.Lock()
@@ -317,6 +331,11 @@ func (s *subscriptions) coordAdd(ctx context.Context, rp *replica, uri, instance
 	}
 	c := &coordSub{replica: rp, instances: map[string]struct{}{instance: {}}}
 	s.coord[key] = c
+	if _, busy := s.busy[key]; busy {
+		s.mu.Unlock()
+		return nil // the unsubscribe under way is followed by a subscribe
+	}
+	s.busy[key] = struct{}{}
 	s.mu.Unlock()
 	err := rp.subscribe(ctx, uri)
 	if err != nil {
@@ -326,6 +345,7 @@ func (s *subscriptions) coordAdd(ctx context.Context, rp *replica, uri, instance
 		}
 		s.mu.Unlock()
 	}
+	s.settle(key, rp, err == nil)
 	return err
 }
 
@@ -345,15 +365,69 @@ func (s *subscriptions) coordRemove(uri, replicaID, instance string) {
 		return
 	}
 	delete(s.coord, key)
+	if _, busy := s.busy[key]; busy {
+		s.mu.Unlock()
+		return // what is under way is followed by an unsubscribe
+	}
+	s.busy[key] = struct{}{}
 	s.mu.Unlock()
+	s.settle(key, c.replica, true)
+}
+
+// settle ends a turn at the replica of key, whose upstream subscription is
+// now on or off: when the instances' need changed meanwhile, a goroutine of
+// the hub's tells the replica again, one request after the other, until
+// what it was last told is what is needed.
+func (s *subscriptions) settle(key coordKey, rp *replica, on bool) {
+	if s.settled(key, on) {
+		return
+	}
 	h := s.hub
-	h.goOwned(func() {
-		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CallTimeout)
-		defer cancel()
-		if err := c.replica.unsubscribe(ctx, uri); err != nil {
-			h.log.Debug("unsubscribing upstream failed", "uri", uri, "err", err)
+	if !h.goOwned(func() {
+		for !s.settled(key, on) {
+			on = s.tell(key, rp, !on)
 		}
-	})
+	}) {
+		s.mu.Lock()
+		delete(s.busy, key)
+		s.mu.Unlock()
+	}
+}
+
+// settled reports whether a replica whose upstream subscription of key is
+// on (or off) is as the instances need it, and if so ends the turn.
+func (s *subscriptions) settled(key coordKey, on bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if (s.coord[key] != nil) != on {
+		return false
+	}
+	delete(s.busy, key)
+	return true
+}
+
+// tell subscribes (or unsubscribes) the replica upstream, for settle, and
+// returns whether it is subscribed now. A subscribe that fails drops the
+// coordination, as coordAdd's does for the instances that joined it while
+// it was under way, and says so in the log.
+func (s *subscriptions) tell(key coordKey, rp *replica, subscribe bool) bool {
+	h := s.hub
+	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.CallTimeout)
+	defer cancel()
+	if !subscribe {
+		if err := rp.unsubscribe(ctx, key.uri); err != nil {
+			h.log.Debug("unsubscribing upstream failed", "uri", key.uri, "err", err)
+		}
+		return false
+	}
+	if err := rp.subscribe(ctx, key.uri); err != nil {
+		h.log.Warn("subscribing upstream again failed", "uri", key.uri, "err", err)
+		s.mu.Lock()
+		delete(s.coord, key)
+		s.mu.Unlock()
+		return false
+	}
+	return true
 }
 
 // dropInstance forgets what a departed instance asked this one to keep.
