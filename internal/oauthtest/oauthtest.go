@@ -11,6 +11,7 @@
 //	as.Revoke(c, token)    // an opaque token no longer active
 //	as.Rotate(false)       // a new signing key, the old one still published
 //	as.FailPath("/jwks")   // the JWKS endpoint drops every connection
+//	h := as.HoldNext("/jwks") // its next answer waits for h.Release()
 //	as.Down()              // the issuer is unreachable (connection refused)
 //
 // The proxy is the issuer's address: every request to the authorization
@@ -174,6 +175,16 @@ func (s *Server) Up() { s.proxy.up(s.tb) }
 // is closed without an answer, as a dead backend behind a load balancer
 // would. HealPath undoes it.
 func (s *Server) FailPath(path string) { s.proxy.setFault(path, true) }
+
+// HoldNext holds the next request for path (such as "/jwks"): the server
+// answers it at once, and the answer goes back to the client only when the
+// test releases it, as a slow network would deliver a document that was
+// current when asked for. Released when the test ends, if not before.
+func (s *Server) HoldNext(path string) *Hold {
+	h := s.proxy.hold(path)
+	s.tb.Cleanup(h.Release)
+	return h
+}
 
 // HealPath undoes FailPath.
 func (s *Server) HealPath(path string) { s.proxy.setFault(path, false) }

@@ -1,8 +1,10 @@
 package oauthtest
 
 import (
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"sync"
@@ -21,6 +23,7 @@ type proxy struct {
 	target *httputil.ReverseProxy // nil until the server is ready
 	srv    *http.Server           // nil while down
 	faults map[string]bool
+	holds  map[string]*Hold // the next request for the path is held
 	counts map[string]int
 }
 
@@ -30,7 +33,8 @@ func startProxy(tb testing.TB) *proxy {
 	if err != nil {
 		tb.Fatalf("oauthtest: proxy: %v", err)
 	}
-	p := &proxy{addr: ln.Addr().String(), faults: make(map[string]bool), counts: make(map[string]int)}
+	p := &proxy{addr: ln.Addr().String(), faults: make(map[string]bool), holds: make(map[string]*Hold),
+		counts: make(map[string]int)}
 	p.serve(ln)
 	return p
 }
@@ -58,6 +62,8 @@ func (p *proxy) handle(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.counts[r.URL.Path]++
 	fail, target := p.faults[r.URL.Path], p.target
+	hold := p.holds[r.URL.Path]
+	delete(p.holds, r.URL.Path)
 	p.mu.Unlock()
 	if fail || target == nil {
 		// Close the connection without an answer.
@@ -70,8 +76,47 @@ func (p *proxy) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unavailable", http.StatusBadGateway)
 		return
 	}
+	if hold != nil {
+		hold.serve(target, w, r)
+		return
+	}
 	target.ServeHTTP(w, r)
 }
+
+// Hold is a request the proxy holds: the server's answer, taken when the
+// request came, goes back only once released.
+type Hold struct {
+	held    chan struct{} // closed once the answer is taken
+	release chan struct{} // closed by Release
+	once    sync.Once
+}
+
+func (p *proxy) hold(path string) *Hold {
+	h := &Hold{held: make(chan struct{}), release: make(chan struct{})}
+	p.mu.Lock()
+	p.holds[path] = h
+	p.mu.Unlock()
+	return h
+}
+
+// serve asks the server at once, and answers once released.
+func (h *Hold) serve(target http.Handler, w http.ResponseWriter, r *http.Request) {
+	rec := httptest.NewRecorder()
+	target.ServeHTTP(rec, r)
+	close(h.held)
+	<-h.release
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// Held returns a channel closed once a request is held: the server has
+// answered it, and the answer waits for Release.
+func (h *Hold) Held() <-chan struct{} { return h.held }
+
+// Release sends the held answer (or lets the next request through
+// unheld, if none came yet). It may be called more than once.
+func (h *Hold) Release() { h.once.Do(func() { close(h.release) }) }
 
 func (p *proxy) setFault(path string, fail bool) {
 	p.mu.Lock()

@@ -56,8 +56,11 @@
 //     algorithm's family (an RSA key for RS256, a P-256 key for ES256...),
 //     whose own "alg", if any, agrees. Unknown: the JWKS is fetched again,
 //     at most once every KeyRefreshInterval (30 s) per issuer, then
-//     ErrUnknownKey; a token that comes while that fetch runs waits for it
-//     (a rotation brings many tokens of the new key at once).
+//     ErrUnknownKey. That fetch begins after the token came: one already
+//     under way (the keys fetched ahead of their age) may predate a
+//     rotation, so it is queued behind it. A token that comes while that
+//     fetch is queued or runs waits for it (a rotation brings many tokens
+//     of the new key at once).
 //  6. The signature, by go-jose (ErrSignature).
 //  7. "exp" (required), "nbf" and "iat", with Config.Leeway of skew, 60 s at
 //     most (ErrExpired, ErrNotYetValid); "sub" or a client id present.

@@ -15,6 +15,7 @@ import (
 // KeyRefreshInterval is how often, at most, an issuer's keys are fetched
 // again because a token named a key id they lack: a flood of tokens with
 // made-up key ids costs the issuer one request per interval, not one each.
+// Fetches of the keys as they age are not counted.
 const KeyRefreshInterval = 30 * time.Second
 
 // The wait after a failed fetch grows from retryMin to retryMax; meanwhile
@@ -74,7 +75,8 @@ type issuer struct {
 	err        error         // last fetch's failure, nil after a success
 	failures   int           // failed fetches in a row
 	retryAt    time.Time     // no new attempt before this, after a failure
-	inflight   chan struct{} // non-nil while a fetch runs; closed when it ends
+	running    *fetch        // the fetch under way, if any
+	queued     *fetch        // a fetch for an unknown key id, to start when running ends
 
 	// What the introspection endpoint made of the resource server's own
 	// credentials (introspect.go).
@@ -107,7 +109,7 @@ func (is *issuer) metadata(ctx context.Context) (*ServerMetadata, error) {
 	if m != nil {
 		return m, nil
 	}
-	if err := is.refresh(ctx, false); err != nil {
+	if err := is.refresh(ctx); err != nil {
 		return nil, err
 	}
 	is.mu.Lock()
@@ -115,45 +117,51 @@ func (is *issuer) metadata(ctx context.Context) (*ServerMetadata, error) {
 	return is.meta, nil
 }
 
+// fetch is one fetch of an issuer's keys (and metadata, when missing or
+// old); whoever needs its outcome waits for done.
+type fetch struct {
+	done   chan struct{} // closed once it ended
+	err    error         // why it failed; set before done is closed
+	behind *fetch        // the fetch it was queued behind, if any
+}
+
+func newFetch() *fetch { return &fetch{done: make(chan struct{})} }
+
 // key returns the keys that may have signed a token with this key id and
 // algorithm. Keys past their cache lifetime are fetched again first (and
-// kept if that fails); an unknown key id fetches them again at most once
-// per KeyRefreshInterval.
+// kept if that fails). An unknown key id waits for a fetch that starts
+// after it was seen (onDemandLocked): not one already under way, which
+// may have begun before the issuer published the key.
 func (is *issuer) key(ctx context.Context, kid string, alg jose.SignatureAlgorithm) ([]jose.JSONWebKey, error) {
 	is.mu.Lock()
 	stale := is.keys == nil || is.now().Sub(is.keysAt) >= is.keysMaxAge
 	is.mu.Unlock()
 	if stale {
-		if err := is.refresh(ctx, false); err != nil && !is.hasKeys() {
+		if err := is.refresh(ctx); err != nil && !is.hasKeys() {
 			return nil, err
 		}
 	}
 	is.mu.Lock()
 	found := is.keys.find(kid, alg)
-	onDemand := len(found) == 0 && !is.keys.hasKeyID(kid) && is.now().Sub(is.onDemandAt) >= KeyRefreshInterval
-	if onDemand {
-		is.onDemandAt = is.now()
-	}
-	inflight := is.inflight
-	is.mu.Unlock()
-	if len(found) == 0 && !onDemand && inflight != nil {
-		// A fetch is under way, for this key id maybe (a rotation brings
-		// many tokens of the new key at once): its outcome, not a refusal
-		// because the next fetch is not due.
-		select {
-		case <-inflight:
-		case <-ctx.Done():
+	var f *fetch
+	limited, mine := false, false
+	if len(found) == 0 && !is.keys.hasKeyID(kid) {
+		if f, mine = is.onDemandLocked(); f == nil {
+			// Not due: the fetch under way, if any, may have it still
+			// (the key came before that fetch began).
+			limited, f = true, is.running
 		}
-		is.mu.Lock()
-		found = is.keys.find(kid, alg)
-		is.mu.Unlock()
 	}
+	is.mu.Unlock()
 	if len(found) > 0 {
 		return found, nil
 	}
 	var fetchErr error
-	if onDemand {
-		fetchErr = is.refresh(ctx, true)
+	if f != nil {
+		if mine {
+			is.runOnDemand(ctx, f)
+		}
+		fetchErr = is.await(ctx, f)
 		is.mu.Lock()
 		found = is.keys.find(kid, alg)
 		is.mu.Unlock()
@@ -165,10 +173,58 @@ func (is *issuer) key(ctx context.Context, kid string, alg jose.SignatureAlgorit
 	if fetchErr != nil {
 		return nil, fmt.Errorf("%w: %s, and its keys could not be fetched again: %w", ErrUnknownKey, what, fetchErr)
 	}
-	if !onDemand {
+	if limited {
 		what += fmt.Sprintf(" (keys fetched again at most every %s)", KeyRefreshInterval)
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownKey, what)
+}
+
+// onDemandLocked returns the fetch that may bring a key id the keys lack,
+// and whether the caller is to run it (runOnDemand). It must start from now
+// on: a fetch under way may have begun before the issuer rotated to the
+// key, and taking its outcome for an answer refused the new key's tokens
+// until the next fetch was due. So it is the fetch already queued behind
+// the one under way, joined (a rotation brings many tokens of the new key
+// at once, and a flood of made-up key ids costs nothing more), or a new
+// one, started at once or queued behind the one under way, at most once
+// per KeyRefreshInterval; nil when that is not due. After a failure it
+// does not wait for the retry time: it is rate-limited already.
+func (is *issuer) onDemandLocked() (f *fetch, mine bool) {
+	if is.queued != nil {
+		return is.queued, false
+	}
+	now := is.now()
+	if now.Sub(is.onDemandAt) < KeyRefreshInterval {
+		return nil, false
+	}
+	is.onDemandAt = now
+	f = newFetch()
+	if is.running == nil {
+		is.running = f
+	} else {
+		f.behind, is.queued = is.running, f
+	}
+	return f, true
+}
+
+// runOnDemand runs f, which onDemandLocked gave this caller to run, once
+// the fetch it was queued behind, if any, ended (which made f the one under
+// way). It waits for that whatever ctx says: others wait for f.
+func (is *issuer) runOnDemand(ctx context.Context, f *fetch) {
+	if f.behind != nil {
+		<-f.behind.done
+	}
+	is.run(ctx, f)
+}
+
+// await waits for f and returns its failure.
+func (is *issuer) await(ctx context.Context, f *fetch) error {
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: waiting for issuer %s: %w", ErrUnavailable, is.id, ctx.Err())
+	}
 }
 
 func (is *issuer) hasKeys() bool {
@@ -180,26 +236,28 @@ func (is *issuer) hasKeys() bool {
 // refresh fetches the keys (and the metadata, when missing or old). One
 // fetch runs at a time: a caller that finds one running waits for it and
 // shares its outcome. After a failure, callers get that failure until the
-// retry time, unless force (an unknown key id, already rate-limited).
-func (is *issuer) refresh(ctx context.Context, force bool) error {
+// retry time.
+func (is *issuer) refresh(ctx context.Context) error {
 	is.mu.Lock()
-	if ch := is.inflight; ch != nil {
+	if f := is.running; f != nil {
 		is.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("%w: waiting for issuer %s: %w", ErrUnavailable, is.id, ctx.Err())
-		}
-		is.mu.Lock()
+		return is.await(ctx, f)
+	}
+	if is.err != nil && is.now().Before(is.retryAt) {
 		defer is.mu.Unlock()
 		return is.err
 	}
-	if is.err != nil && !force && is.now().Before(is.retryAt) {
-		defer is.mu.Unlock()
-		return is.err
-	}
-	ch := make(chan struct{})
-	is.inflight = ch
+	f := newFetch()
+	is.running = f
+	is.mu.Unlock()
+	is.run(ctx, f)
+	return f.err
+}
+
+// run carries out f, the fetch under way, and records its outcome; the
+// fetch queued behind it, if any, is the one under way from then on.
+func (is *issuer) run(ctx context.Context, f *fetch) {
+	is.mu.Lock()
 	meta := is.meta
 	if meta != nil && is.now().Sub(is.metaAt) >= metadataMaxAge {
 		meta = nil
@@ -223,8 +281,9 @@ func (is *issuer) refresh(ctx context.Context, force bool) error {
 
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	is.inflight = nil
-	close(ch)
+	is.running, is.queued = is.queued, nil
+	f.err = err
+	defer close(f.done) // once the outcome is recorded
 	now := is.now()
 	if err != nil {
 		is.failures++
@@ -234,7 +293,7 @@ func (is *issuer) refresh(ctx context.Context, force bool) error {
 				"retry", is.retryAt.Sub(now).String(), "keys_at_hand", len(is.keys))
 		}
 		is.err = err
-		return err
+		return
 	}
 	if is.err != nil || is.keys == nil {
 		is.log.Info("oauth: issuer ready", "issuer", is.id, "keys", len(keys))
@@ -244,7 +303,6 @@ func (is *issuer) refresh(ctx context.Context, force bool) error {
 	}
 	is.keys, is.keysAt, is.keysMaxAge = keys, now, maxAge
 	is.err, is.failures = nil, 0
-	return nil
 }
 
 func (is *issuer) fetchMetadata(ctx context.Context) (*ServerMetadata, error) {

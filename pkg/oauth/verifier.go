@@ -290,7 +290,7 @@ func (v *Verifier) Run(ctx context.Context) error {
 		next := now.Add(KeysMaxAge)
 		for _, is := range v.order {
 			if !is.due().After(now) {
-				_ = is.refresh(ctx, false) // logged by refresh; Status reports it
+				_ = is.refresh(ctx) // logged by refresh; Status reports it
 			}
 			next = minTime(next, is.due())
 			if at, ok := is.credentialsDue(); ok && !at.After(now) {

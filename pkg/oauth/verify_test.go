@@ -1,13 +1,17 @@
 package oauth_test
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -288,6 +292,94 @@ func TestVerify_rotationTokensAtOnce(t *testing.T) {
 		assert.NoError(t, <-errs)
 	}
 	assert.Equal(t, 2, as.Requests("/jwks"), "one fetch for all of them")
+}
+
+// TestVerify_rotationDuringARefresh: a key the issuer rotates to while a
+// fetch of its keys is under way (begun before the rotation: Run fetches
+// them ahead of their age) is fetched again for its first token. That
+// token used to share the fetch under way, whose keys lack it, and its
+// on-demand fetch was spent: the new key's tokens were refused for up to
+// 30 s. A hostile client flooding made-up key ids meanwhile costs the
+// issuer nothing more than that one fetch, and the well-behaved client is
+// served at once.
+func TestVerify_rotationDuringARefresh(t *testing.T) {
+	as := oauthtest.Start(t)
+	var clk clock
+	v := newVerifier(t, as, func(c *oauth.Config) { c.Now = clk.now })
+	m := as.MachineClient("mcp:client")
+	_, err := verify(t, v, as.Token(m, resource), resource)
+	require.NoError(t, err)
+	require.Equal(t, 1, as.Requests("/jwks"))
+
+	// The keys near their age (not past it): Run fetches them again, and
+	// the answer, current when asked for, is held on its way back.
+	held := as.HoldNext("/jwks")
+	clk.advance(oauth.KeysDefaultAge * 95 / 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- v.Run(ctx) }()
+	t.Cleanup(func() {
+		held.Release()
+		cancel()
+		<-ran
+	})
+	select {
+	case <-held.Held():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run never fetched the keys again")
+	}
+
+	as.Rotate(false)
+	rotated := as.Token(m, resource)
+	served := make(chan error, 1)
+	go func() {
+		_, err := verify(t, v, rotated, resource)
+		served <- err
+	}()
+	waitFor(t, func() bool { return oauth.OnDemandClaimedForTest(v) }) // its token asked for the keys
+
+	// The hostile client: tokens naming key ids no one published, from
+	// before the held fetch ends until well after.
+	_, claims := jwtParts(t, rotated)
+	stranger := strangerKey(t)
+	var forged []string
+	for i := range 64 {
+		forged = append(forged, oauth.SignForTest(t, jose.RS256, stranger, fmt.Sprintf("made-up-%d", i), claims))
+	}
+	var refused atomic.Int64
+	stop := make(chan struct{})
+	var flood sync.WaitGroup
+	for range 2 {
+		flood.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := verify(t, v, forged[i%len(forged)], resource); !errors.Is(err, oauth.ErrUnknownKey) {
+					t.Errorf("a made-up key id: %v", err)
+					return
+				}
+				refused.Add(1)
+			}
+		})
+	}
+	held.Release()
+	select {
+	case err := <-served:
+		require.NoError(t, err, "the new key's first token is served")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the new key's first token waits")
+	}
+	_, err = verify(t, v, as.Token(m, resource), resource)
+	require.NoError(t, err, "and the next")
+
+	n := refused.Load()
+	waitFor(t, func() bool { return refused.Load() >= n+200 })
+	close(stop)
+	flood.Wait()
+	assert.Equal(t, 3, as.Requests("/jwks"), "one fetch for the new key, whatever the flood")
 }
 
 // TestVerify_jwksDown: with the JWKS endpoint failing, the keys at hand
