@@ -146,3 +146,33 @@ func TestPeer_goAndAbort(t *testing.T) {
 		assert.ErrorIs(t, p.Go(p.NextID(), "late", nil, func(*jsonrpc.Response, error) {}), peer.ErrClosed)
 	})
 }
+
+// TestPeer_goRenamed: a call sent with a member of its params renamed
+// reaches the other side renamed, the caller's params untouched, and is
+// answered as any call; a member that is not within the params is refused.
+func TestPeer_goRenamed(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		p := start(t, a, nil)
+		s := script{t, b}
+		params := json.RawMessage(`{"name":"demo__add","arguments":{"x":1}}`)
+		old, _ := jsonrpc.Member(params, "name")
+		done := make(chan *jsonrpc.Response, 1)
+		id := p.NextID()
+		require.NoError(t, p.GoRenamed(id, "tools/call", params, old, "add", func(resp *jsonrpc.Response, err error) {
+			assert.NoError(t, err)
+			done <- resp
+		}))
+		req := s.recvRequest()
+		assert.JSONEq(t, `{"name":"add","arguments":{"x":1}}`, string(req.Params))
+		assert.Equal(t, `{"name":"demo__add","arguments":{"x":1}}`, string(params), "the caller's params are left as they are")
+		s.send(`{"jsonrpc":"2.0","id":` + req.ID.String() + `,"result":{"ok":true}}`)
+		select {
+		case resp := <-done:
+			assert.JSONEq(t, `{"ok":true}`, string(resp.Result))
+		case <-time.After(wait):
+			t.Fatal("no answer")
+		}
+		assert.Error(t, p.GoRenamed(p.NextID(), "tools/call", params, []byte(`"demo__add"`), "add", nil), "not within the params")
+	})
+}

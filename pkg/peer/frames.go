@@ -84,6 +84,17 @@ func (p *Peer) encodeRequest(r *jsonrpc.Request) []byte {
 	return r.AppendJSON(frameBuffer(r.SizeHint(), p.recycles))
 }
 
+// encodeRenamed encodes a call of the peer's own with a member of its
+// params renamed (Request.AppendJSONRenamed), as encodeRequest.
+func (p *Peer) encodeRenamed(r *jsonrpc.Request, old []byte, name string) ([]byte, bool) {
+	b := frameBuffer(r.SizeHint()+len(name)+2, p.recycles)
+	out, ok := r.AppendJSONRenamed(b, old, name)
+	if !ok {
+		p.recycle(b)
+	}
+	return out, ok
+}
+
 // encodeResponse encodes an answer of the peer's own, as encodeRequest.
 func (p *Peer) encodeResponse(r *jsonrpc.Response) []byte {
 	return r.AppendJSON(frameBuffer(r.SizeHint(), p.recycles))
