@@ -60,6 +60,27 @@ func (r *Response) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// AppendResult appends the encoding of the response to id whose result is
+// a's, as Response.AppendJSON would encode NewResult's, with a encoded
+// straight into b: a large result is then written once, into the frame,
+// where NewResult first encodes it into a buffer of its own. On an error
+// of a's, b is returned as it was.
+func AppendResult(b []byte, id ID, a Appender) ([]byte, error) {
+	start := len(b)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.AppendJSON(b)
+	b = append(b, `,"result":`...)
+	n := len(b)
+	b, err := a.AppendJSON(b)
+	if err != nil {
+		return b[:start], err
+	}
+	if len(b) == n {
+		b = append(b, "null"...)
+	}
+	return append(b, '}'), nil
+}
+
 // AppendJSON appends the error object's compact JSON encoding to b.
 func (e *Error) AppendJSON(b []byte) []byte {
 	b = append(b, `{"code":`...)

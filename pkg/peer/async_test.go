@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,5 +176,51 @@ func TestPeer_goRenamed(t *testing.T) {
 			t.Fatal("no answer")
 		}
 		assert.Error(t, p.GoRenamed(p.NextID(), "tools/call", params, []byte(`"demo__add"`), "add", nil), "not within the params")
+	})
+}
+
+// appended is a result that encodes itself, as mcp.CallToolResult does; an
+// empty one writes nothing, a failing one an error.
+type appended struct {
+	text string
+	fail bool
+}
+
+func (a appended) AppendJSON(b []byte) ([]byte, error) {
+	if a.fail {
+		return append(b, "partial"...), errors.New("cannot encode")
+	}
+	if a.text == "" {
+		return b, nil
+	}
+	return jsonrpc.AppendString(append(b, `{"text":`...), a.text), nil
+}
+
+func (a appended) SizeHint() int { return len(a.text) + 16 }
+
+// TestPeer_appenderResults: a result that encodes itself is written into
+// the answer's frame byte for byte as NewResult's response encodes, large
+// (a pooled frame) or small, one that writes nothing as null; one that fails
+// to encode is an internal error, and the peer goes on answering.
+func TestPeer_appenderResults(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		large := strings.Repeat("é", 10<<10)
+		results := map[string]appended{"small": {text: "ok"}, "large": {text: large}, "empty": {}, "fail": {fail: true}}
+		start(t, a, &peer.Options{Handler: peer.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			return results[req.Method], nil
+		})})
+		s := script{t, b}
+		for i, method := range []string{"small", "large", "empty", "fail", "small"} {
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q}`, i, method))
+			got := s.recv()
+			if method == "fail" {
+				assert.JSONEq(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32603,"message":"Internal error"}}`, i), got)
+				continue
+			}
+			want, err := jsonrpc.NewResult(jsonrpc.Int64ID(int64(i)), results[method])
+			require.NoError(t, err)
+			assert.Equal(t, string(want.Encode()), got, method)
+		}
 	})
 }

@@ -95,6 +95,29 @@ func (p *Peer) encodeRenamed(r *jsonrpc.Request, old []byte, name string) ([]byt
 	return out, ok
 }
 
+// sizeHinter is implemented by results that know about how large their
+// encoding is (mcp.CallToolResult): their frame then comes from the pools
+// at its size, rather than grown as they are written.
+type sizeHinter interface {
+	SizeHint() int
+}
+
+// encodeResult encodes an answer of the peer's own whose result encodes
+// itself (jsonrpc.AppendResult), as encodeRequest.
+func (p *Peer) encodeResult(id jsonrpc.ID, a jsonrpc.Appender) ([]byte, error) {
+	n := 64
+	if h, ok := a.(sizeHinter); ok {
+		n += h.SizeHint()
+	}
+	b := frameBuffer(n, p.recycles)
+	frame, err := jsonrpc.AppendResult(b, id, a)
+	if err != nil {
+		p.recycle(b)
+		return nil, err
+	}
+	return frame, nil
+}
+
 // encodeResponse encodes an answer of the peer's own, as encodeRequest.
 func (p *Peer) encodeResponse(r *jsonrpc.Response) []byte {
 	return r.AppendJSON(frameBuffer(r.SizeHint(), p.recycles))
