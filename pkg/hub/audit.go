@@ -253,7 +253,7 @@ func (h *Hub) auditCall(t *target, c caller, method string, start time.Time, err
 		rec.Reason = "the call failed"
 	}
 	if method != mcp.MethodToolsCall && method != mcp.MethodPromptsGet {
-		rec.URI, _ = jsonrpc.StringMember(t.params, "uri")
+		rec.URI, _ = jsonrpc.StringMember(t.params(), "uri")
 	}
 	switch cl := c.(type) {
 	case sessionCall:

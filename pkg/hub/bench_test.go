@@ -73,9 +73,15 @@ func newBenchServer(answer func(*mcp.ToolRequest) *mcp.CallToolResult) *mcp.Serv
 
 // dialBenchServer dials s into th until the benchmark ends.
 func dialBenchServer(b *testing.B, th *testHub, s *mcp.Server) {
+	dialBenchServerAt(b, th, s, "/mcp/server")
+}
+
+// dialBenchServerAt is dialBenchServer at path, which may ask for a
+// revision (?era=session).
+func dialBenchServerAt(b *testing.B, th *testHub, s *mcp.Server, path string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
-	go func() { defer close(dialed); s.Dial(ctx, th.wsURL("/mcp/server"), nil) }()
+	go func() { defer close(dialed); s.Dial(ctx, th.wsURL(path), nil) }()
 	b.Cleanup(func() { cancel(); <-dialed })
 }
 
@@ -234,12 +240,20 @@ func BenchmarkCall(b *testing.B) {
 
 // BenchmarkCallLarge is BenchmarkCall's one instance with 16 KiB of
 // arguments, 64 calls in flight: a process without children (no Redis),
-// which valgrind's callgrind can follow to its end.
+// which valgrind's callgrind can follow to its end. Its server speaks
+// 2026-07-28 (modern-server), or a session revision (session-server, as
+// hubbench's): the hub edits the params of each differently.
 func BenchmarkCallLarge(b *testing.B) {
-	th := benchHub(b, nil)
-	dialBenchServer(b, th, newBenchServer(echoArguments))
-	waitBenchServer(b, th)
-	runCalls(b, th, false, 16<<10)
+	modern, session := benchHub(b, nil), benchHub(b, nil)
+	dialBenchServer(b, modern, newBenchServer(echoArguments))
+	dialBenchServerAt(b, session, newBenchServer(echoArguments), "/mcp/server?era=session")
+	for _, tc := range []struct {
+		name string
+		th   *testHub
+	}{{"modern-server", modern}, {"session-server", session}} {
+		waitBenchServer(b, tc.th)
+		b.Run(tc.name, func(b *testing.B) { runCalls(b, tc.th, false, 16<<10) })
+	}
 }
 
 // runCalls is the load of BenchmarkCall: size bytes of arguments to

@@ -104,9 +104,16 @@ func servedBy(key servedID, instance string) bool { return key.from == instance 
 // instance is told to give up. ctx carries the call's trace, which the
 // envelope carries on.
 func (c *cluster) sendCall(ctx context.Context, ri *replicaInfo, server string, cl caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+	return c.sendCallRenamed(ctx, ri, server, cl, method, params, nil, "", done)
+}
+
+// sendCallRenamed is sendCall with old, when set (a slice of params: a
+// tool's name as the client sent it), replaced by the JSON string name as
+// the envelope is written.
+func (c *cluster) sendCallRenamed(ctx context.Context, ri *replicaInfo, server string, cl caller, method string, params json.RawMessage, old []byte, name string, done func(json.RawMessage, error)) (abort func(error)) {
 	caps := cl.caps()
 	env := &envelope{Kind: envCall, Replica: ri.ID, Server: server, Method: method, Params: params, Caps: caps.shared(), Client: cl.client(),
-		LogLevel: cl.logLevel()}
+		LogLevel: cl.logLevel(), Rename: old, RenameTo: name}
 	if caps.Tasks {
 		env.Owner = cl.owner() // a task made of the call there is theirs
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -69,6 +70,12 @@ type envelope struct {
 	Timeout  bool             `json:"to,omitempty"` // of a cancel: the call timed out (the server is told so)
 	Body     string           `json:"b,omitempty"`  // on the wire: which of Params and Result follows the header
 	HTTP     *httpPart        `json:"h,omitempty"`
+
+	// Rename, of a call, is a tool's name in Params (a slice of them) that
+	// RenameTo replaces as they are written (cluster.sendCallRenamed): the
+	// params are copied once, into the envelope. It does not travel.
+	Rename   []byte `json:"-"`
+	RenameTo string `json:"-"`
 }
 
 // On the wire an envelope is its JSON header, and when it carries params or
@@ -96,14 +103,21 @@ func (env *envelope) encode() ([]byte, error) {
 	if err != nil || body == nil {
 		return b, err
 	}
-	return append(append(b, '\n'), body...), nil
+	b = append(b, '\n')
+	if env.Rename != nil && head.Body == bodyParams {
+		if b, ok := jsonrpc.AppendSpliceString(b, body, env.Rename, env.RenameTo); ok {
+			return b, nil
+		}
+		return nil, errors.New("envelope: the name to rename is not within the params")
+	}
+	return append(b, body...), nil
 }
 
 // sizeHint is a close upper estimate of the wire form's size, snapshots
 // and HTTP parts aside: one allocation for the usual envelope.
 func (env *envelope) sizeHint() int {
 	n := 192 + len(env.From) + len(env.Client) + len(env.Owner) + len(env.Replica) + len(env.Server) + len(env.Method) + len(env.URI) + len(env.LogLevel) + len(env.Trace) +
-		len(env.Params) + len(env.Result) + 4*len(env.Chunk)/3
+		len(env.Params) + len(env.Result) + 4*len(env.Chunk)/3 + len(env.RenameTo)
 	if env.Error != nil {
 		n += len(env.Error.Message) + len(env.Error.Data)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 )
 
 // sampleEnvelopes hold every member of an envelope, each kind of value and
@@ -76,6 +78,9 @@ func TestEnvelope_everyMemberTravels(t *testing.T) {
 	typ := reflect.TypeFor[envelope]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
+		if f.Tag.Get("json") == "-" {
+			continue // how the envelope is written, not what travels (Rename)
+		}
 		t.Run(f.Name, func(t *testing.T) {
 			env := envelope{Kind: "k", From: "f"}
 			v := reflect.ValueOf(&env).Elem().Field(i)
@@ -211,4 +216,25 @@ func TestClientCaps_shared(t *testing.T) {
 		require.True(t, got.decodeHead(head), "%s", head)
 		assert.Same(t, p, got.Caps, "%s", head)
 	}
+}
+
+// TestEnvelope_renameAsWritten: a call's tool name is replaced as its
+// params are written, which travel renamed and the sender's untouched; a
+// name that is not within the params fails the encoding.
+func TestEnvelope_renameAsWritten(t *testing.T) {
+	t.Parallel()
+	params := json.RawMessage(`{"name":"demo__add","arguments":{"x":"demo__add"}}`)
+	old, _ := jsonrpc.Member(params, "name")
+	env := &envelope{Kind: envCall, From: "a", Call: 7, Method: "tools/call", Params: params, Rename: old, RenameTo: "add"}
+	b, err := env.encode()
+	require.NoError(t, err)
+	got, ok := decodeEnvelope(b)
+	require.True(t, ok, "%s", b)
+	assert.Equal(t, `{"name":"add","arguments":{"x":"demo__add"}}`, string(got.Params))
+	assert.Nil(t, got.Rename, "a rename does not travel")
+	assert.Equal(t, `{"name":"demo__add","arguments":{"x":"demo__add"}}`, string(params))
+
+	env.Rename = []byte(`"demo__add"`)
+	_, err = env.encode()
+	assert.Error(t, err)
 }

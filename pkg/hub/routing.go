@@ -306,8 +306,31 @@ func logLevel(params json.RawMessage) mcp.LoggingLevel {
 type target struct {
 	server   string
 	replicas []*replicaInfo
-	params   json.RawMessage
 	item     string // the tool or prompt, by the server's name for it, for the statistics
+	// body is the params as the server is to see them. While a rename is
+	// pending (rename.name set), it is made from the client's on first
+	// use (params): the first attempt writes the rename into its frame or
+	// envelope instead (sendTo), copying the params once.
+	body   json.RawMessage
+	rename rename
+	once   sync.Once
+}
+
+// rename is a tool's or a prompt's name in the client's params that the
+// server's own (target.item) is to replace.
+type rename struct {
+	params json.RawMessage // the client's
+	name   []byte          // the name, a slice of params, as the client sent it
+}
+
+// params returns the params as the server is to see them.
+func (t *target) params() json.RawMessage {
+	t.once.Do(func() {
+		if t.rename.name != nil {
+			t.body, _ = jsonrpc.SpliceString(t.rename.params, t.rename.name, t.item) // the slice was found in them: it cannot fail
+		}
+	})
+	return t.body
 }
 
 // resolve finds the target of tools/call, prompts/get and resources/read.
@@ -332,7 +355,7 @@ func (h *Hub) resolve(s *session, req *jsonrpc.Request) (*target, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &target{server: server, replicas: v.replicasForURI(server, uri), params: req.Params}, nil
+		return &target{server: server, replicas: v.replicasForURI(server, uri), body: req.Params}, nil
 	}
 	k := kindTools
 	if req.Method == mcp.MethodPromptsGet {
@@ -434,13 +457,16 @@ func (h *Hub) resolveNamed(s *session, v *view, k listKind, params json.RawMessa
 		if names > 1 {
 			return nil, errDuplicateName
 		}
-		return &target{server: it.server, replicas: it.replicas, params: params, item: it.orig}, nil // already the server's own name
+		return &target{server: it.server, replicas: it.replicas, body: params, item: it.orig}, nil // already the server's own name
+	}
+	if names == 1 && bytes.HasPrefix(rawName, []byte{'"'}) && jsonrpc.Within(params, rawName) {
+		return &target{server: it.server, replicas: it.replicas, item: it.orig, rename: rename{params: params, name: rawName}}, nil
 	}
 	params, err := renamed(params, rawName, it.orig, names)
 	if err != nil {
 		return nil, err
 	}
-	return &target{server: it.server, replicas: it.replicas, params: params, item: it.orig}, nil
+	return &target{server: it.server, replicas: it.replicas, body: params, item: it.orig}, nil
 }
 
 // renamed returns params with the name (rawName, as the client sent it,
@@ -527,11 +553,11 @@ func (h *Hub) resolveComplete(s *session, raw json.RawMessage) (*target, error) 
 			return nil, errUnknownItem("prompt", name)
 		}
 		if s.scope != "" {
-			return &target{server: it.server, replicas: it.replicas, params: raw}, nil
+			return &target{server: it.server, replicas: it.replicas, body: raw}, nil
 		}
 		ref.Set("name", it.orig)
 		params["ref"] = ref.Raw()
-		return &target{server: it.server, replicas: it.replicas, params: params.Raw()}, nil
+		return &target{server: it.server, replicas: it.replicas, body: params.Raw()}, nil
 	case "ref/resource":
 		uri, err := ref.RequireString("uri")
 		if err != nil {
@@ -545,13 +571,13 @@ func (h *Hub) resolveComplete(s *session, raw json.RawMessage) (*target, error) 
 			if !s.who.sees(kindTemplates, it, h.cfg.Separator) {
 				return nil, forbidden(s.who, "use resource template "+strconv.Quote(uri))
 			}
-			return &target{server: it.server, replicas: it.replicas, params: raw}, nil
+			return &target{server: it.server, replicas: it.replicas, body: raw}, nil
 		}
 		server, err := h.resourceServer(s, v, uri)
 		if err != nil {
 			return nil, err
 		}
-		return &target{server: server, replicas: v.replicasForURI(server, uri), params: raw}, nil
+		return &target{server: server, replicas: v.replicasForURI(server, uri), body: raw}, nil
 	}
 	return nil, errRefType
 }
@@ -587,7 +613,7 @@ func (h *Hub) forward(ctx context.Context, t *target, c caller, method string, d
 		return &flight{ended: true}
 	}
 	f := &flight{start: time.Now(), trace: ctx}
-	h.attempt(f, t, c, method, t.params, done)
+	h.attempt(f, t, c, method, nil, done) // nil: the target's own (sendTo)
 	return f
 }
 
@@ -624,8 +650,15 @@ func (h *Hub) attempt(f *flight, t *target, c caller, method string, params json
 
 // sendTo sends an attempt of a call to the replica ri and returns how to
 // abort it; release, when set, runs first when it ends (the end of its
-// share of a lease).
+// share of a lease). nil params are the target's own: when ri serves a
+// session revision and the call is not traced, renamed as its frame is
+// written (replica.sendRenamed), or its envelope for another instance
+// (cluster.sendCallRenamed); made first otherwise.
 func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method string, params json.RawMessage, done func(json.RawMessage, error), release func()) (abort func(error)) {
+	renamedInFrame := params == nil && t.rename.name != nil && ri.ProtocolVersion != mcp.ModernVersion && !h.tracing.Enabled()
+	if params == nil && !renamedInFrame {
+		params = t.params()
+	}
 	ri.inflight.Add(1)
 	start := time.Now()
 	var once atomic.Bool
@@ -638,6 +671,8 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 		}
 		ri.inflight.Add(-1)
 		h.metrics.observeRouted(f.trace, method, ri.local != nil, start)
+		// params are nil only for a server of the session revisions, whose
+		// answers take no next step.
 		if step := h.nextStep(f, ri, t.server, c, method, params, raw, err); step != nil {
 			h.goOn(f, t, c, method, done, step)
 			return
@@ -646,6 +681,12 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 			return
 		}
 		h.ended(f, t, c, method, raw, h.upstreamError(t.server, err), done)
+	}
+	switch {
+	case renamedInFrame && ri.local != nil:
+		return ri.local.sendRenamed(f.trace, c, method, t.rename.params, t.rename.name, t.item, finish)
+	case renamedInFrame:
+		return h.cluster.sendCallRenamed(f.trace, ri, t.server, c, method, t.rename.params, t.rename.name, t.item, finish)
 	}
 	return h.sendOne(f.trace, ri, t.server, c, method, params, finish)
 }
@@ -827,6 +868,29 @@ type upstreamCall struct {
 // the call early: the server hears notifications/cancelled with the hub's
 // id. ctx carries the call's trace, which the server receives in _meta.
 func (rp *replica) send(ctx context.Context, c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+	return rp.sendAs(ctx, c, method, params, nil, "", done)
+}
+
+// sendRenamed is send of params with old, a slice of them (a tool's name
+// as the client sent it), replaced by the JSON string name: written as the
+// frame is encoded where nothing else changes params (a server of the
+// session revisions, params without _meta, no task held, no trace), so
+// that a large call is copied once on its way; renamed first otherwise.
+func (rp *replica) sendRenamed(ctx context.Context, c caller, method string, params json.RawMessage, old []byte, name string, done func(json.RawMessage, error)) (abort func(error)) {
+	if rp.modern || mayHaveMeta(params) || c.caps().Tasks || rp.hub.tracing.Enabled() {
+		out, ok := jsonrpc.SpliceString(params, old, name)
+		if !ok {
+			done(nil, errParamsNotObject)
+			return func(error) {}
+		}
+		return rp.send(ctx, c, method, out, done)
+	}
+	return rp.sendAs(ctx, c, method, params, old, name, done)
+}
+
+// sendAs is send, with old (when set) renamed to name in the frame: the
+// caller made sure nothing below changes params then.
+func (rp *replica) sendAs(ctx context.Context, c caller, method string, params json.RawMessage, old []byte, name string, done func(json.RawMessage, error)) (abort func(error)) {
 	id := rp.peer.NextID()
 	hc := rp.hub.tasks.hold(rp, c, method, params, done) // a call that may become a task (routing_heldtasks.go)
 	if hc != nil {
@@ -851,7 +915,13 @@ func (rp *replica) send(ctx context.Context, c caller, method string, params jso
 		span.EndWith(raw, err)
 		done(raw, err)
 	}
-	if err := rp.peer.Go(id, method, params, finish); err != nil {
+	var err error
+	if old != nil {
+		err = rp.peer.GoRenamed(id, method, params, old, name, finish)
+	} else {
+		err = rp.peer.Go(id, method, params, finish)
+	}
+	if err != nil {
 		finish(nil, err)
 	}
 	abort = func(cause error) { rp.peer.Abort(id, cause) }

@@ -69,7 +69,7 @@ func (h *Hub) resolveVirtual(s *session, v *view, vl *virtualLists, k listKind, 
 			return nil, errParamsNotObject
 		}
 	}
-	return &target{server: it.Server, replicas: agg.replicas, params: out, item: it.Orig}, nil
+	return &target{server: it.Server, replicas: agg.replicas, body: out, item: it.Orig}, nil
 }
 
 // errArguments answers arguments a virtual server refuses: a fixed one
@@ -134,7 +134,7 @@ func (h *Hub) completeVirtualPrompt(s *session, v *view, vl *virtualLists, param
 	}
 	ref.Set("name", it.Orig)
 	params["ref"] = ref.Raw()
-	return &target{server: it.Server, replicas: agg.replicas, params: params.Raw()}, nil
+	return &target{server: it.Server, replicas: agg.replicas, body: params.Raw()}, nil
 }
 
 // completeVirtualTemplate finds the target of completion/complete for a
@@ -152,7 +152,7 @@ func (h *Hub) completeVirtualTemplate(s *session, v *view, vl *virtualLists, raw
 		if agg == nil || agg.server != it.server {
 			return nil, nil
 		}
-		return &target{server: it.server, replicas: agg.replicas, params: raw}, nil
+		return &target{server: it.server, replicas: agg.replicas, body: raw}, nil
 	}
 	return nil, nil
 }

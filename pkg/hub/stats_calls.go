@@ -212,7 +212,7 @@ func (st *stats) logCall(want uint32, traceID string, t *target, c caller, metho
 		}
 	}
 	if want&watchArgs != 0 {
-		e.Arguments = callArguments(method, t.params)
+		e.Arguments = callArguments(method, t.params())
 	}
 	st.log.add(e)
 }

@@ -7,6 +7,31 @@ import (
 
 // AppendJSON appends the request's compact JSON encoding to b.
 func (r *Request) AppendJSON(b []byte) []byte {
+	b = r.appendHead(b)
+	if len(r.Params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, r.Params...)
+	}
+	return append(b, '}')
+}
+
+// AppendJSONRenamed appends the request's encoding as AppendJSON does, with
+// old, a slice of its params (a member's value), replaced by the JSON string
+// s as they are written: the params are copied once, into the encoding,
+// where splicing them first (SpliceString) copied them twice. It reports
+// false, appending nothing, when old does not lie within the params.
+func (r *Request) AppendJSONRenamed(b []byte, old []byte, s string) ([]byte, bool) {
+	if _, ok := offset(r.Params, old); !ok {
+		return b, false
+	}
+	b = append(r.appendHead(b), `,"params":`...)
+	b, _ = AppendSpliceString(b, r.Params, old, s)
+	return append(b, '}'), true
+}
+
+// appendHead appends the request's encoding up to its params: its opening
+// brace, version, id and method.
+func (r *Request) appendHead(b []byte) []byte {
 	b = append(b, `{"jsonrpc":"2.0",`...)
 	if r.ID.IsValid() {
 		b = append(b, `"id":`...)
@@ -14,12 +39,7 @@ func (r *Request) AppendJSON(b []byte) []byte {
 		b = append(b, ',')
 	}
 	b = append(b, `"method":`...)
-	b = AppendString(b, r.Method)
-	if len(r.Params) > 0 {
-		b = append(b, `,"params":`...)
-		b = append(b, r.Params...)
-	}
-	return append(b, '}')
+	return AppendString(b, r.Method)
 }
 
 // AppendJSON appends the response's compact JSON encoding to b.
@@ -38,6 +58,27 @@ func (r *Response) AppendJSON(b []byte) []byte {
 		}
 	}
 	return append(b, '}')
+}
+
+// AppendResult appends the encoding of the response to id whose result is
+// a's, as Response.AppendJSON would encode NewResult's, with a encoded
+// straight into b: a large result is then written once, into the frame,
+// where NewResult first encodes it into a buffer of its own. On an error
+// of a's, b is returned as it was.
+func AppendResult(b []byte, id ID, a Appender) ([]byte, error) {
+	start := len(b)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = id.AppendJSON(b)
+	b = append(b, `,"result":`...)
+	n := len(b)
+	b, err := a.AppendJSON(b)
+	if err != nil {
+		return b[:start], err
+	}
+	if len(b) == n {
+		b = append(b, "null"...)
+	}
+	return append(b, '}'), nil
 }
 
 // AppendJSON appends the error object's compact JSON encoding to b.

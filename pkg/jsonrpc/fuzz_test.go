@@ -45,8 +45,22 @@ func FuzzDecode(f *testing.F) {
 		if !bytes.Equal(enc, again) {
 			t.Fatalf("encoding is not stable:\n%s\n%s", enc, again)
 		}
+		// A result that encodes itself is written as the response holding it.
+		for _, m := range first.Messages {
+			if r, ok := m.(*jsonrpc.Response); ok && r.Error == nil {
+				got, err := jsonrpc.AppendResult([]byte("x"), r.ID, rawAppender(r.Result))
+				if want := r.AppendJSON([]byte("x")); err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("AppendResult = %s, %v; want %s", got, err, want)
+				}
+			}
+		}
 	})
 }
+
+// rawAppender is raw JSON that encodes itself, as a jsonrpc.Appender.
+type rawAppender json.RawMessage
+
+func (r rawAppender) AppendJSON(b []byte) ([]byte, error) { return append(b, r...), nil }
 
 // FuzzValidate holds the codec's one-pass validator to the same answers as
 // encoding/json's: any JSON one accepts, the other does (except nesting

@@ -82,14 +82,31 @@ func Splice(obj, old, value []byte) ([]byte, bool) {
 // SpliceString is Splice with the JSON string s as the new value, written
 // straight into the copy (one allocation where quoting s first takes two).
 func SpliceString(obj, old []byte, s string) ([]byte, bool) {
-	off, ok := offset(obj, old)
-	if !ok {
+	if _, ok := offset(obj, old); !ok {
 		return nil, false
 	}
-	out := make([]byte, 0, len(obj)-len(old)+len(s)+2)
-	out = append(out, obj[:off]...)
-	out = AppendString(out, s)
-	return append(out, obj[off+len(old):]...), true
+	return AppendSpliceString(make([]byte, 0, len(obj)-len(old)+len(s)+2), obj, old, s)
+}
+
+// AppendSpliceString appends obj to b with old, a slice of obj, replaced by
+// the JSON string s: SpliceString into a buffer of the caller's, such as
+// the encoding of the message obj is part of (Request.AppendJSONRenamed).
+// It reports false, appending nothing, when old does not lie within obj.
+func AppendSpliceString(b, obj, old []byte, s string) ([]byte, bool) {
+	off, ok := offset(obj, old)
+	if !ok {
+		return b, false
+	}
+	b = append(b, obj[:off]...)
+	b = AppendString(b, s)
+	return append(b, obj[off+len(old):]...), true
+}
+
+// Within reports whether old is a non-empty slice of obj: what Splice and
+// SpliceString replace.
+func Within(obj, old []byte) bool {
+	_, ok := offset(obj, old)
+	return ok
 }
 
 // offset returns where old starts in obj, if it is a non-empty slice of it.

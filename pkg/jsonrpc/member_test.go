@@ -76,6 +76,28 @@ func TestSplice(t *testing.T) {
 	assert.False(t, ok, "not a member of obj")
 }
 
+// TestRequest_AppendJSONRenamed: a request encoded with a member of its
+// params renamed is the request with SpliceString's params, byte for byte,
+// written into the caller's buffer; old outside the params appends nothing.
+func TestRequest_AppendJSONRenamed(t *testing.T) {
+	t.Parallel()
+	params := []byte(`{"name":"demo__add","arguments":{"name":"inner","x":"é\n"}}`)
+	old, _ := jsonrpc.Member(params, "name")
+	spliced, ok := jsonrpc.SpliceString(params, old, "a\"dd")
+	require.True(t, ok)
+	for _, id := range []jsonrpc.ID{jsonrpc.Int64ID(7), jsonrpc.StringID("s7"), {}} {
+		r := &jsonrpc.Request{ID: id, Method: "tools/call", Params: params}
+		got, ok := r.AppendJSONRenamed([]byte("prefix:"), old, "a\"dd")
+		require.True(t, ok)
+		want := (&jsonrpc.Request{ID: id, Method: "tools/call", Params: spliced}).AppendJSON([]byte("prefix:"))
+		assert.Equal(t, string(want), string(got))
+	}
+	r := &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "m", Params: params}
+	got, ok := r.AppendJSONRenamed([]byte("prefix:"), []byte(`"demo__add"`), "add")
+	assert.False(t, ok, "not a slice of the params")
+	assert.Equal(t, "prefix:", string(got))
+}
+
 // The hub renames every tools/call with SpliceString: one allocation.
 func TestSpliceString_allocations(t *testing.T) {
 	obj := []byte(`{"name":"demo__add","arguments":{}}`)
@@ -166,6 +188,12 @@ func FuzzSetMember(f *testing.F) {
 			}
 			if spliced, ok := jsonrpc.SpliceString(obj, old, key); !ok || string(spliced) != string(want) {
 				t.Fatalf("SpliceString(%s, %s, %q) = %s, %v; SetMember gave %s", obj, old, key, spliced, ok, want)
+			}
+			// And a request whose params are renamed as it is encoded.
+			framed, ok := (&jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "m", Params: obj}).AppendJSONRenamed(nil, old, key)
+			wantFrame := (&jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "m", Params: want}).AppendJSON(nil)
+			if !ok || string(framed) != string(wantFrame) {
+				t.Fatalf("AppendJSONRenamed(%s, %s, %q) = %s, %v; want %s", obj, old, key, framed, ok, wantFrame)
 			}
 		}
 	})

@@ -62,6 +62,20 @@ func (r *CallToolResult) AppendJSON(b []byte) ([]byte, error) {
 	return appendWithRaw(b, &rest, "structuredContent", raw)
 }
 
+// SizeHint is about the size of the result's encoding, its text and raw
+// structured content counted, its other members guessed: what a peer sizes
+// the answer's frame from (it encodes the result straight into it).
+func (r *CallToolResult) SizeHint() int {
+	n := 64
+	if raw, ok := r.StructuredContent.(json.RawMessage); ok {
+		n += len(raw)
+	}
+	for _, c := range r.Content {
+		n += 32 + len(c.Text) + len(c.Data)
+	}
+	return n
+}
+
 // notPlainText reports whether c is anything but a text block with text
 // alone.
 func notPlainText(c Content) bool {

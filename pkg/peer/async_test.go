@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +146,81 @@ func TestPeer_goAndAbort(t *testing.T) {
 			t.Fatal("the pending call was not failed on close")
 		}
 		assert.ErrorIs(t, p.Go(p.NextID(), "late", nil, func(*jsonrpc.Response, error) {}), peer.ErrClosed)
+	})
+}
+
+// TestPeer_goRenamed: a call sent with a member of its params renamed
+// reaches the other side renamed, the caller's params untouched, and is
+// answered as any call; a member that is not within the params is refused.
+func TestPeer_goRenamed(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		p := start(t, a, nil)
+		s := script{t, b}
+		params := json.RawMessage(`{"name":"demo__add","arguments":{"x":1}}`)
+		old, _ := jsonrpc.Member(params, "name")
+		done := make(chan *jsonrpc.Response, 1)
+		id := p.NextID()
+		require.NoError(t, p.GoRenamed(id, "tools/call", params, old, "add", func(resp *jsonrpc.Response, err error) {
+			assert.NoError(t, err)
+			done <- resp
+		}))
+		req := s.recvRequest()
+		assert.JSONEq(t, `{"name":"add","arguments":{"x":1}}`, string(req.Params))
+		assert.Equal(t, `{"name":"demo__add","arguments":{"x":1}}`, string(params), "the caller's params are left as they are")
+		s.send(`{"jsonrpc":"2.0","id":` + req.ID.String() + `,"result":{"ok":true}}`)
+		select {
+		case resp := <-done:
+			assert.JSONEq(t, `{"ok":true}`, string(resp.Result))
+		case <-time.After(wait):
+			t.Fatal("no answer")
+		}
+		assert.Error(t, p.GoRenamed(p.NextID(), "tools/call", params, []byte(`"demo__add"`), "add", nil), "not within the params")
+	})
+}
+
+// appended is a result that encodes itself, as mcp.CallToolResult does; an
+// empty one writes nothing, a failing one an error.
+type appended struct {
+	text string
+	fail bool
+}
+
+func (a appended) AppendJSON(b []byte) ([]byte, error) {
+	if a.fail {
+		return append(b, "partial"...), errors.New("cannot encode")
+	}
+	if a.text == "" {
+		return b, nil
+	}
+	return jsonrpc.AppendString(append(b, `{"text":`...), a.text), nil
+}
+
+func (a appended) SizeHint() int { return len(a.text) + 16 }
+
+// TestPeer_appenderResults: a result that encodes itself is written into
+// the answer's frame byte for byte as NewResult's response encodes, large
+// (a pooled frame) or small, one that writes nothing as null; one that fails
+// to encode is an internal error, and the peer goes on answering.
+func TestPeer_appenderResults(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		large := strings.Repeat("é", 10<<10)
+		results := map[string]appended{"small": {text: "ok"}, "large": {text: large}, "empty": {}, "fail": {fail: true}}
+		start(t, a, &peer.Options{Handler: peer.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			return results[req.Method], nil
+		})})
+		s := script{t, b}
+		for i, method := range []string{"small", "large", "empty", "fail", "small"} {
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q}`, i, method))
+			got := s.recv()
+			if method == "fail" {
+				assert.JSONEq(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32603,"message":"Internal error"}}`, i), got)
+				continue
+			}
+			want, err := jsonrpc.NewResult(jsonrpc.Int64ID(int64(i)), results[method])
+			require.NoError(t, err)
+			assert.Equal(t, string(want.Encode()), got, method)
+		}
 	})
 }

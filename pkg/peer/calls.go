@@ -73,6 +73,21 @@ func (p *Peer) Go(id jsonrpc.ID, method string, params json.RawMessage, done fun
 	return p.sendCall(id, p.encodeRequest(&jsonrpc.Request{ID: id, Method: method, Params: params}), pendingCall{done: done})
 }
 
+// GoRenamed is Go with old, a slice of params (a member's value, such as a
+// tool's name), replaced by the JSON string name as the frame is encoded:
+// params are copied once, into the frame, where renaming them first would
+// copy them twice. params itself is left as it is.
+func (p *Peer) GoRenamed(id jsonrpc.ID, method string, params json.RawMessage, old []byte, name string, done func(*jsonrpc.Response, error)) error {
+	if len(params) == 0 || params[0] != '{' {
+		return fmt.Errorf("peer: params of %s must be a JSON object to rename a member of", method)
+	}
+	frame, ok := p.encodeRenamed(&jsonrpc.Request{ID: id, Method: method, Params: params}, old, name)
+	if !ok {
+		return fmt.Errorf("peer: the member renamed in %s is not within its params", method)
+	}
+	return p.sendCall(id, frame, pendingCall{done: done})
+}
+
 // Abort ends a call sent with Go before its answer: done gets err, and
 // Options.OnCancel fires (so the other side hears of it). It reports
 // whether the call was still pending.

@@ -84,6 +84,40 @@ func (p *Peer) encodeRequest(r *jsonrpc.Request) []byte {
 	return r.AppendJSON(frameBuffer(r.SizeHint(), p.recycles))
 }
 
+// encodeRenamed encodes a call of the peer's own with a member of its
+// params renamed (Request.AppendJSONRenamed), as encodeRequest.
+func (p *Peer) encodeRenamed(r *jsonrpc.Request, old []byte, name string) ([]byte, bool) {
+	b := frameBuffer(r.SizeHint()+len(name)+2, p.recycles)
+	out, ok := r.AppendJSONRenamed(b, old, name)
+	if !ok {
+		p.recycle(b)
+	}
+	return out, ok
+}
+
+// sizeHinter is implemented by results that know about how large their
+// encoding is (mcp.CallToolResult): their frame then comes from the pools
+// at its size, rather than grown as they are written.
+type sizeHinter interface {
+	SizeHint() int
+}
+
+// encodeResult encodes an answer of the peer's own whose result encodes
+// itself (jsonrpc.AppendResult), as encodeRequest.
+func (p *Peer) encodeResult(id jsonrpc.ID, a jsonrpc.Appender) ([]byte, error) {
+	n := 64
+	if h, ok := a.(sizeHinter); ok {
+		n += h.SizeHint()
+	}
+	b := frameBuffer(n, p.recycles)
+	frame, err := jsonrpc.AppendResult(b, id, a)
+	if err != nil {
+		p.recycle(b)
+		return nil, err
+	}
+	return frame, nil
+}
+
 // encodeResponse encodes an answer of the peer's own, as encodeRequest.
 func (p *Peer) encodeResponse(r *jsonrpc.Response) []byte {
 	return r.AppendJSON(frameBuffer(r.SizeHint(), p.recycles))

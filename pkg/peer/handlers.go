@@ -172,11 +172,11 @@ func (p *Peer) work() {
 
 func (p *Peer) run(j job) {
 	var resp *jsonrpc.Response
-	if j.ctx.Err() == nil {
-		resp = p.call(j)
-	}
 	var frame []byte
-	if resp != nil && j.batch == nil {
+	if j.ctx.Err() == nil {
+		resp, frame = p.call(j)
+	}
+	if resp != nil && frame == nil && j.batch == nil {
 		frame = p.encodeResponse(resp) // encoded before locking
 	}
 	p.mu.Lock()
@@ -212,12 +212,16 @@ func (p *Peer) run(j job) {
 	}
 }
 
-// call runs the handler for one call and turns its outcome into a response.
-func (p *Peer) call(j job) (resp *jsonrpc.Response) {
+// call runs the handler for one call and turns its outcome into a
+// response. A result that encodes itself (a jsonrpc.Appender), outside a
+// batch, is encoded straight into the response's frame, which call then
+// returns too (resp then carries the id alone): a large tool result is
+// written once, not into a buffer of its own and then into the frame.
+func (p *Peer) call(j job) (resp *jsonrpc.Response, frame []byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.log.Error("handler panicked", "method", j.req.Method, "panic", r, "stack", string(debug.Stack()))
-			resp = jsonrpc.NewErrorResponse(j.req.ID, jsonrpc.ErrInternal)
+			resp, frame = jsonrpc.NewErrorResponse(j.req.ID, jsonrpc.ErrInternal), nil
 		}
 	}()
 	result, err := p.opts.Handler.Handle(j.ctx, j.req)
@@ -225,14 +229,19 @@ func (p *Peer) call(j job) (resp *jsonrpc.Response) {
 		if jsonrpc.CodeOf(err) == jsonrpc.CodeInternalError && j.ctx.Err() == nil {
 			p.log.Warn("handler failed", "method", j.req.Method, "err", err) // a cancelled call failing is expected
 		}
-		return jsonrpc.NewErrorResponse(j.req.ID, err)
+		return jsonrpc.NewErrorResponse(j.req.ID, err), nil
 	}
-	resp, err = jsonrpc.NewResult(j.req.ID, result)
+	if a, ok := result.(jsonrpc.Appender); ok && j.batch == nil {
+		frame, err = p.encodeResult(j.req.ID, a)
+		resp = &jsonrpc.Response{ID: j.req.ID}
+	} else {
+		resp, err = jsonrpc.NewResult(j.req.ID, result)
+	}
 	if err != nil {
 		p.log.Warn("encoding a result failed", "method", j.req.Method, "err", err)
-		return jsonrpc.NewErrorResponse(j.req.ID, jsonrpc.ErrInternal)
+		return jsonrpc.NewErrorResponse(j.req.ID, jsonrpc.ErrInternal), nil
 	}
-	return resp
+	return resp, frame
 }
 
 func (p *Peer) respond(b *batchReply, resp *jsonrpc.Response) {
