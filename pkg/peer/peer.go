@@ -39,8 +39,8 @@ type Peer struct {
 	parker     idleParker
 	resumeRead func()
 
-	ctx    context.Context // handlers' parent; cancelled when the peer ends
-	cancel context.CancelCauseFunc
+	ctx    context.Context         // handlers' parent; cancelled when the peer ends (nil until Start)
+	cancel context.CancelCauseFunc // nil until Start
 	// callCtx is ctx without its cancellation: the parent of each call's
 	// context, which the peer cancels itself (when the call ends, and when
 	// the peer does), so that a call costs ctx no registration, and an
@@ -96,8 +96,8 @@ func New(conn Conn, opts *Options) *Peer {
 	p.direct, _ = conn.(DirectConn)
 	_, p.recycles = conn.(frameForgetter)
 	p.parker, _ = conn.(idleParker)
-	p.ctx, p.cancel = context.WithCancelCause(context.WithValue(context.Background(), peerKey{}, p))
-	p.callCtx = context.WithoutCancel(p.ctx)
+	// The handlers' contexts are made by Start, which has their parent: a
+	// peer closed before it starts has no handler to cancel.
 	return p
 }
 
@@ -107,7 +107,11 @@ func (p *Peer) Start(ctx context.Context) {
 	// Handlers' contexts end when the peer closes, not directly with ctx:
 	// the peer closes first (closing stops answers), then cancels them, so a
 	// handler that stops because ctx ended never gets its answer out.
-	base, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), peerKey{}, p))
+	parent := ctx
+	if ctx.Done() != nil {
+		parent = context.WithoutCancel(ctx) // one that is never cancelled needs no wrapping
+	}
+	base, cancel := context.WithCancelCause(context.WithValue(parent, peerKey{}, p))
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock() // closed before it started: nothing to read
