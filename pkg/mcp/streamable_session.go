@@ -40,11 +40,9 @@ type StreamSession struct {
 	stateless bool
 	header    http.Header // a stateless session's: its request's headers
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	conn   *streamConn
-	feed   atomic.Pointer[peer.Feed] // the owner's peer's, once bound: POSTs are handed to it directly
-	done   chan struct{}
+	conn streamConn
+	feed atomic.Pointer[peer.Feed] // the owner's peer's, once bound: POSTs are handed to it directly
+	done chan struct{}
 
 	// inbox holds the POSTs for an owner that reads the conn (one that does
 	// not bind a peer to it), made when first needed: a session served
@@ -56,7 +54,11 @@ type StreamSession struct {
 	inbox     chan posted
 
 	// mu guards everything below.
-	mu       sync.Mutex
+	mu sync.Mutex
+	// ctx and cancel are made by Context, when an owner asks for them
+	// (the hub does not).
+	ctx      context.Context
+	cancel   context.CancelFunc
 	data     any
 	err      error // why the session ended; nil while it lives
 	byOwner  bool  // the owner closed the conn
@@ -146,8 +148,7 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 		s.idHeader = []string{id}
 		s.nonce = randomID()[:8] // a stateless request's stream has no event ids (see eventID)
 	}
-	s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
-	s.conn = &streamConn{s: s}
+	s.conn.s = s
 	s.nextNum = 1
 	return s
 }
@@ -164,11 +165,21 @@ func (s *StreamSession) ProtocolVersion() string { return s.version }
 // Write routes a message to the right stream and never blocks; its Close
 // ends the session. Once the session ends otherwise (DELETE, idle, the
 // handler's Close), Read fails with a *peer.CloseError saying why.
-func (s *StreamSession) Conn() peer.Conn { return s.conn }
+func (s *StreamSession) Conn() peer.Conn { return &s.conn }
 
 // Context returns a context that ends with the session and carries it (see
 // StreamSessionFromContext).
-func (s *StreamSession) Context() context.Context { return s.ctx }
+func (s *StreamSession) Context() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx == nil {
+		s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
+		if s.err != nil {
+			s.cancel() // it ended before anyone asked
+		}
+	}
+	return s.ctx
+}
 
 // Header returns the HTTP headers of a stateless session's one request
 // (nil for a session opened with initialize), for what only the owner can
@@ -241,10 +252,12 @@ func (s *StreamSession) end(err error) {
 		s.idle.Stop()
 		s.idle = nil
 	}
-	feed, readErr := s.feed.Load(), s.readErrLocked()
+	feed, readErr, cancel := s.feed.Load(), s.readErrLocked(), s.cancel
 	s.mu.Unlock()
 	close(s.done)
-	s.cancel()
+	if cancel != nil {
+		cancel()
+	}
 	if feed != nil {
 		feed.End(readErr) // the owner's peer ends as on a failed read
 	}
