@@ -93,6 +93,7 @@ type stream struct {
 	owedOne  [1]owedAnswer // owed's room for a POST of one request
 	mode     streamMode
 	jsonBody []byte         // the answer, in JSON mode
+	jsonErr  []byte         // its error member (a slice of jsonBody), nil for a result
 	events   []*streamEvent // retained, in order
 	nextSeq  int64          // the next event's sequence number (0 is the priming event)
 	sent     int64          // the last sequence number handed to a writer
@@ -781,8 +782,8 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			continue
 		}
 		if st.mode == modeJSON {
-			body := st.jsonBody
-			st.jsonBody = nil
+			body, errObj := st.jsonBody, st.jsonErr
+			st.jsonBody, st.jsonErr = nil, nil
 			s.forgetStreamLocked(st, true)
 			s.mu.Unlock()
 			w.Header()["Content-Type"] = jsonContentType
@@ -791,7 +792,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			}
 			status := http.StatusOK
 			if s.stateless {
-				status = answerStatus(body)
+				status = answerStatus(errObj)
 			}
 			w.WriteHeader(status)
 			_, _ = w.Write(body)
@@ -973,7 +974,7 @@ func (s *StreamSession) route(frame []byte) error {
 	if t := bytes.TrimLeft(frame, " \t\r\n"); len(t) > 0 && t[0] == '[' {
 		return s.routeBatch(frame)
 	}
-	var idRaw, method, params []byte
+	var idRaw, method, params, errObj []byte
 	response := false
 	for name, v := range jsonrpc.Members(frame) {
 		switch string(name) {
@@ -983,8 +984,10 @@ func (s *StreamSession) route(frame []byte) error {
 			method = v
 		case "params":
 			params = v
-		case "result", "error":
+		case "result":
 			response = true
+		case "error":
+			response, errObj = true, v
 		}
 	}
 	switch {
@@ -1005,7 +1008,7 @@ func (s *StreamSession) route(frame []byte) error {
 			return nil
 		}
 		s.answeredLocked(st, id)
-		s.deliverLocked(st, frame, true)
+		s.deliverLocked(st, frame, true, errObj)
 		return nil
 	case method != nil && !response:
 		progress := isJSONString(method, NotificationProgress)
@@ -1049,7 +1052,7 @@ func (s *StreamSession) route(frame []byte) error {
 			// the GET stream.
 			st = s.generalLocked()
 		}
-		s.deliverLocked(st, frame, false)
+		s.deliverLocked(st, frame, false, nil)
 		return nil
 	}
 	s.h.log.Debug("streamable HTTP: dropping an invalid outgoing frame", "session", s.id)
@@ -1093,15 +1096,15 @@ func (s *StreamSession) routeBatch(frame []byte) error {
 			s.answeredLocked(st, resp.ID)
 		}
 	}
-	s.deliverLocked(st, frame, true)
+	s.deliverLocked(st, frame, true, nil) // a batch's answers are an array: never one error
 	return nil
 }
 
 // answerStatus returns the HTTP status of a stateless request's JSON
-// answer: its error's (HTTPStatusOf), or 200.
-func answerStatus(body []byte) int {
-	errObj, ok := jsonrpc.Member(body, "error")
-	if !ok {
+// answer, given its error member as route read it: its error's
+// (HTTPStatusOf), or 200 for none.
+func answerStatus(errObj []byte) int {
+	if errObj == nil {
 		return http.StatusOK
 	}
 	code, ok := jsonrpc.Member(errObj, "code")
@@ -1135,7 +1138,8 @@ func isRelatedHint(name []byte) bool { return string(name) == MetaRelatedRequest
 
 // deliverLocked puts frame on st: as the JSON answer when it is the only
 // thing the stream carries, else as an SSE event.
-func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool) {
+// errObj is an answer's error member, as route read it (nil for a result).
+func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool, errObj []byte) {
 	last := st.post && answer && len(st.owed) == 0
 	switch {
 	case st.orphaned:
@@ -1144,9 +1148,9 @@ func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool) {
 			s.forgetStreamLocked(st, true)
 		}
 		return
-	case st.mode == modePending && last && (!st.errorAsJSON || isErrorAnswer(frame)):
+	case st.mode == modePending && last && (!st.errorAsJSON || errObj != nil):
 		st.mode = modeJSON
-		st.jsonBody = frame
+		st.jsonBody, st.jsonErr = frame, errObj
 		st.finished = true
 		st.wakeLocked()
 		return
@@ -1158,12 +1162,6 @@ func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool) {
 		st.finished = true
 	}
 	st.wakeLocked()
-}
-
-// isErrorAnswer reports whether frame is an error response.
-func isErrorAnswer(frame []byte) bool {
-	_, ok := jsonrpc.Member(frame, "error")
-	return ok
 }
 
 // appendLocked adds an event to a stream and to the session's window,
