@@ -113,7 +113,7 @@ func ParseRequestMeta(params json.RawMessage) (*RequestMeta, error) {
 		}
 	}
 	m := &RequestMeta{}
-	v, ok := jsonrpc.Unquote(version)
+	v, ok := unquoteVersion(version)
 	if !ok || v == "" {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta[%q] must be a protocol version", MetaProtocolVersion)
 	}
@@ -136,6 +136,15 @@ func ParseRequestMeta(params json.RawMessage) (*RequestMeta, error) {
 		m.LogLevel = LoggingLevel(l)
 	}
 	return m, nil
+}
+
+// unquoteVersion returns the protocol version v, a raw JSON value, states:
+// the one nearly every request states without a copy of it.
+func unquoteVersion(v []byte) (string, bool) {
+	if string(v) == `"`+ModernVersion+`"` {
+		return ModernVersion, true
+	}
+	return jsonrpc.Unquote(v)
 }
 
 // isEmptyObject reports whether obj, an object, has no members: a client

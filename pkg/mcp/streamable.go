@@ -658,7 +658,7 @@ func isCall(m jsonrpc.Message, method string) bool {
 func statelessVersion(r *http.Request, req *jsonrpc.Request) (string, bool) {
 	version := ""
 	if v, ok := metaMember(req.Params, MetaProtocolVersion); ok {
-		version, _ = jsonrpc.Unquote(v)
+		version, _ = unquoteVersion(v)
 	}
 	return version, IsModernVersion(r.Header.Get(HeaderProtocolVersion)) || IsModernVersion(version)
 }
@@ -696,11 +696,20 @@ func checkHeaders(r *http.Request, req *jsonrpc.Request, version string) *jsonrp
 	if key == "" {
 		return nil
 	}
-	name, ok := jsonrpc.StringMember(req.Params, key)
+	raw, ok := jsonrpc.Member(req.Params, key)
 	if !ok {
 		return nil // the owner refuses the body itself (-32602)
 	}
 	n := r.Header.Values(HeaderName)
+	if len(n) > 0 {
+		if said, err := DecodeHeaderValue(n[0]); err == nil && isJSONString(raw, said) {
+			return nil // the usual case, compared in place: no copy of the name
+		}
+	}
+	name, ok := jsonrpc.Unquote(raw)
+	if !ok {
+		return nil // not a string: the owner refuses the body itself (-32602)
+	}
 	if len(n) == 0 {
 		return ErrHeaderMismatch("missing %s header (the body's %s is %q)", HeaderName, key, name)
 	}

@@ -42,7 +42,9 @@ type StreamSession struct {
 
 	conn streamConn
 	feed atomic.Pointer[peer.Feed] // the owner's peer's, once bound: POSTs are handed to it directly
-	done chan struct{}
+	// bound is where feed points: set once, by Bind, before feed is.
+	bound peer.Feed
+	done  chan struct{}
 
 	// inbox holds the POSTs for an owner that reads the conn (one that does
 	// not bind a peer to it), made when first needed: a session served
@@ -1061,8 +1063,8 @@ func (s *StreamSession) route(frame []byte) error {
 
 // isJSONString reports whether the JSON value v is the string want.
 func isJSONString(v []byte, want string) bool {
-	if len(v) == len(want)+2 && v[0] == '"' && string(v[1:len(v)-1]) == want {
-		return true
+	if len(v) == len(want)+2 && v[0] == '"' && string(v[1:len(v)-1]) == want && strings.IndexByte(want, '\\') < 0 {
+		return true // as written: no escape in it (a backslash in want is one, and means something else)
 	}
 	got, ok := jsonrpc.Unquote(v)
 	return ok && bytes.IndexByte(v, '\\') >= 0 && got == want
@@ -1221,7 +1223,8 @@ var (
 func (c *streamConn) Bind(f peer.Feed) {
 	s := c.s
 	s.mu.Lock()
-	s.feed.Store(&f)
+	s.bound = f
+	s.feed.Store(&s.bound)
 	ended, readErr := s.err != nil, s.readErrLocked()
 	s.mu.Unlock()
 	if ended {
@@ -1288,10 +1291,13 @@ func (c *streamConn) Write(_ context.Context, frame []byte) error {
 func (c *streamConn) Close(code peer.CloseCode, reason string) error {
 	s := c.s
 	s.mu.Lock()
-	if s.err == nil {
+	ended := s.err != nil
+	if !ended {
 		s.byOwner = true
 	}
 	s.mu.Unlock()
-	s.end(&peer.CloseError{Code: code, Reason: reason})
+	if !ended { // a session that ended already (a stateless one, served) has its reason
+		s.end(&peer.CloseError{Code: code, Reason: reason})
+	}
 	return nil
 }
