@@ -519,7 +519,7 @@ func (h *StreamableHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 		case single != nil && isCall(single, MethodInitialize) && !IsModernVersion(r.Header.Get(HeaderProtocolVersion)):
 			s = h.open(w, r, single)
 		case stateless:
-			h.serveStateless(w, r, body, single, version)
+			h.serveStateless(w, r, body, msgs, version)
 			return
 		case slices.ContainsFunc(msgs, func(m jsonrpc.Message) bool { return isCall(m, MethodInitialize) }):
 			writeHTTPError(w, http.StatusBadRequest, 0, "initialize must be sent alone, not in a batch")
@@ -621,9 +621,10 @@ func (h *StreamableHandler) open(w http.ResponseWriter, r *http.Request, req *js
 	return s
 }
 
-// serveStateless serves one self-describing request without a session;
-// version is the one its _meta states ("" for none).
-func (h *StreamableHandler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, req *jsonrpc.Request, version string) {
+// serveStateless serves one self-describing request without a session,
+// msgs[0]; version is the one its _meta states ("" for none).
+func (h *StreamableHandler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, msgs []jsonrpc.Message, version string) {
+	req := msgs[0].(*jsonrpc.Request)
 	if !req.IsCall() {
 		w.WriteHeader(http.StatusAccepted) // nothing to do: see StreamableOptions.Stateless
 		return
@@ -643,7 +644,7 @@ func (h *StreamableHandler) serveStateless(w http.ResponseWriter, r *http.Reques
 	defer s.end(errStatelessDone)
 	s.begin()
 	defer s.finish()
-	s.servePOST(w, r, body, []jsonrpc.Message{req}, false)
+	s.servePOST(w, r, body, msgs, false)
 }
 
 func isCall(m jsonrpc.Message, method string) bool {

@@ -65,7 +65,7 @@ type StreamSession struct {
 	err      error // why the session ended; nil while it lives
 	byOwner  bool  // the owner closed the conn
 	general  *stream
-	streams  map[int64]*stream // the POST streams, by number (the general one is 0)
+	streams  map[int64]*stream // the POST streams, by number (the general one is 0); none for a stateless request's
 	nextNum  int64
 	calls    map[jsonrpc.ID]*stream // the client's requests in flight, by id
 	tokens   map[string]jsonrpc.ID  // progress tokens of those requests
@@ -545,10 +545,12 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attac
 	}
 	att := make(attachment, 1)
 	st.writer = att
-	if s.streams == nil {
-		s.streams = map[int64]*stream{}
+	if !s.stateless { // nothing resumes a stateless request's stream (it has no event ids): no map to find it in
+		if s.streams == nil {
+			s.streams = map[int64]*stream{}
+		}
+		s.streams[st.num] = st
 	}
-	s.streams[st.num] = st
 	return st, att, nil
 }
 
