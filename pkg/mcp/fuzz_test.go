@@ -427,6 +427,7 @@ func FuzzParseRequestMeta(f *testing.F) {
 		`{"_meta":{"io.modelcontextprotocol\/protocolVersion":"v","io.modelcontextprotocol/clientCapabilities":null,"io.modelcontextprotocol/logLevel":null}}`,
 		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null}}`,
 		`{"_meta":[]}`, `{}`, `[]`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/clientCapabilities":{},"progressToken":7,"progressToken":"t"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -464,6 +465,7 @@ func parseRequestMetaByMember(params json.RawMessage) (*mcp.RequestMeta, error) 
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta[%q] must be an object", mcp.MetaClientCapabilities)
 	}
 	m.RawCapabilities = caps
+	m.ProgressToken, _ = jsonrpc.Member(meta, mcp.MetaProgressToken)
 	if info, ok := jsonrpc.Member(meta, mcp.MetaClientInfo); ok && string(info) != "null" {
 		m.ClientInfo = &mcp.Implementation{}
 		if json.Unmarshal(info, m.ClientInfo) != nil {

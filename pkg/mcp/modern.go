@@ -79,6 +79,9 @@ type RequestMeta struct {
 	// LogLevel is the least severe log level the client wants for this
 	// request; "" for none: then no notifications/message is sent.
 	LogLevel LoggingLevel
+	// ProgressToken is _meta's progressToken as sent (nil for none), read
+	// in the same pass as the rest.
+	ProgressToken json.RawMessage
 }
 
 // IsModernRequest reports whether params carry
@@ -99,9 +102,11 @@ func ParseRequestMeta(params json.RawMessage) (*RequestMeta, error) {
 	}
 	// Its members read in one pass; of a name given twice the last counts,
 	// as in encoding/json.
-	var version, caps, info, level []byte
+	var version, caps, info, level, token []byte
 	for name, v := range jsonrpc.Members(meta) {
 		switch string(name) {
+		case MetaProgressToken:
+			token = v
 		case MetaProtocolVersion:
 			version = v
 		case MetaClientCapabilities:
@@ -112,7 +117,7 @@ func ParseRequestMeta(params json.RawMessage) (*RequestMeta, error) {
 			level = v
 		}
 	}
-	m := &RequestMeta{}
+	m := &RequestMeta{ProgressToken: token}
 	v, ok := unquoteVersion(version)
 	if !ok || v == "" {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta[%q] must be a protocol version", MetaProtocolVersion)
