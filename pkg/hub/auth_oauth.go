@@ -354,7 +354,12 @@ func (h *Hub) closeAtExpiry(s *session) {
 // stream: the client listens again, with a fresh token. It is that
 // revision's GET stream (streamUntilExpiry); its other requests end with
 // their answers.
-func endListensAtExpiry(s *session) { atExpiry(s, s.endListeners) }
+func endListensAtExpiry(s *session) {
+	if s.who.g().token == nil {
+		return // a static token does not expire (and the method value would cost an allocation per request)
+	}
+	atExpiry(s, s.endListeners)
+}
 
 // atExpiry runs end when the access token of s expires; the session's end
 // stops the timer.

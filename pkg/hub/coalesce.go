@@ -31,8 +31,12 @@ func newCoalescer(interval time.Duration, send func(key string)) *coalescer {
 	return &coalescer{interval: interval, send: send}
 }
 
-// fire reports an event for key.
+// fire reports an event for key; a nil coalescer (a session's that is
+// closing) drops it.
 func (c *coalescer) fire(key string) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	if c.stopped {
 		c.mu.Unlock()
@@ -79,6 +83,9 @@ func (c *coalescer) close(key string, w *window) {
 
 // stop drops what is pending; later events are ignored.
 func (c *coalescer) stop() {
+	if c == nil {
+		return // never made
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopped = true

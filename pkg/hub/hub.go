@@ -384,7 +384,10 @@ type Hub struct {
 
 	ctx    context.Context // the hub's lifetime: sessions derive from it
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// peerCtx is ctx without its cancellation, made once: the parent of
+	// every session's peer (the hub closes its peers itself).
+	peerCtx context.Context
+	wg      sync.WaitGroup
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
@@ -445,6 +448,7 @@ func New(cfg Config) (*Hub, error) {
 	h.metrics.reg.MustRegister(tr)
 	h.broker = &meteredBroker{Broker: h.broker, m: h.metrics}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.peerCtx = context.WithoutCancel(h.ctx)
 	h.reg = newRegistry(cfg.ReservationPeriod, h.viewChanged)
 	h.reg.derive = h.deriveCatalog
 	h.catalog = newCatalogKeeper(h, cfg.CatalogFile)
@@ -679,8 +683,8 @@ func (h *Hub) listsChanged(old, cur *view) {
 			methods = cur.changed(old, s.scope)
 		}
 		for _, m := range methods {
-			if s.owe(m, cur.gen) {
-				s.listChanges.fire(m)
+			if c := s.owe(m, cur.gen); c != nil {
+				c.fire(m)
 			}
 		}
 	}

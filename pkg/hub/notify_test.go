@@ -493,6 +493,6 @@ func TestHub_toldOfLaterChangesOnly(t *testing.T) {
 	s := sessions[0]
 	require.Eventually(t, s.isInitialized, wait, time.Millisecond)
 	gen := th.reg.view().gen
-	assert.False(t, s.owe(mcp.NotificationToolsListChanged, gen), "it initialized in this view: its lists came from it")
-	assert.True(t, s.owe(mcp.NotificationToolsListChanged, gen+1), "of a later change it is told")
+	assert.Nil(t, s.owe(mcp.NotificationToolsListChanged, gen), "it initialized in this view: its lists came from it")
+	assert.NotNil(t, s.owe(mcp.NotificationToolsListChanged, gen+1), "of a later change it is told")
 }

@@ -1170,7 +1170,11 @@ func (h *Hub) rootsChanged(s *session) {
 		rp.mu.Unlock()
 	}
 	h.mu.Unlock()
+	if len(targets) == 0 {
+		return
+	}
+	c := s.rootChangesOf()
 	for _, id := range targets {
-		s.rootChanges.fire(id)
+		c.fire(id)
 	}
 }

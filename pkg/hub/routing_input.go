@@ -77,6 +77,31 @@ type inputState struct {
 // for a request without one, or with a server's own.
 func (in *inputs) stateOf(params json.RawMessage) (inputState, bool) {
 	raw, ok := jsonrpc.StringMember(params, "requestState")
+	return parseState(raw, ok)
+}
+
+// callParams reads what routeModern needs of a call's params, in one pass:
+// its subject (as callName reads it) and the hub's requestState, when it
+// is a retry (as stateOf reads it).
+func callParams(req *jsonrpc.Request) (name string, st inputState, retry bool) {
+	key := subjectKey(req.Method)
+	var subject, state []byte
+	for k, v := range jsonrpc.Members(req.Params) {
+		switch string(k) {
+		case key:
+			subject = v
+		case "requestState":
+			state = v
+		}
+	}
+	name, _ = jsonrpc.Unquote(subject)
+	raw, ok := jsonrpc.Unquote(state)
+	st, retry = parseState(raw, ok)
+	return name, st, retry
+}
+
+// parseState reads the hub's requestState raw, a string when ok.
+func parseState(raw string, ok bool) (inputState, bool) {
 	if !ok || !strings.HasPrefix(raw, stateVersion) {
 		return inputState{}, false
 	}
@@ -189,9 +214,10 @@ var _ caller = (*inputCall)(nil)
 // start registers owner's modern call about to be forwarded; first is its
 // request, answered with the call's answer or its first input requests;
 // ctx carries its trace.
-func (in *inputs) start(ctx context.Context, owner identity, server string, req *jsonrpc.Request, first sessionCall, send func(json.RawMessage, error)) (*inputCall, *inputWaiter) {
-	w := &inputWaiter{c: first, meta: first.meta, token: progressToken(req.Params), send: send}
-	ic := &inputCall{in: in, whose: owner, method: req.Method, name: callName(req), server: server, trace: ctx, meta: first.meta, cur: w}
+// name is its subject (callParams); first.meta is the request's own.
+func (in *inputs) start(ctx context.Context, owner identity, server string, req *jsonrpc.Request, name string, first sessionCall, send func(json.RawMessage, error)) (*inputCall, *inputWaiter) {
+	w := &inputWaiter{c: first, meta: first.meta, token: first.meta.ProgressToken, send: send}
+	ic := &inputCall{in: in, whose: owner, method: req.Method, name: name, server: server, trace: ctx, meta: first.meta, cur: w}
 	in.mu.Lock()
 	in.next++
 	ic.id = strconv.FormatUint(in.next, 10)
@@ -203,12 +229,16 @@ func (in *inputs) start(ctx context.Context, owner identity, server string, req 
 // callName returns what names a call's subject: the tool or prompt, or the
 // resource.
 func callName(req *jsonrpc.Request) string {
-	key := "name"
-	if req.Method == mcp.MethodResourcesRead {
-		key = "uri"
-	}
-	s, _ := jsonrpc.StringMember(req.Params, key)
+	s, _ := jsonrpc.StringMember(req.Params, subjectKey(req.Method))
 	return s
+}
+
+// subjectKey is the member of a call's params that names its subject.
+func subjectKey(method string) string {
+	if method == mcp.MethodResourcesRead {
+		return "uri"
+	}
+	return "name"
 }
 
 // started records how to end the call upstream.
@@ -507,7 +537,7 @@ func (in *inputs) resume(ctx context.Context, s *session, st inputState, req *js
 	h := in.h
 	sc := sessionCall{s: s, id: req.ID, meta: m}
 	if st.instance == h.id {
-		w := &inputWaiter{c: sc, meta: m, token: progressToken(req.Params), send: send}
+		w := &inputWaiter{c: sc, meta: m, token: m.ProgressToken, send: send}
 		if err := in.resumeWith(st, s.owner, req.Method, req.Params, w); err != nil {
 			send(nil, err)
 			return nil

@@ -55,7 +55,7 @@ func (ts *tasks) taskStep(ri *replicaInfo, server string, c caller, method strin
 			return withTasksDeclared(c, params), nil, nil
 		}
 	}
-	if mcp.ResultTypeOf(raw) != mcp.ResultTask || !declaresTasks(ri.Capabilities) {
+	if !declaresTasks(ri.Capabilities) || mcp.ResultTypeOf(raw) != mcp.ResultTask { // the declaration first: it needs no scan of the answer
 		// Not a server's task: a server without the extension makes none,
 		// and a task in its call's place is one the hub holds
 		// (routing_heldtasks.go), already the client's.

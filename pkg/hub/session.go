@@ -41,8 +41,12 @@ type session struct {
 	expiry    *time.Timer // closes a WebSocket session as its access token expires (auth_oauth.go)
 	since     time.Time   // when it connected
 
-	listChanges *coalescer // list_changed to this client
-	rootChanges *coalescer // roots/list_changed from this client, by replica
+	// listChanges coalesces the list_changed to this client, rootChanges
+	// the roots/list_changed from it, by replica. Both are made under mu
+	// when first needed (changesLocked): most sessions never need them, a
+	// 2026-07-28 request without a session least of all.
+	listChanges *coalescer
+	rootChanges *coalescer
 
 	// stateless marks the session of one Streamable HTTP request of the
 	// 2026-07-28 revision: every request on it is modern (session_modern.go).
@@ -82,12 +86,6 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 	if !who.has(RoleClient) {
 		s.role = "dashboard"
 	}
-	s.listChanges = newCoalescer(h.cfg.ListChangedInterval, s.listChanged)
-	s.rootChanges = newCoalescer(h.cfg.ListChangedInterval, func(replica string) {
-		if rp := h.reg.localReplica(replica); rp != nil && !rp.modern { // the stateless revision has no such notification
-			_ = rp.peer.Notify(context.Background(), mcp.NotificationRootsListChanged, nil)
-		}
-	})
 	s.peer = peer.New(conn, &peer.Options{
 		Handler:       s, // a peer.Handler and a peer.AsyncHandler
 		MaxConcurrent: min(sessionMaxConcurrent, h.cfg.MaxInFlight),
@@ -133,7 +131,7 @@ func (s *session) start(conn peer.Conn) bool {
 	h.sessions[s] = struct{}{}
 	h.metrics.connections.WithLabelValues(s.role).Inc()
 	h.mu.Unlock()
-	s.peer.Start(context.WithoutCancel(h.ctx)) // the hub closes its peers itself
+	s.peer.Start(h.peerCtx) // the hub closes its peers itself
 	return true
 }
 
@@ -151,8 +149,11 @@ func (s *session) onClose(err error) {
 	s.closed.Store(true)
 	s.stopInitTimer()
 	s.stopExpiry()
-	s.listChanges.stop()
-	s.rootChanges.stop()
+	s.mu.Lock()
+	lists, roots := s.listChanges, s.rootChanges
+	s.mu.Unlock()
+	lists.stop()
+	roots.stop()
 	if errors.Is(err, peer.ErrSlowConsumer) {
 		h.metrics.slowConsumers.Inc()
 	}
@@ -182,7 +183,10 @@ func (s *session) clientName() string {
 // asked for that kind. (A view is swapped in before its changes are told:
 // a client that initialized, or a stream that opened, in between got its
 // lists from it, and a list_changed then would be a stray one.)
-func (s *session) owe(method string, gen uint64) bool {
+//
+// It returns the session's coalescer of list_changed to fire when it is
+// owed, nil otherwise (or once the session is closing).
+func (s *session) owe(method string, gen uint64) *coalescer {
 	bit := listBit(method)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -197,7 +201,36 @@ func (s *session) owe(method string, gen uint64) bool {
 			owed = true
 		}
 	}
-	return owed
+	if !owed {
+		return nil
+	}
+	return s.changesLocked(&s.listChanges, s.listChanged)
+}
+
+// changesLocked returns *c, made with send if it is not yet, or nil once
+// the session is closing (onClose stops what it finds made). s.mu is held.
+func (s *session) changesLocked(c **coalescer, send func(key string)) *coalescer {
+	if *c == nil {
+		if s.closed.Load() {
+			return nil
+		}
+		*c = newCoalescer(s.hub.cfg.ListChangedInterval, send)
+	}
+	return *c
+}
+
+// rootChangesOf returns the coalescer of the roots/list_changed that the
+// client sends to the servers serving its calls, or nil once the session
+// is closing.
+func (s *session) rootChangesOf() *coalescer {
+	h := s.hub
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changesLocked(&s.rootChanges, func(replica string) {
+		if rp := h.reg.localReplica(replica); rp != nil && !rp.modern { // the stateless revision has no such notification
+			_ = rp.peer.Notify(context.Background(), mcp.NotificationRootsListChanged, nil)
+		}
+	})
 }
 
 // listBit is a list_changed notification's bit among the owed ones.

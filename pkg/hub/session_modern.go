@@ -274,13 +274,14 @@ func (s *session) handleModernAsync(req *jsonrpc.Request, reply *peer.Reply) boo
 // call, with an inputCall as its caller.
 func (s *session) routeModern(req *jsonrpc.Request, m *mcp.RequestMeta, reply *peer.Reply) bool {
 	h := s.hub
-	if st, ok := h.inputs.stateOf(req.Params); ok {
+	name, st, retry := callParams(req)
+	if retry {
 		return s.routeCall(req, reply, m, func(ctx context.Context, _ *target, send func(json.RawMessage, error)) func() {
 			return h.inputs.resume(ctx, s, st, req, m, send)
 		})
 	}
 	return s.routeCall(req, reply, m, func(ctx context.Context, t *target, send func(json.RawMessage, error)) func() {
-		ic, first := h.inputs.start(ctx, s.owner, t.server, req, sessionCall{s: s, id: req.ID, meta: m}, send)
+		ic, first := h.inputs.start(ctx, s.owner, t.server, req, name, sessionCall{s: s, id: req.ID, meta: m}, send)
 		f := s.forwardCall(ctx, t, ic, req.Method, ic.finish)
 		ic.started(f.cancel)
 		return func() { ic.giveUp(first) }

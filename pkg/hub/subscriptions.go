@@ -256,9 +256,12 @@ func (s *subscriptions) removeLocked(ss *session, uri string) *upstreamSub {
 // waits: the releases upstream happen on one goroutine of the hub's.
 func (s *subscriptions) dropSession(ss *session) {
 	s.mu.Lock()
-	release := map[string]*upstreamSub{}
+	var release map[string]*upstreamSub // made for the first: most sessions held none
 	for uri := range s.bySession[ss] {
 		if up := s.removeLocked(ss, uri); up != nil {
+			if release == nil {
+				release = map[string]*upstreamSub{}
+			}
 			release[uri] = up
 		}
 	}

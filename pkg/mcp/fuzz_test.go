@@ -8,6 +8,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -410,4 +411,128 @@ func FuzzTaskRequest(f *testing.F) {
 		raw = modern(t, string(bytes.ReplaceAll(raw, []byte("$ID"), []byte(task.TaskID))), `{"extensions":{"`+mcp.ExtensionTasks+`":{}}}`)
 		modernAnswer(t, c.Peer(), methods[int(m)%len(methods)], raw)
 	})
+}
+
+// FuzzParseRequestMeta: ParseRequestMeta, which reads _meta in one pass
+// (and decodes no capabilities that are an empty object), accepts what the
+// member-by-member reading accepts, and reads the same from it, for any
+// valid JSON params: duplicate members, escaped names and nulls included.
+func FuzzParseRequestMeta(f *testing.F) {
+	for _, s := range []string{
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{ }},"name":"x"}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"x","io.modelcontextprotocol/clientCapabilities":{"sampling":5}}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"1","io.modelcontextprotocol/protocolVersion":"2","io.modelcontextprotocol/clientCapabilities":{"extensions":{"a":{}}},"io.modelcontextprotocol/clientCapabilities":{}}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"info"}}`,
+		`{"_meta":{"io.modelcontextprotocol\/protocolVersion":"v","io.modelcontextprotocol/clientCapabilities":null,"io.modelcontextprotocol/logLevel":null}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null}}`,
+		`{"_meta":[]}`, `{}`, `[]`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/clientCapabilities":{},"progressToken":7,"progressToken":"t"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		if !json.Valid(params) {
+			return
+		}
+		want, wantErr := parseRequestMetaByMember(params)
+		got, err := mcp.ParseRequestMeta(params)
+		require.Equal(t, wantErr == nil, err == nil, "%s: %v, %v", params, wantErr, err)
+		if err != nil {
+			assert.Equal(t, wantErr.Error(), err.Error())
+			return
+		}
+		assert.Equal(t, want, got, "%s", params)
+	})
+}
+
+// parseRequestMetaByMember is ParseRequestMeta as it was, reading each
+// member of _meta with a scan of its own and decoding every capabilities
+// object: the reference FuzzParseRequestMeta holds it to.
+func parseRequestMetaByMember(params json.RawMessage) (*mcp.RequestMeta, error) {
+	meta, ok := jsonrpc.Member(params, "_meta")
+	if !ok || len(meta) == 0 || meta[0] != '{' {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta is required in protocol version %s", mcp.ModernVersion)
+	}
+	m := &mcp.RequestMeta{}
+	v, ok := jsonrpc.StringMember(meta, mcp.MetaProtocolVersion)
+	if !ok || v == "" {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta[%q] must be a protocol version", mcp.MetaProtocolVersion)
+	}
+	m.ProtocolVersion = v
+	caps, ok := jsonrpc.Member(meta, mcp.MetaClientCapabilities)
+	if !ok || json.Unmarshal(caps, &m.Capabilities) != nil || len(caps) == 0 || caps[0] != '{' {
+		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta[%q] must be an object", mcp.MetaClientCapabilities)
+	}
+	m.RawCapabilities = caps
+	m.ProgressToken, _ = jsonrpc.Member(meta, mcp.MetaProgressToken)
+	if info, ok := jsonrpc.Member(meta, mcp.MetaClientInfo); ok && string(info) != "null" {
+		m.ClientInfo = &mcp.Implementation{}
+		if json.Unmarshal(info, m.ClientInfo) != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta[%q] must be an Implementation", mcp.MetaClientInfo)
+		}
+	}
+	if raw, ok := jsonrpc.Member(meta, mcp.MetaLogLevel); ok && string(raw) != "null" {
+		l, ok := jsonrpc.Unquote(raw)
+		if !ok || mcp.LoggingLevel(l).Severity() < 0 {
+			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta[%q] must be a logging level", mcp.MetaLogLevel)
+		}
+		m.LogLevel = mcp.LoggingLevel(l)
+	}
+	return m, nil
+}
+
+// FuzzDecorate: Decorate, which reads a result in one pass and adds what
+// it lacks in one copy, answers what setting each member in turn answered,
+// for any valid JSON result.
+func FuzzDecorate(f *testing.F) {
+	for _, s := range []string{`{}`, ` { } `, `{"a":1}`, `{"resultType":"input_required"}`, `{"resultType":5,"ttlMs":3}`,
+		`{"cacheScope":"public","resultType":"complete","resultType":"task"}`, `[]`, `null`, `"x"`} {
+		f.Add([]byte(s), int64(-1))
+		f.Add([]byte(s), int64(60000))
+	}
+	f.Fuzz(func(t *testing.T, result []byte, ttl int64) {
+		if !json.Valid(result) {
+			return
+		}
+		want := decorateBySetMember(result, ttl, mcp.CachePrivate)
+		assert.Equal(t, string(want), string(mcp.Decorate(result, ttl, mcp.CachePrivate)), "%s", result)
+	})
+}
+
+// decorateBySetMember is Decorate as it was: the reference FuzzDecorate
+// holds it to.
+func decorateBySetMember(result json.RawMessage, ttl int64, scope string) json.RawMessage {
+	if len(result) == 0 {
+		result = json.RawMessage(`{}`)
+	}
+	var hasType, hasTTL, hasScope bool
+	for key := range jsonrpc.Members(result) {
+		switch string(key) {
+		case "resultType":
+			hasType = true
+		case "ttlMs":
+			hasTTL = true
+		case "cacheScope":
+			hasScope = true
+		}
+	}
+	out := result
+	set := func(key string, value []byte) {
+		if b, err := jsonrpc.SetMember(out, key, value); err == nil {
+			out = b
+		}
+	}
+	if !hasType {
+		set("resultType", []byte(`"`+mcp.ResultComplete+`"`))
+	}
+	if ttl >= 0 && mcp.ResultTypeOf(out) == mcp.ResultComplete {
+		if !hasTTL {
+			set("ttlMs", strconv.AppendInt(nil, ttl, 10))
+		}
+		if !hasScope {
+			set("cacheScope", jsonrpc.AppendString(nil, scope))
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -78,6 +79,9 @@ type RequestMeta struct {
 	// LogLevel is the least severe log level the client wants for this
 	// request; "" for none: then no notifications/message is sent.
 	LogLevel LoggingLevel
+	// ProgressToken is _meta's progressToken as sent (nil for none), read
+	// in the same pass as the rest.
+	ProgressToken json.RawMessage
 }
 
 // IsModernRequest reports whether params carry
@@ -96,31 +100,63 @@ func ParseRequestMeta(params json.RawMessage) (*RequestMeta, error) {
 	if !ok || len(meta) == 0 || meta[0] != '{' {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta is required in protocol version %s", ModernVersion)
 	}
-	m := &RequestMeta{}
-	v, ok := jsonrpc.StringMember(meta, MetaProtocolVersion)
+	// Its members read in one pass; of a name given twice the last counts,
+	// as in encoding/json.
+	var version, caps, info, level, token []byte
+	for name, v := range jsonrpc.Members(meta) {
+		switch string(name) {
+		case MetaProgressToken:
+			token = v
+		case MetaProtocolVersion:
+			version = v
+		case MetaClientCapabilities:
+			caps = v
+		case MetaClientInfo:
+			info = v
+		case MetaLogLevel:
+			level = v
+		}
+	}
+	m := &RequestMeta{ProgressToken: token}
+	v, ok := unquoteVersion(version)
 	if !ok || v == "" {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta[%q] must be a protocol version", MetaProtocolVersion)
 	}
 	m.ProtocolVersion = v
-	caps, ok := jsonrpc.Member(meta, MetaClientCapabilities)
-	if !ok || json.Unmarshal(caps, &m.Capabilities) != nil || len(caps) == 0 || caps[0] != '{' {
+	if len(caps) == 0 || caps[0] != '{' || !isEmptyObject(caps) && json.Unmarshal(caps, &m.Capabilities) != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta[%q] must be an object", MetaClientCapabilities)
 	}
 	m.RawCapabilities = caps
-	if info, ok := jsonrpc.Member(meta, MetaClientInfo); ok && string(info) != "null" {
+	if info != nil && string(info) != "null" {
 		m.ClientInfo = &Implementation{}
 		if json.Unmarshal(info, m.ClientInfo) != nil {
 			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta[%q] must be an Implementation", MetaClientInfo)
 		}
 	}
-	if raw, ok := jsonrpc.Member(meta, MetaLogLevel); ok && string(raw) != "null" {
-		l, ok := jsonrpc.Unquote(raw)
+	if level != nil && string(level) != "null" {
+		l, ok := jsonrpc.Unquote(level)
 		if !ok || LoggingLevel(l).Severity() < 0 {
 			return nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "params._meta[%q] must be a logging level", MetaLogLevel)
 		}
 		m.LogLevel = LoggingLevel(l)
 	}
 	return m, nil
+}
+
+// unquoteVersion returns the protocol version v, a raw JSON value, states:
+// the one nearly every request states without a copy of it.
+func unquoteVersion(v []byte) (string, bool) {
+	if string(v) == `"`+ModernVersion+`"` {
+		return ModernVersion, true
+	}
+	return jsonrpc.Unquote(v)
+}
+
+// isEmptyObject reports whether obj, an object, has no members: a client
+// that declares no capabilities needs no decoding of them.
+func isEmptyObject(obj []byte) bool {
+	obj = bytes.TrimSpace(obj)
+	return len(obj) >= 2 && obj[0] == '{' && obj[len(obj)-1] == '}' && len(bytes.TrimSpace(obj[1:len(obj)-1])) == 0
 }
 
 // Admits reports whether the request wants a log message of level: only
@@ -244,35 +280,73 @@ func Decorate(result json.RawMessage, ttl int64, scope string) json.RawMessage {
 	if len(result) == 0 {
 		result = json.RawMessage(`{}`)
 	}
+	// One pass reads what is there; what is missing is added in one copy.
 	var hasType, hasTTL, hasScope bool
-	for key := range jsonrpc.Members(result) {
+	resultType := ResultComplete
+	for key, v := range jsonrpc.Members(result) {
 		switch string(key) {
 		case "resultType":
 			hasType = true
+			resultType = ResultComplete // as ResultTypeOf reads it: the last one, when a string
+			if t, ok := jsonrpc.Unquote(v); ok {
+				resultType = t
+			}
 		case "ttlMs":
 			hasTTL = true
 		case "cacheScope":
 			hasScope = true
 		}
 	}
-	out := result
-	set := func(key string, value []byte) {
-		if b, err := jsonrpc.SetMember(out, key, value); err == nil {
-			out = b
-		}
-	}
+	var add [3]member
+	n := 0
 	if !hasType {
-		set("resultType", []byte(`"`+ResultComplete+`"`))
+		add[n] = member{"resultType", []byte(`"` + ResultComplete + `"`)}
+		n++
 	}
-	if ttl >= 0 && ResultTypeOf(out) == ResultComplete {
+	if ttl >= 0 && resultType == ResultComplete {
 		if !hasTTL {
-			set("ttlMs", strconv.AppendInt(nil, ttl, 10))
+			add[n] = member{"ttlMs", strconv.AppendInt(nil, ttl, 10)}
+			n++
 		}
 		if !hasScope {
-			set("cacheScope", jsonrpc.AppendString(nil, scope))
+			add[n] = member{"cacheScope", jsonrpc.AppendString(nil, scope)}
+			n++
 		}
 	}
-	return out
+	return appendMembers(result, add[:n])
+}
+
+// member is a name and a raw value, for appendMembers.
+type member struct {
+	name  string
+	value []byte
+}
+
+// appendMembers returns a copy of the object obj with ms added last (none
+// of them is in it), or obj itself when there is nothing to add or it is
+// not an object.
+func appendMembers(orig []byte, ms []member) []byte {
+	obj := bytes.TrimSpace(orig)
+	if len(ms) == 0 || len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' {
+		return orig
+	}
+	body := bytes.TrimSpace(obj[1 : len(obj)-1])
+	size := len(obj)
+	for _, m := range ms {
+		size += len(m.name) + len(m.value) + 4
+	}
+	out := make([]byte, 0, size)
+	out = append(out, '{')
+	out = append(out, body...)
+	for i, m := range ms {
+		if i > 0 || len(body) > 0 {
+			out = append(out, ',')
+		}
+		out = jsonrpc.AppendString(out, m.name)
+		out = append(out, ':')
+		out = append(out, m.value...)
+	}
+	return append(out, '}')
 }
 
 // IsCacheable reports whether a method's result carries ttlMs and

@@ -371,7 +371,7 @@ func (s *Server) Dial(ctx context.Context, url string, opts *DialOptions) error 
 // request is served as one of protocol version 2026-07-28 whatever it says.
 func (s *Server) Serve(ctx context.Context, conn peer.Conn) *ServerSession {
 	ss := &ServerSession{server: s, ready: make(chan struct{}), subs: map[string]bool{}}
-	if st := StreamSessionFromContext(ctx); st != nil && st.conn == conn {
+	if st := StreamSessionFromContext(ctx); st != nil && st.Conn() == conn {
 		ss.stateless, ss.header = st.stateless, st.header
 	}
 	ss.peer = peer.New(conn, &peer.Options{

@@ -511,11 +511,15 @@ func (h *StreamableHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 		if frame.Batch || len(msgs) != 1 {
 			single = nil
 		}
+		version, stateless := "", false
+		if h.opts.Stateless != nil && single != nil {
+			version, stateless = statelessVersion(r, single)
+		}
 		switch {
 		case single != nil && isCall(single, MethodInitialize) && !IsModernVersion(r.Header.Get(HeaderProtocolVersion)):
 			s = h.open(w, r, single)
-		case h.opts.Stateless != nil && single != nil && isStateless(r, single):
-			h.serveStateless(w, r, body, single)
+		case stateless:
+			h.serveStateless(w, r, body, msgs, version)
 			return
 		case slices.ContainsFunc(msgs, func(m jsonrpc.Message) bool { return isCall(m, MethodInitialize) }):
 			writeHTTPError(w, http.StatusBadRequest, 0, "initialize must be sent alone, not in a batch")
@@ -617,15 +621,13 @@ func (h *StreamableHandler) open(w http.ResponseWriter, r *http.Request, req *js
 	return s
 }
 
-// serveStateless serves one self-describing request without a session.
-func (h *StreamableHandler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, req *jsonrpc.Request) {
+// serveStateless serves one self-describing request without a session,
+// msgs[0]; version is the one its _meta states ("" for none).
+func (h *StreamableHandler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, msgs []jsonrpc.Message, version string) {
+	req := msgs[0].(*jsonrpc.Request)
 	if !req.IsCall() {
 		w.WriteHeader(http.StatusAccepted) // nothing to do: see StreamableOptions.Stateless
 		return
-	}
-	version := ""
-	if v, ok := metaMember(req.Params, MetaProtocolVersion); ok {
-		version, _ = jsonrpc.Unquote(v)
 	}
 	if err := checkHeaders(r, req, version); err != nil {
 		writeAnswer(w, http.StatusBadRequest, &jsonrpc.Response{ID: req.ID, Error: err})
@@ -642,7 +644,7 @@ func (h *StreamableHandler) serveStateless(w http.ResponseWriter, r *http.Reques
 	defer s.end(errStatelessDone)
 	s.begin()
 	defer s.finish()
-	s.servePOST(w, r, body, []jsonrpc.Message{req}, false)
+	s.servePOST(w, r, body, msgs, false)
 }
 
 func isCall(m jsonrpc.Message, method string) bool {
@@ -650,18 +652,16 @@ func isCall(m jsonrpc.Message, method string) bool {
 	return ok && req.IsCall() && req.Method == method
 }
 
-// isStateless reports whether a request without a session is one of the
-// stateless revision: by its header, or by its _meta.
-func isStateless(r *http.Request, req *jsonrpc.Request) bool {
-	if IsModernVersion(r.Header.Get(HeaderProtocolVersion)) {
-		return true
+// statelessVersion returns the protocol version a request without a
+// session states in its _meta ("" for none), read once, and reports whether
+// the request is one of the stateless revision: by its header, or by that
+// version.
+func statelessVersion(r *http.Request, req *jsonrpc.Request) (string, bool) {
+	version := ""
+	if v, ok := metaMember(req.Params, MetaProtocolVersion); ok {
+		version, _ = unquoteVersion(v)
 	}
-	v, ok := metaMember(req.Params, MetaProtocolVersion)
-	if !ok {
-		return false
-	}
-	version, _ := jsonrpc.Unquote(v)
-	return IsModernVersion(version)
+	return version, IsModernVersion(r.Header.Get(HeaderProtocolVersion)) || IsModernVersion(version)
 }
 
 // isKnownMethod reports whether MCP defines method.
@@ -697,11 +697,20 @@ func checkHeaders(r *http.Request, req *jsonrpc.Request, version string) *jsonrp
 	if key == "" {
 		return nil
 	}
-	name, ok := jsonrpc.StringMember(req.Params, key)
+	raw, ok := jsonrpc.Member(req.Params, key)
 	if !ok {
 		return nil // the owner refuses the body itself (-32602)
 	}
 	n := r.Header.Values(HeaderName)
+	if len(n) > 0 {
+		if said, err := DecodeHeaderValue(n[0]); err == nil && isJSONString(raw, said) {
+			return nil // the usual case, compared in place: no copy of the name
+		}
+	}
+	name, ok := jsonrpc.Unquote(raw)
+	if !ok {
+		return nil // not a string: the owner refuses the body itself (-32602)
+	}
 	if len(n) == 0 {
 		return ErrHeaderMismatch("missing %s header (the body's %s is %q)", HeaderName, key, name)
 	}

@@ -40,11 +40,11 @@ type StreamSession struct {
 	stateless bool
 	header    http.Header // a stateless session's: its request's headers
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	conn   *streamConn
-	feed   atomic.Pointer[peer.Feed] // the owner's peer's, once bound: POSTs are handed to it directly
-	done   chan struct{}
+	conn streamConn
+	feed atomic.Pointer[peer.Feed] // the owner's peer's, once bound: POSTs are handed to it directly
+	// bound is where feed points: set once, by Bind, before feed is.
+	bound peer.Feed
+	done  chan struct{}
 
 	// inbox holds the POSTs for an owner that reads the conn (one that does
 	// not bind a peer to it), made when first needed: a session served
@@ -56,12 +56,16 @@ type StreamSession struct {
 	inbox     chan posted
 
 	// mu guards everything below.
-	mu       sync.Mutex
+	mu sync.Mutex
+	// ctx and cancel are made by Context, when an owner asks for them
+	// (the hub does not).
+	ctx      context.Context
+	cancel   context.CancelFunc
 	data     any
 	err      error // why the session ended; nil while it lives
 	byOwner  bool  // the owner closed the conn
 	general  *stream
-	streams  map[int64]*stream // the POST streams, by number (the general one is 0)
+	streams  map[int64]*stream // the POST streams, by number (the general one is 0); none for a stateless request's
 	nextNum  int64
 	calls    map[jsonrpc.ID]*stream // the client's requests in flight, by id
 	tokens   map[string]jsonrpc.ID  // progress tokens of those requests
@@ -91,6 +95,7 @@ type stream struct {
 	owedOne  [1]owedAnswer // owed's room for a POST of one request
 	mode     streamMode
 	jsonBody []byte         // the answer, in JSON mode
+	jsonErr  []byte         // its error member (a slice of jsonBody), nil for a result
 	events   []*streamEvent // retained, in order
 	nextSeq  int64          // the next event's sequence number (0 is the priming event)
 	sent     int64          // the last sequence number handed to a writer
@@ -146,8 +151,7 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 		s.idHeader = []string{id}
 		s.nonce = randomID()[:8] // a stateless request's stream has no event ids (see eventID)
 	}
-	s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
-	s.conn = &streamConn{s: s}
+	s.conn.s = s
 	s.nextNum = 1
 	return s
 }
@@ -164,11 +168,21 @@ func (s *StreamSession) ProtocolVersion() string { return s.version }
 // Write routes a message to the right stream and never blocks; its Close
 // ends the session. Once the session ends otherwise (DELETE, idle, the
 // handler's Close), Read fails with a *peer.CloseError saying why.
-func (s *StreamSession) Conn() peer.Conn { return s.conn }
+func (s *StreamSession) Conn() peer.Conn { return &s.conn }
 
 // Context returns a context that ends with the session and carries it (see
 // StreamSessionFromContext).
-func (s *StreamSession) Context() context.Context { return s.ctx }
+func (s *StreamSession) Context() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx == nil {
+		s.ctx, s.cancel = context.WithCancel(context.WithValue(context.Background(), streamSessionKey{}, s))
+		if s.err != nil {
+			s.cancel() // it ended before anyone asked
+		}
+	}
+	return s.ctx
+}
 
 // Header returns the HTTP headers of a stateless session's one request
 // (nil for a session opened with initialize), for what only the owner can
@@ -241,10 +255,12 @@ func (s *StreamSession) end(err error) {
 		s.idle.Stop()
 		s.idle = nil
 	}
-	feed, readErr := s.feed.Load(), s.readErrLocked()
+	feed, readErr, cancel := s.feed.Load(), s.readErrLocked(), s.cancel
 	s.mu.Unlock()
 	close(s.done)
-	s.cancel()
+	if cancel != nil {
+		cancel()
+	}
 	if feed != nil {
 		feed.End(readErr) // the owner's peer ends as on a failed read
 	}
@@ -529,10 +545,12 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attac
 	}
 	att := make(attachment, 1)
 	st.writer = att
-	if s.streams == nil {
-		s.streams = map[int64]*stream{}
+	if !s.stateless { // nothing resumes a stateless request's stream (it has no event ids): no map to find it in
+		if s.streams == nil {
+			s.streams = map[int64]*stream{}
+		}
+		s.streams[st.num] = st
 	}
-	s.streams[st.num] = st
 	return st, att, nil
 }
 
@@ -768,8 +786,8 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			continue
 		}
 		if st.mode == modeJSON {
-			body := st.jsonBody
-			st.jsonBody = nil
+			body, errObj := st.jsonBody, st.jsonErr
+			st.jsonBody, st.jsonErr = nil, nil
 			s.forgetStreamLocked(st, true)
 			s.mu.Unlock()
 			w.Header()["Content-Type"] = jsonContentType
@@ -778,7 +796,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			}
 			status := http.StatusOK
 			if s.stateless {
-				status = answerStatus(body)
+				status = answerStatus(errObj)
 			}
 			w.WriteHeader(status)
 			_, _ = w.Write(body)
@@ -960,7 +978,7 @@ func (s *StreamSession) route(frame []byte) error {
 	if t := bytes.TrimLeft(frame, " \t\r\n"); len(t) > 0 && t[0] == '[' {
 		return s.routeBatch(frame)
 	}
-	var idRaw, method, params []byte
+	var idRaw, method, params, errObj []byte
 	response := false
 	for name, v := range jsonrpc.Members(frame) {
 		switch string(name) {
@@ -970,8 +988,10 @@ func (s *StreamSession) route(frame []byte) error {
 			method = v
 		case "params":
 			params = v
-		case "result", "error":
+		case "result":
 			response = true
+		case "error":
+			response, errObj = true, v
 		}
 	}
 	switch {
@@ -992,7 +1012,7 @@ func (s *StreamSession) route(frame []byte) error {
 			return nil
 		}
 		s.answeredLocked(st, id)
-		s.deliverLocked(st, frame, true)
+		s.deliverLocked(st, frame, true, errObj)
 		return nil
 	case method != nil && !response:
 		progress := isJSONString(method, NotificationProgress)
@@ -1036,7 +1056,7 @@ func (s *StreamSession) route(frame []byte) error {
 			// the GET stream.
 			st = s.generalLocked()
 		}
-		s.deliverLocked(st, frame, false)
+		s.deliverLocked(st, frame, false, nil)
 		return nil
 	}
 	s.h.log.Debug("streamable HTTP: dropping an invalid outgoing frame", "session", s.id)
@@ -1045,8 +1065,8 @@ func (s *StreamSession) route(frame []byte) error {
 
 // isJSONString reports whether the JSON value v is the string want.
 func isJSONString(v []byte, want string) bool {
-	if len(v) == len(want)+2 && v[0] == '"' && string(v[1:len(v)-1]) == want {
-		return true
+	if len(v) == len(want)+2 && v[0] == '"' && string(v[1:len(v)-1]) == want && strings.IndexByte(want, '\\') < 0 {
+		return true // as written: no escape in it (a backslash in want is one, and means something else)
 	}
 	got, ok := jsonrpc.Unquote(v)
 	return ok && bytes.IndexByte(v, '\\') >= 0 && got == want
@@ -1080,15 +1100,15 @@ func (s *StreamSession) routeBatch(frame []byte) error {
 			s.answeredLocked(st, resp.ID)
 		}
 	}
-	s.deliverLocked(st, frame, true)
+	s.deliverLocked(st, frame, true, nil) // a batch's answers are an array: never one error
 	return nil
 }
 
 // answerStatus returns the HTTP status of a stateless request's JSON
-// answer: its error's (HTTPStatusOf), or 200.
-func answerStatus(body []byte) int {
-	errObj, ok := jsonrpc.Member(body, "error")
-	if !ok {
+// answer, given its error member as route read it: its error's
+// (HTTPStatusOf), or 200 for none.
+func answerStatus(errObj []byte) int {
+	if errObj == nil {
 		return http.StatusOK
 	}
 	code, ok := jsonrpc.Member(errObj, "code")
@@ -1122,7 +1142,8 @@ func isRelatedHint(name []byte) bool { return string(name) == MetaRelatedRequest
 
 // deliverLocked puts frame on st: as the JSON answer when it is the only
 // thing the stream carries, else as an SSE event.
-func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool) {
+// errObj is an answer's error member, as route read it (nil for a result).
+func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool, errObj []byte) {
 	last := st.post && answer && len(st.owed) == 0
 	switch {
 	case st.orphaned:
@@ -1131,9 +1152,9 @@ func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool) {
 			s.forgetStreamLocked(st, true)
 		}
 		return
-	case st.mode == modePending && last && (!st.errorAsJSON || isErrorAnswer(frame)):
+	case st.mode == modePending && last && (!st.errorAsJSON || errObj != nil):
 		st.mode = modeJSON
-		st.jsonBody = frame
+		st.jsonBody, st.jsonErr = frame, errObj
 		st.finished = true
 		st.wakeLocked()
 		return
@@ -1145,12 +1166,6 @@ func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool) {
 		st.finished = true
 	}
 	st.wakeLocked()
-}
-
-// isErrorAnswer reports whether frame is an error response.
-func isErrorAnswer(frame []byte) bool {
-	_, ok := jsonrpc.Member(frame, "error")
-	return ok
 }
 
 // appendLocked adds an event to a stream and to the session's window,
@@ -1210,7 +1225,8 @@ var (
 func (c *streamConn) Bind(f peer.Feed) {
 	s := c.s
 	s.mu.Lock()
-	s.feed.Store(&f)
+	s.bound = f
+	s.feed.Store(&s.bound)
 	ended, readErr := s.err != nil, s.readErrLocked()
 	s.mu.Unlock()
 	if ended {
@@ -1277,10 +1293,13 @@ func (c *streamConn) Write(_ context.Context, frame []byte) error {
 func (c *streamConn) Close(code peer.CloseCode, reason string) error {
 	s := c.s
 	s.mu.Lock()
-	if s.err == nil {
+	ended := s.err != nil
+	if !ended {
 		s.byOwner = true
 	}
 	s.mu.Unlock()
-	s.end(&peer.CloseError{Code: code, Reason: reason})
+	if !ended { // a session that ended already (a stateless one, served) has its reason
+		s.end(&peer.CloseError{Code: code, Reason: reason})
+	}
 	return nil
 }

@@ -71,7 +71,9 @@ func (p *Peer) shutdownLocked(cause error, code CloseCode, reason string, flush 
 	// and a peer on a DirectConn may have no other goroutine counted.
 	p.addGoroutine()
 	close(p.done)
-	p.cancel(cause)
+	if p.cancel != nil { // nil until a handler needed it (contextsLocked cancels it then)
+		p.cancel(cause)
+	}
 
 	go func() {
 		defer p.goroutineDone()

@@ -87,6 +87,7 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
 		}
 	}
 	defer p.mu.Unlock()
+	p.contextsLocked()
 	ctx, cancel := context.WithCancel(p.callCtx) // cancelled by the peer itself: when the call ends, and in shutdown
 	p.incoming[req.ID] = incoming{cancel: cancel}
 	p.queue = append(p.queue, job{ctx: ctx, req: req, batch: b})

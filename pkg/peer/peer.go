@@ -39,12 +39,18 @@ type Peer struct {
 	parker     idleParker
 	resumeRead func()
 
-	ctx    context.Context // handlers' parent; cancelled when the peer ends
-	cancel context.CancelCauseFunc
-	// callCtx is ctx without its cancellation: the parent of each call's
-	// context, which the peer cancels itself (when the call ends, and when
-	// the peer does), so that a call costs ctx no registration, and an
-	// idle peer no map of its calls.
+	// parent is Start's context without its cancellation: what handlers'
+	// contexts carry the values of.
+	parent context.Context
+	// ctx is the handlers' parent, cancelled when the peer ends; callCtx is
+	// ctx without its cancellation: the parent of each call's context,
+	// which the peer cancels itself (when the call ends, and when the peer
+	// does), so that a call costs ctx no registration, and an idle peer no
+	// map of its calls. They are made (under mu) for the first request a
+	// worker serves or the first notification (contextsLocked): a peer whose
+	// requests an AsyncHandler takes, a stateless HTTP request's, makes none.
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
 	callCtx context.Context
 	done    chan struct{}
 	wg      sync.WaitGroup // read loop, writer, workers, closer
@@ -96,8 +102,8 @@ func New(conn Conn, opts *Options) *Peer {
 	p.direct, _ = conn.(DirectConn)
 	_, p.recycles = conn.(frameForgetter)
 	p.parker, _ = conn.(idleParker)
-	p.ctx, p.cancel = context.WithCancelCause(context.WithValue(context.Background(), peerKey{}, p))
-	p.callCtx = context.WithoutCancel(p.ctx)
+	// The handlers' contexts are made when first needed, from Start's
+	// context (contextsLocked).
 	return p
 }
 
@@ -107,15 +113,16 @@ func (p *Peer) Start(ctx context.Context) {
 	// Handlers' contexts end when the peer closes, not directly with ctx:
 	// the peer closes first (closing stops answers), then cancels them, so a
 	// handler that stops because ctx ended never gets its answer out.
-	base, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), peerKey{}, p))
+	parent := ctx
+	if ctx.Done() != nil {
+		parent = context.WithoutCancel(ctx) // one that is never cancelled needs no wrapping
+	}
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock() // closed before it started: nothing to read
-		cancel(nil)
 		return
 	}
-	p.ctx, p.cancel = base, cancel
-	p.callCtx = context.WithoutCancel(base)
+	p.parent = parent
 	stop := func() bool { return false }
 	if ctx.Done() != nil { // an owner that closes its peers itself need not pay for this
 		stop = context.AfterFunc(ctx, func() { p.CloseWith(CloseGoingAway, "going away") })
@@ -134,6 +141,32 @@ func (p *Peer) Start(ctx context.Context) {
 		p.resumeRead = func() { go p.readLoop(stop) }
 	}
 	go p.readLoop(stop)
+}
+
+// contextsLocked makes the handlers' contexts if they are not yet: those of
+// a peer that has ended are cancelled, with its cause, as they would have
+// been had they been made before. p.mu is held.
+func (p *Peer) contextsLocked() {
+	if p.ctx != nil {
+		return
+	}
+	parent := p.parent
+	if parent == nil {
+		parent = context.Background() // not started: nothing is served, but nothing panics either
+	}
+	p.ctx, p.cancel = context.WithCancelCause(context.WithValue(parent, peerKey{}, p))
+	p.callCtx = context.WithoutCancel(p.ctx)
+	if p.closing {
+		p.cancel(p.err)
+	}
+}
+
+// handlerCtx returns the handlers' parent context.
+func (p *Peer) handlerCtx() context.Context {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.contextsLocked()
+	return p.ctx
 }
 
 // addGoroutine counts a goroutine the peer is about to start.

@@ -664,3 +664,49 @@ func TestPeer_idleWorkersAreReservedOneJobEach(t *testing.T) {
 		}
 	})
 }
+
+// TestPeer_handlerContexts: the handlers' contexts, made when a handler
+// first needs them, carry the values of Start's context and the peer, for a
+// notification and a call alike, and end when the peer closes.
+func TestPeer_handlerContexts(t *testing.T) {
+	t.Parallel()
+	type key struct{}
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		type seen struct {
+			method string
+			value  any
+			peer   *peer.Peer
+			ctx    context.Context
+		}
+		got := make(chan seen, 2)
+		p := peer.New(a, &peer.Options{Handler: peer.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			got <- seen{req.Method, ctx.Value(key{}), peer.FromContext(ctx), ctx}
+			return "ok", nil
+		})})
+		p.Start(context.WithValue(context.Background(), key{}, "start's"))
+		s := script{t, b}
+		s.send(`{"jsonrpc":"2.0","method":"note"}`)
+		s.send(`{"jsonrpc":"2.0","id":1,"method":"call"}`)
+		var ctxs []context.Context
+		for range 2 {
+			select {
+			case h := <-got:
+				assert.Equal(t, "start's", h.value, "%s: the values of Start's context", h.method)
+				assert.Same(t, p, h.peer, "%s: the peer", h.method)
+				ctxs = append(ctxs, h.ctx)
+			case <-time.After(wait):
+				t.Fatal("a handler never ran")
+			}
+		}
+		s.recv() // the call's answer
+		p.CloseWith(peer.CloseNormal, "")
+		require.NoError(t, p.Wait())
+		for _, ctx := range ctxs {
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+				t.Fatal("a handler's context did not end with the peer")
+			}
+		}
+	})
+}

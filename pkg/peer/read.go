@@ -186,7 +186,7 @@ func (p *Peer) notification(req *jsonrpc.Request) {
 			p.log.Error("notification handler panicked", "method", req.Method, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	if _, err := p.opts.Handler.Handle(p.ctx, req); err != nil {
+	if _, err := p.opts.Handler.Handle(p.handlerCtx(), req); err != nil {
 		p.log.Debug("notification handler failed", "method", req.Method, "err", err)
 	}
 }
