@@ -44,8 +44,8 @@ type profileCase struct {
 // hubbench process, with net/http/pprof): one alone with an MCP server
 // behind it, and two sharing a redis-server with an MCP server behind the
 // second. It drives the 64x16 load through each path (one instance at every
-// payload, two instances and Streamable HTTP at 100 B) while the twins
-// record CPU profiles.
+// payload, two instances, and Streamable HTTP answered as JSON and as SSE
+// at 100 B) while the twins record CPU profiles.
 func runProfile(ctx context.Context, cfg *config, sup *benchlab.Supervisor, dir string, sh shape, progress func(string)) ([]*profileResult, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -105,7 +105,11 @@ func runProfile(ctx context.Context, cfg *config, sup *benchlab.Supervisor, dir 
 		profileCase{what: epHub2, payload: payloads[0], twins: []*hubRef{twinA, twinB},
 			dial: func(p json.RawMessage) dialer { return hubDialer{url: twinA.ws("/mcp"), params: p} }},
 		profileCase{what: epHTTP, payload: payloads[0], twins: []*hubRef{solo},
-			dial: func(p json.RawMessage) dialer { return leanHTTPDialer{url: solo.http("/mcp"), params: p} }})
+			dial: func(p json.RawMessage) dialer { return leanHTTPDialer{url: solo.http("/mcp"), params: p} }},
+		profileCase{what: epHTTPSSE, payload: payloads[0], twins: []*hubRef{solo},
+			dial: func(p json.RawMessage) dialer {
+				return leanHTTPDialer{url: solo.http("/mcp"), params: p, progress: true}
+			}})
 	if len(cfg.profilePaths) > 0 {
 		cases = slices.DeleteFunc(cases, func(pc profileCase) bool { return !cfg.profiles(pc.what) })
 	}
