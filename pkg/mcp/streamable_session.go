@@ -97,6 +97,7 @@ type stream struct {
 	jsonBody []byte         // the answer, in JSON mode
 	jsonErr  []byte         // its error member (a slice of jsonBody), nil for a result
 	events   []*streamEvent // retained, in order
+	chunk    *eventChunk    // where its first events live
 	nextSeq  int64          // the next event's sequence number (0 is the priming event)
 	sent     int64          // the last sequence number handed to a writer
 	writer   attachment     // the HTTP response serving it, or nil
@@ -138,6 +139,15 @@ type streamEvent struct {
 	seq     int64
 	data    []byte
 	dropped bool // no longer retained (evicted, or its stream completed)
+}
+
+// eventChunk holds a stream's first events and their list, in one
+// allocation made with its first event: a POST answered as SSE usually
+// carries a progress report or two and its answer.
+type eventChunk struct {
+	evs  [2]streamEvent
+	ptrs [2]*streamEvent
+	used int
 }
 
 func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
@@ -721,13 +731,30 @@ func (s *StreamSession) detach(st *stream, att attachment) {
 	}
 }
 
-// patiencePool keeps the timers of pending POSTs, one per call otherwise.
-// A stopped timer sends nothing stale after Reset (Go 1.23 and later).
+// patiencePool keeps the timers of streams (a pending POST's patience, then
+// a stream's keep-alives), one per call otherwise. A stopped timer sends
+// nothing stale after Reset (Go 1.23 and later).
 var patiencePool = sync.Pool{New: func() any {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	return t
 }}
+
+// eventBufs keeps the buffers SSE events are written from: net/http copies
+// what it is given, so a buffer is free again once written.
+var eventBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledEventBuf is the largest event buffer kept for reuse: one of a
+// large answer goes back to the allocator.
+const maxPooledEventBuf = 16 << 10
+
+// The values of an SSE response's headers, set without allocating a value
+// slice per response (net/http copies what it sends).
+var (
+	sseContentType  = []string{"text/event-stream"}
+	sseCacheControl = []string{"no-cache, no-transform"}
+	sseNoBuffering  = []string{"no"}
+)
 
 // pump writes a stream to its HTTP response until the stream is finished
 // and written, the client leaves, the session ends, or CloseStream asks.
@@ -740,12 +767,19 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 	started := false
 	primes := s.primes(r.Header.Get(HeaderProtocolVersion))
 	var keepAlive <-chan time.Time
+	var bufp *[]byte // the events' buffer, from eventBufs once needed
 	var buf []byte
-	var patience *time.Timer // how long a pending POST waits silent
+	// timer is how long a pending POST waits silent, then the interval of
+	// a stream's keep-alives.
+	var timer *time.Timer
 	defer func() {
-		if patience != nil {
-			patience.Stop()
-			patiencePool.Put(patience)
+		if timer != nil {
+			timer.Stop()
+			patiencePool.Put(timer)
+		}
+		if bufp != nil && cap(buf) <= maxPooledEventBuf {
+			*bufp = buf[:0]
+			eventBufs.Put(bufp)
 		}
 	}()
 	for {
@@ -763,11 +797,11 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			}
 			var impatient <-chan time.Time
 			if ka := s.h.opts.KeepAlive; ka > 0 {
-				if patience == nil {
-					patience = patiencePool.Get().(*time.Timer)
-					patience.Reset(ka)
+				if timer == nil {
+					timer = patiencePool.Get().(*time.Timer)
+					timer.Reset(ka)
 				}
-				impatient = patience.C
+				impatient = timer.C
 			}
 			select {
 			case <-att:
@@ -802,16 +836,20 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			_, _ = w.Write(body)
 			return
 		}
+		if bufp == nil {
+			bufp = eventBufs.Get().(*[]byte)
+			buf = *bufp
+		}
 		buf = buf[:0]
 		if !started && primes && !st.cancelled {
 			// A cancelled stream is not primed: it ends before anything,
 			// and its client must have no event id to come back with.
 			retry := s.h.opts.Retry
-			buf = appendSSEEvent(buf, s.eventID(st.num, st.sent), nil, max(retry, 0))
+			buf = s.appendEvent(buf, st.num, st.sent, nil, max(retry, 0))
 		}
 		for _, ev := range st.events {
 			if ev.seq > st.sent {
-				buf = appendSSEEvent(buf, s.eventID(st.num, ev.seq), ev.data, 0)
+				buf = s.appendEvent(buf, st.num, ev.seq, ev.data, 0)
 				st.sent = ev.seq
 			}
 		}
@@ -830,16 +868,18 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 
 		if !started {
 			h := w.Header()
-			h.Set("Content-Type", "text/event-stream")
-			h.Set("Cache-Control", "no-cache, no-transform")
-			h.Set("X-Accel-Buffering", "no")
+			h["Content-Type"] = sseContentType
+			h["Cache-Control"] = sseCacheControl
+			h["X-Accel-Buffering"] = sseNoBuffering
 			wr.deadline(s.h.opts.WriteTimeout)
 			w.WriteHeader(http.StatusOK)
 			started = true
 			if ka := s.h.opts.KeepAlive; ka > 0 {
-				t := time.NewTicker(ka)
-				defer t.Stop()
-				keepAlive = t.C
+				if timer == nil {
+					timer = patiencePool.Get().(*time.Timer)
+				}
+				timer.Reset(ka) // a pending POST's patience is over
+				keepAlive = timer.C
 			}
 		}
 		if len(buf) > 0 {
@@ -863,6 +903,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 		case <-r.Context().Done():
 			return
 		case <-keepAlive:
+			timer.Reset(s.h.opts.KeepAlive)
 			wr.deadline(s.h.opts.WriteTimeout)
 			if _, err := w.Write([]byte(": keepalive\n\n")); err != nil {
 				return
@@ -885,15 +926,16 @@ const bufferedBody = 2048
 // ResponseController is made when first needed (a JSON answer needs none).
 type deadlineWriter struct {
 	w   http.ResponseWriter
-	rc  *http.ResponseController
+	rc  http.ResponseController // a value: made without an allocation of its own
+	has bool                    // rc is made
 	set bool
 }
 
 func (d *deadlineWriter) ctl() *http.ResponseController {
-	if d.rc == nil {
-		d.rc = http.NewResponseController(d.w)
+	if !d.has {
+		d.rc, d.has = *http.NewResponseController(d.w), true
 	}
-	return d.rc
+	return &d.rc
 }
 
 func (d *deadlineWriter) deadline(after time.Duration) {
@@ -944,13 +986,26 @@ func (s *StreamSession) eventID(num, seq int64) string {
 	if s.stateless {
 		return ""
 	}
-	b := make([]byte, 0, 32)
+	return string(s.appendEventID(nil, num, seq))
+}
+
+func (s *StreamSession) appendEventID(b []byte, num, seq int64) []byte {
 	b = append(b, s.nonce...)
 	b = append(b, '.')
 	b = strconv.AppendInt(b, num, 10)
 	b = append(b, '.')
-	b = strconv.AppendInt(b, seq, 10)
-	return string(b)
+	return strconv.AppendInt(b, seq, 10)
+}
+
+// appendEvent appends event seq of stream num to b, as appendSSEEvent
+// would with its eventID, without making the id a string first.
+func (s *StreamSession) appendEvent(b []byte, num, seq int64, data []byte, retry time.Duration) []byte {
+	if !s.stateless {
+		b = append(b, "id: "...)
+		b = s.appendEventID(b, num, seq)
+		b = append(b, '\n')
+	}
+	return appendSSEEvent(b, "", data, retry)
 }
 
 // parseEventID reads an event id that eventID wrote.
@@ -1168,10 +1223,26 @@ func (s *StreamSession) deliverLocked(st *stream, frame []byte, answer bool, err
 	st.wakeLocked()
 }
 
+// newEvent returns room for the stream's next event: in its chunk while
+// the chunk has some, which also holds the list of events until it grows
+// beyond it.
+func (st *stream) newEvent() *streamEvent {
+	if st.chunk == nil {
+		st.chunk = &eventChunk{}
+		st.events = st.chunk.ptrs[:0]
+	}
+	if c := st.chunk; c.used < len(c.evs) {
+		c.used++
+		return &c.evs[c.used-1]
+	}
+	return &streamEvent{}
+}
+
 // appendLocked adds an event to a stream and to the session's window,
 // evicting the oldest events beyond it.
 func (s *StreamSession) appendLocked(st *stream, frame []byte) {
-	ev := &streamEvent{st: st, seq: st.nextSeq, data: frame}
+	ev := st.newEvent()
+	*ev = streamEvent{st: st, seq: st.nextSeq, data: frame}
 	st.nextSeq++
 	st.events = append(st.events, ev)
 	s.log = append(s.log, ev)
