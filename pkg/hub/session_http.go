@@ -27,6 +27,22 @@ type requestInfo struct {
 	scope string
 }
 
+// requestContext is a request's context carrying its requestInfo: one
+// allocation where context.WithValue and the info would be two.
+type requestContext struct {
+	context.Context
+	info requestInfo
+}
+
+// Value returns the request's info for requestKey, and the parent's values
+// otherwise.
+func (c *requestContext) Value(key any) any {
+	if key == (requestKey{}) {
+		return &c.info
+	}
+	return c.Context.Value(key)
+}
+
 // serveMCP serves /mcp and /servers/<name>/mcp: a WebSocket upgrade opens a
 // WebSocket session, anything else is Streamable HTTP.
 func (h *Hub) serveMCP(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +115,7 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request, scope string) {
 	if r.Header.Get("Mcp-Session-Id") == "" && !h.scopeAllowed(w, who, scope) {
 		return
 	}
-	ctx := context.WithValue(r.Context(), requestKey{}, &requestInfo{who: who, scope: scope})
+	ctx := &requestContext{Context: r.Context(), info: requestInfo{who: who, scope: scope}}
 	h.streamable.ServeHTTP(w, r.WithContext(ctx))
 }
 
