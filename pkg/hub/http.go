@@ -60,31 +60,44 @@ func (h *Hub) newMux() http.Handler {
 // upgrade with a body is refused: the handshake has none, and a connection
 // once upgraded is no longer net/http's to close.
 func (h *Hub) boundBodies(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
-			next.ServeHTTP(w, r)
-			return
-		}
-		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(h.cfg.BodyTimeout)) != nil {
-			next.ServeHTTP(w, r) // relayed: the body is a buffer
-			return
-		}
-		w.Header()["Connection"] = connectionClose // until the body is in
-		b := &boundedBody{ReadCloser: r.Body, rc: rc, header: w.Header(), req: r}
-		if isUpgrade(r) {
-			http.Error(w, "400 bad request: a WebSocket handshake carries no body", http.StatusBadRequest)
-		} else {
-			r.Body = b
-			next.ServeHTTP(w, r)
-		}
-		if !b.in {
-			// net/http would read the rest of the body once the handler
-			// returns, to find the end of the request: the connection
-			// closes instead, at once.
-			_ = rc.SetReadDeadline(time.Unix(1, 0))
-		}
-	})
+	return bodyBounder{h: h, next: next}
+}
+
+// bodyBounder is boundBodies' handler: a type of its own, not a closure,
+// whose ServeHTTP is compiled apart from newMux (where the compiler would
+// not inline NewResponseController, and the controller would cost an
+// allocation of its own).
+type bodyBounder struct {
+	h    *Hub
+	next http.Handler
+}
+
+func (bb bodyBounder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	next := bb.next
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		next.ServeHTTP(w, r)
+		return
+	}
+	// The body and its controller in one allocation.
+	b := &boundedBody{ReadCloser: r.Body, rc: *http.NewResponseController(w), req: r}
+	if b.rc.SetReadDeadline(time.Now().Add(bb.h.cfg.BodyTimeout)) != nil {
+		next.ServeHTTP(w, r) // relayed: the body is a buffer
+		return
+	}
+	w.Header()["Connection"] = connectionClose // until the body is in
+	b.header = w.Header()
+	if isUpgrade(r) {
+		http.Error(w, "400 bad request: a WebSocket handshake carries no body", http.StatusBadRequest)
+	} else {
+		r.Body = b
+		next.ServeHTTP(w, r)
+	}
+	if !b.in {
+		// net/http would read the rest of the body once the handler
+		// returns, to find the end of the request: the connection
+		// closes instead, at once.
+		_ = b.rc.SetReadDeadline(time.Unix(1, 0))
+	}
 }
 
 // connectionClose is the Connection header of a request whose body is not
@@ -95,7 +108,7 @@ var connectionClose = []string{"close"}
 // its end, the deadline is lifted and the connection may be kept alive.
 type boundedBody struct {
 	io.ReadCloser
-	rc     *http.ResponseController
+	rc     http.ResponseController
 	header http.Header
 	req    *http.Request // net/http's, whose Body it replaced
 	in     bool
