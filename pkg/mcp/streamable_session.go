@@ -134,6 +134,22 @@ type owedAnswer struct {
 // response to write what is new, or to see that it was detached.
 type attachment chan struct{}
 
+// attachments keeps the attachments of responses that ended: one per POST
+// otherwise. Once pump has detached its response, no stream holds the
+// attachment (the stream's writer is another's, or none), so nothing can
+// wake it any more: what a wake left in it is drained, and it is free.
+var attachments = sync.Pool{New: func() any { return make(attachment, 1) }}
+
+func newAttachment() attachment { return attachments.Get().(attachment) }
+
+func releaseAttachment(att attachment) {
+	select {
+	case <-att:
+	default:
+	}
+	attachments.Put(att)
+}
+
 type streamEvent struct {
 	st      *stream
 	seq     int64
@@ -553,7 +569,7 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attac
 		}
 		s.calls[c.ID] = st
 	}
-	att := make(attachment, 1)
+	att := newAttachment()
 	st.writer = att
 	if !s.stateless { // nothing resumes a stateless request's stream (it has no event ids): no map to find it in
 		if s.streams == nil {
@@ -670,7 +686,7 @@ func (s *StreamSession) attachGET(lastEventID string) (*stream, attachment, erro
 	if from >= 0 {
 		st.sent = from
 	}
-	att := make(attachment, 1)
+	att := newAttachment()
 	st.writer = att
 	return st, att, nil
 }
@@ -759,7 +775,10 @@ var (
 // pump writes a stream to its HTTP response until the stream is finished
 // and written, the client leaves, the session ends, or CloseStream asks.
 func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream, att attachment) {
-	defer s.detach(st, att)
+	defer func() {
+		s.detach(st, att)
+		releaseAttachment(att)
+	}()
 	wr := deadlineWriter{w: w}
 	// The deadlines set below are the connection's: clear them, or the
 	// next request on a kept-alive connection would inherit one.
