@@ -281,6 +281,18 @@ func (s *StreamSession) end(err error) {
 		s.idle.Stop()
 		s.idle = nil
 	}
+	// Every attached response sees the session ended (pump): the GET
+	// stream's, the POST streams' (a stateless request's is found by its
+	// call alone: it is in no map of streams).
+	if s.general != nil {
+		s.general.wakeLocked()
+	}
+	for _, st := range s.streams {
+		st.wakeLocked()
+	}
+	for _, st := range s.calls {
+		st.wakeLocked()
+	}
 	feed, readErr, cancel := s.feed.Load(), s.readErrLocked(), s.cancel
 	s.mu.Unlock()
 	close(s.done)
@@ -822,9 +834,10 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 				}
 				impatient = timer.C
 			}
+			// The session's end wakes att too (end): one channel fewer to
+			// wait on for every call.
 			select {
 			case <-att:
-			case <-s.done:
 			case <-r.Context().Done():
 				return
 			case <-impatient:
@@ -917,8 +930,7 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			return
 		}
 		select {
-		case <-att:
-		case <-s.done:
+		case <-att: // or the session ended (end)
 		case <-r.Context().Done():
 			return
 		case <-keepAlive:

@@ -1189,3 +1189,48 @@ func TestStreamableClientConn_namesRelated(t *testing.T) {
 	assert.Equal(t, "call-7", answer["id"])
 	assert.NotContains(t, answer, "params")
 }
+
+// TestStreamableHandler_endAnswersPendingPOSTs checks that a POST waiting
+// for its answer is answered 404 once its session ends (a DELETE here): its
+// response waits on the stream's attachment alone, which the session's end
+// must wake. A well-behaved POST of the same session, answered before the
+// end, is unaffected.
+func TestStreamableHandler_endAnswersPendingPOSTs(t *testing.T) {
+	s := testHTTPServer()
+	started := make(chan struct{})
+	var once sync.Once
+	s.AddTool(&mcp.Tool{Name: "hold", Description: "holds the call until cancelled"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		once.Do(func() { close(started) })
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	hs := serveHTTP(t, s, nil)
+	c := newRaw(t, hs)
+	c.initialize()
+	ok := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	assert.Equal(t, http.StatusOK, ok.StatusCode, "a call before the end is answered")
+
+	status := make(chan int, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(testCtx(t), http.MethodPost, c.url,
+			strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold","arguments":{}}}`))
+		if err != nil {
+			status <- -1
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(mcp.HeaderSessionID, c.session)
+		req.Header.Set(mcp.HeaderProtocolVersion, c.version)
+		resp, err := c.client.Do(req)
+		if err != nil {
+			status <- -1
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	recv(t, started)
+	assert.Equal(t, http.StatusNoContent, c.do(http.MethodDelete, "").StatusCode)
+	assert.Equal(t, http.StatusNotFound, recv(t, status), "the pending POST learns that its session ended")
+}
