@@ -898,13 +898,17 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 		}
 		s.mu.Unlock()
 
+		// One deadline for this turn's header, write and flush, when
+		// there is something to send: the flush sends it.
+		if !started || len(buf) > 0 {
+			wr.deadline(s.h.opts.WriteTimeout)
+		}
 		if !started {
 			h := w.Header()
 			h["Content-Type"] = sseContentType
 			h["Cache-Control"] = sseCacheControl
 			h["X-Accel-Buffering"] = sseNoBuffering
-			wr.deadline(s.h.opts.WriteTimeout)
-			w.WriteHeader(http.StatusOK)
+			w.WriteHeader(http.StatusOK) // buffered: the Flush below sends it
 			started = true
 			if ka := s.h.opts.KeepAlive; ka > 0 {
 				if timer == nil {
@@ -915,7 +919,6 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 			}
 		}
 		if len(buf) > 0 {
-			wr.deadline(s.h.opts.WriteTimeout)
 			if _, err := w.Write(buf); err != nil {
 				return
 			}
