@@ -243,3 +243,41 @@ func TestStreamSession_quietThenIdle(t *testing.T) {
 		t.Fatal("the session did not end once idle")
 	}
 }
+
+// TestStreamSession_tokenCallLocked: a progress report finds its request by
+// its token however the token is written, as progressKey keys it: a plain
+// string (looked up without making a key), one written with escapes or
+// beyond ASCII, a number; and nothing for what is not a token.
+func TestStreamSession_tokenCallLocked(t *testing.T) {
+	t.Parallel()
+	s := newStreamSession(NewStreamableHandler(&StreamableOptions{}), "", Version20251125)
+	s.tokens = map[string]jsonrpc.ID{}
+	for _, tok := range []string{`"abc"`, `"é"`, `"a\"b"`, `7`} {
+		key, ok := progressKey([]byte(tok))
+		require.True(t, ok, tok)
+		s.tokens[key] = jsonrpc.StringID(tok)
+	}
+	for raw, want := range map[string]string{
+		`"abc"`:      `"abc"`,
+		`"a\u0062c"`: `"abc"`,
+		`"\u00e9"`:   `"é"`,
+		`"é"`:        `"é"`,
+		`"a\"b"`:     `"a\"b"`,
+		`7`:          `7`,
+		` 7 `:        `7`,
+		`"7"`:        "",
+		`"ab"`:       "",
+		`null`:       "",
+		`{"a":1}`:    "",
+		``:           "",
+	} {
+		id, ok := s.tokenCallLocked([]byte(raw))
+		if want == "" {
+			assert.False(t, ok, "%s finds no request", raw)
+			continue
+		}
+		if assert.True(t, ok, "%s finds its request", raw) {
+			assert.Equal(t, jsonrpc.StringID(want), id, raw)
+		}
+	}
+}

@@ -487,6 +487,36 @@ func progressKey(raw []byte) (string, bool) {
 	return "n:" + t, true
 }
 
+// tokenCallLocked returns the request whose progress token is raw. A token
+// that is a string without escapes, as tokens are, is looked up without
+// making its key (progressKey's) a string: the map lookup of a converted
+// byte slice allocates nothing.
+func (s *StreamSession) tokenCallLocked(raw []byte) (jsonrpc.ID, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainString(raw[1:len(raw)-1]) {
+		var kb [64]byte
+		k := append(append(kb[:0], "s:"...), raw[1:len(raw)-1]...)
+		id, ok := s.tokens[string(k)]
+		return id, ok
+	}
+	key, ok := progressKey(raw)
+	if !ok {
+		return jsonrpc.ID{}, false
+	}
+	id, ok := s.tokens[key]
+	return id, ok
+}
+
+// plainString reports whether the inside of a JSON string is its value as
+// it is: no escape, quote, control character or byte beyond ASCII.
+func plainString(inner []byte) bool {
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // servePOST serves a POST of a session: it records the requests it carries,
 // hands the body to the peer and answers with 202, one JSON body or an SSE
 // stream.
@@ -1122,10 +1152,8 @@ func (s *StreamSession) route(frame []byte) error {
 		}
 		var st *stream
 		if progress {
-			if key, ok := progressKey(progressToken); ok {
-				if id, ok := s.tokens[key]; ok {
-					st = s.calls[id]
-				}
+			if id, ok := s.tokenCallLocked(progressToken); ok {
+				st = s.calls[id]
 			}
 		} else if related != nil {
 			var id jsonrpc.ID
