@@ -50,6 +50,10 @@ func (ir *idleResult) perConn() float64 {
 // idleConnectors is how many clients connect at a time.
 const idleConnectors = 32
 
+// idleQuiet is how long the connections are left alone, once the last has
+// initialized, before their cost is measured.
+const idleQuiet = 2 * time.Second
+
 // idleProcess is a fresh process whose idle cost is measured, and where its
 // clients connect.
 type idleProcess struct {
@@ -157,6 +161,15 @@ func measureIdle(ctx context.Context, p *idleProcess, what string, n int, idle f
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
 	ir.connectRate = float64(n) / time.Since(began).Seconds()
+	// Idle means quiet for a while: the hub parks the reader of a
+	// WebSocket quiet for 0.5 to 1 s, and a Streamable HTTP session
+	// quiet for 1 s drops its maps of requests; measured sooner, the last
+	// thousands of connections are still in their setup.
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(idleQuiet):
+	}
 	if err := settle(ctx, p.pid); err != nil {
 		return nil, err
 	}
