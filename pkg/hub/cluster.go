@@ -22,7 +22,9 @@ import (
 // a snapshot of its replicas (names, lists) whenever they change. An
 // instance that hears a heartbeat whose version it has no snapshot of asks
 // its sender for one; one that stays silent for 3 intervals is dropped, and
-// its servers leave the lists. One that leaves says goodbye: on the
+// its servers leave the lists. Silence is judged over the time this
+// instance was itself running and reading (expire): a stall of its own is
+// no one else's. One that leaves says goodbye: on the
 // registry, which takes its servers off the lists at once, and in each
 // other's inbox, behind the answers it sent there, which ends its calls
 // (sayGoodbye, leaving).
@@ -73,6 +75,7 @@ type cluster struct {
 	brokerUp bool
 	epoch    uint64    // counts our broker (re)connections
 	upSince  time.Time // when the broker connection was last (re)established
+	echoed   time.Time // when our own last heartbeat came back to us through the broker
 	subs     []pubsub.Subscription
 	dirty    chan struct{} // our snapshot changed
 
@@ -121,6 +124,7 @@ func (c *cluster) start(ctx context.Context) error {
 	up := h.broker.Ready(ctx) == nil
 	c.mu.Lock() // the subscriptions' handlers read them already
 	c.brokerUp, c.epoch, c.upSince = up, 1, time.Now()
+	c.echoed = c.upSince
 	c.mu.Unlock()
 	if !h.goOwned(c.loop) {
 		return errors.New("hub closed")
@@ -148,6 +152,7 @@ func (c *cluster) loop() {
 	// out, so that the cluster re-forms soon after it comes back.
 	recheck := time.NewTicker(max(interval/10, 20*time.Millisecond))
 	defer recheck.Stop()
+	lastTick := time.Now()
 	for {
 		// The broker's news first: after a reconnection the first thing
 		// this instance publishes must be its hello.
@@ -177,6 +182,12 @@ func (c *cluster) loop() {
 				c.publishSnapshot(h.ctx)
 			}
 		case <-tick.C:
+			// A tick that comes late says this instance stalled (a GC
+			// pause, a starved CPU, a throttled container): the others'
+			// heartbeats of that time may wait unread in its subscription.
+			now := time.Now()
+			c.excuse(now.Sub(lastTick)-interval, now)
+			lastTick = now
 			c.heartbeat()
 		}
 	}
@@ -212,6 +223,7 @@ func (c *cluster) brokerState(up bool) {
 	if up && !wasUp {
 		c.epoch++
 		c.upSince = time.Now()
+		c.echoed = c.upSince
 	}
 	c.mu.Unlock()
 	if up {
@@ -257,13 +269,51 @@ func (c *cluster) heartbeat() {
 	h.reg.expire(now)
 }
 
-// expire drops the instances that missed too many heartbeats.
-func (c *cluster) expire(now time.Time) {
-	limit := time.Duration(missedHeartbeats) * c.hub.cfg.HeartbeatInterval
+// excuse forgives the others the time this instance stalled: a heartbeat
+// tick late by stalled moves when each was last heard that much later (not
+// past now), so that silence is counted over the time this instance ran.
+// Without it, the first tick after a stall longer than missedHeartbeats
+// intervals dropped every other instance, whose heartbeats sat unread in
+// the subscription, failed their calls, and learnt them again a moment
+// later.
+func (c *cluster) excuse(stalled time.Duration, now time.Time) {
+	if stalled <= 0 {
+		return
+	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.remotes {
+		if r.lastSeen = r.lastSeen.Add(stalled); r.lastSeen.After(now) {
+			r.lastSeen = now
+		}
+	}
+}
+
+// expire drops the instances that missed too many heartbeats. While the
+// broker is up, silence is judged only as far as this instance's own
+// subscription is known to be read: up to an interval after its own last
+// heartbeat came back to it. If that echo is overdue, what the others sent
+// may be waiting unread (a reader starved of CPU, a backlog), and their
+// silence is not counted while it is, for missedHeartbeats intervals at
+// most: a subscription that stays silent longer is not lagging but lost
+// (the broker's shard down for this instance alone, a one-way partition),
+// and this instance, which hears no one, drops them all as before. While
+// the broker is down nothing comes back and silence is judged against now,
+// as the others are unreachable anyway.
+func (c *cluster) expire(now time.Time) {
+	interval := c.hub.cfg.HeartbeatInterval
+	limit := time.Duration(missedHeartbeats) * interval
+	c.mu.Lock()
+	judged := now
+	if read := c.echoed.Add(interval); c.brokerUp && read.Before(judged) {
+		judged = read
+		if lagged := now.Add(-limit); lagged.After(judged) {
+			judged = lagged
+		}
+	}
 	var gone []string
 	for id, r := range c.remotes {
-		if now.Sub(r.lastSeen) > limit {
+		if judged.Sub(r.lastSeen) > limit {
 			gone = append(gone, id)
 		}
 	}
@@ -532,10 +582,18 @@ func (c *cluster) heard(instance string, now time.Time, hears hearing) *remoteIn
 
 func (c *cluster) onRegistry(ctx context.Context, topic string, payload []byte) {
 	env, ok := decodeEnvelope(payload)
-	if !ok || env.From == c.hub.id {
+	if !ok {
 		return
 	}
 	now := time.Now()
+	if env.From == c.hub.id {
+		if env.Kind == envHeartbeat {
+			c.mu.Lock()
+			c.echoed = now // what the others sent before it has been read (expire)
+			c.mu.Unlock()
+		}
+		return
+	}
 	switch env.Kind {
 	case envBye:
 		c.leaving(env.From)

@@ -247,17 +247,119 @@ func TestCluster_silentInstanceIsDropped(t *testing.T) {
 // has been silent for more than missedHeartbeats heartbeats, not before.
 func TestCluster_expireAfterMissedHeartbeats(t *testing.T) {
 	t.Parallel()
-	th := startHub(t, Config{HeartbeatInterval: time.Hour}) // its own tick never runs here
+	c, seen := heardOther(t)
+	limit := time.Duration(missedHeartbeats) * time.Hour
+	// This instance's own heartbeats come back on time: the last, sent an
+	// interval ago, a millisecond after it left.
+	echo(c, seen.Add(limit-time.Hour+time.Millisecond))
+	c.expire(seen.Add(limit))
+	assert.True(t, c.knows("other"), "silent for exactly %d heartbeats: kept", missedHeartbeats)
+	c.expire(seen.Add(limit + time.Millisecond))
+	assert.False(t, c.knows("other"), "silent for longer: dropped")
+}
+
+// heardOther starts an instance whose own heartbeat ticks never run (the
+// test plays them, and its expiry, with times of its own) and that heard
+// another, "other", at the time it returns.
+func heardOther(t *testing.T) (*cluster, time.Time) {
+	t.Helper()
+	th := startHub(t, Config{HeartbeatInterval: time.Hour})
 	c := th.Hub.cluster
 	seen := time.Now()
 	c.mu.Lock()
 	c.remotes["other"] = &remoteInstance{lastSeen: seen}
 	c.mu.Unlock()
+	return c, seen
+}
+
+// echo records this instance's own heartbeat coming back at when, as
+// onRegistry does.
+func echo(c *cluster, when time.Time) {
+	c.mu.Lock()
+	c.echoed = when
+	c.mu.Unlock()
+}
+
+// TestCluster_ownStallIsExcused: when this instance stalls (its heartbeat
+// tick comes late, the others' heartbeats wait unread in its
+// subscription), the others are not dropped for the time it did not run;
+// one that stays silent once it runs again still is, missedHeartbeats
+// intervals later.
+func TestCluster_ownStallIsExcused(t *testing.T) {
+	t.Parallel()
+	c, seen := heardOther(t)
+	echo(c, seen)
+
+	// The tick due at seen+1h comes 5h late: the loop excuses the delay,
+	// then publishes its heartbeat and expires.
+	tick := seen.Add(6 * time.Hour)
+	c.excuse(5*time.Hour, tick)
+	c.expire(tick)
+	require.True(t, c.knows("other"), "an instance heard just before this one stalled is kept")
+
+	// Nothing comes from it afterwards while this instance's own heartbeats
+	// come back each tick: it is dropped after missedHeartbeats intervals
+	// of silence counted from before the stall, less the stall.
+	for range missedHeartbeats - 1 {
+		echo(c, tick)
+		tick = tick.Add(time.Hour)
+		c.excuse(0, tick)
+		c.expire(tick)
+		require.True(t, c.knows("other"), "silent for at most %d intervals while running: kept", missedHeartbeats)
+	}
+	echo(c, tick)
+	tick = tick.Add(time.Hour)
+	c.expire(tick)
+	assert.False(t, c.knows("other"), "silent for longer once running again: dropped")
+}
+
+// TestCluster_silenceIsJudgedAsFarAsRead: while this instance's own
+// heartbeat has not come back through the broker, its subscription lags
+// (what the others sent may be waiting unread) and their silence is not
+// judged past an interval after its last echo; once its echo is back, what
+// they sent before it has been read, and one that sent nothing is dropped.
+func TestCluster_silenceIsJudgedAsFarAsRead(t *testing.T) {
+	t.Parallel()
+	c, seen := heardOther(t)
+	echo(c, seen)
+	c.expire(seen.Add(5 * time.Hour)) // its ticks came on time; its echoes did not
+	require.True(t, c.knows("other"), "judged while this instance's own subscription lags")
+
+	echo(c, seen.Add(5*time.Hour))
+	c.expire(seen.Add(5 * time.Hour))
+	assert.False(t, c.knows("other"), "silent in what this instance has read: dropped")
+}
+
+// TestCluster_lostSubscriptionStillJudges: a subscription that stays
+// silent, this instance's own heartbeats included, for missedHeartbeats
+// intervals past the others' limit is lost, not lagging: this instance
+// hears no one, and drops them.
+func TestCluster_lostSubscriptionStillJudges(t *testing.T) {
+	t.Parallel()
+	c, seen := heardOther(t)
+	echo(c, seen)
 	limit := time.Duration(missedHeartbeats) * time.Hour
-	c.expire(seen.Add(limit))
-	assert.True(t, c.knows("other"), "silent for exactly %d heartbeats: kept", missedHeartbeats)
-	c.expire(seen.Add(limit + time.Millisecond))
-	assert.False(t, c.knows("other"), "silent for longer: dropped")
+	c.expire(seen.Add(2 * limit))
+	require.True(t, c.knows("other"), "within the lag excused: kept")
+	c.expire(seen.Add(2*limit + time.Millisecond))
+	assert.False(t, c.knows("other"), "past it: dropped")
+}
+
+// TestCluster_ownHeartbeatEchoes: an instance's own heartbeat comes back to
+// it through the broker, and it takes note (expire judges by it).
+func TestCluster_ownHeartbeatEchoes(t *testing.T) {
+	t.Parallel()
+	th := startHub(t, Config{HeartbeatInterval: time.Hour})
+	c := th.Hub.cluster
+	c.mu.Lock()
+	before := c.echoed
+	c.mu.Unlock()
+	c.heartbeat()
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.echoed.After(before)
+	}, wait, time.Millisecond, "the heartbeat never came back")
 }
 
 func TestCluster_goodbyeIsImmediate(t *testing.T) {
