@@ -67,7 +67,9 @@ type StreamableClientOptions struct {
 // answers come through Read. A request whose POST fails gets an error answer
 // through Read (the HTTP status and the server's message), so calls never
 // hang on a lost POST. A 404 for the session ends the conn with
-// ErrSessionGone.
+// ErrSessionGone. A POST of notifications or answers that fails with a
+// context's error while the conn is open is sent once more: that error is
+// another request's (foreignCancellation).
 //
 // A message of protocol version 2026-07-28 (its _meta names that version)
 // goes in a POST of its own, without a session: MCP-Protocol-Version is
@@ -324,6 +326,11 @@ func (c *StreamableClientConn) Write(ctx context.Context, frame []byte) error {
 		// Notifications and answers: the server says 202 at once.
 		defer cancel()
 		resp, err := c.client.Do(req)
+		if err != nil && postCtx.Err() == nil && foreignCancellation(err) {
+			again := req.Clone(postCtx)
+			again.Body, _ = req.GetBody() // a bytes.Reader's: it cannot fail
+			resp, err = c.client.Do(again)
+		}
 		if err != nil {
 			return c.transportErr(err)
 		}
@@ -460,6 +467,21 @@ func (c *StreamableClientConn) track() bool {
 	}
 	c.wg.Add(1)
 	return true
+}
+
+// foreignCancellation reports whether a POST whose own context is live
+// failed with a context's error: another request's. net/http gives a
+// connection back to its pool as soon as it has read a response without a
+// body (the 202 of notifications and answers), before that response
+// reaches its caller; a request that takes the connection meanwhile and is
+// cancelled (a GET stream ended by Close, of this conn or of another one
+// on the same http.Client) closes it, and the first request fails with
+// the other's "context canceled" (golang/go#41600). Sent again, the
+// notifications or answers are sent twice at worst, which MCP makes
+// harmless: a repeated notifications/initialized or cancellation changes
+// nothing, and a peer drops an answer to a request already answered.
+func foreignCancellation(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // transportErr reports a request that failed to reach the server: after

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -898,6 +899,49 @@ func TestStreamableClientConn_sessionGone(t *testing.T) {
 		t.Fatal("the client did not end")
 	}
 	assert.ErrorIs(t, c.Close(), mcp.ErrSessionGone, "the client says why it ended")
+}
+
+// TestStreamableClientConn_foreignCancellation: a POST of notifications
+// that net/http fails with another request's "context canceled", its own
+// context live (it does so when a request that took the connection of an
+// empty 202 before that 202 reached its caller is cancelled:
+// golang/go#41600), is sent again, and the session goes on. It used to end
+// the conn ("peer: write: ... context canceled"), failing the next call.
+func TestStreamableClientConn_foreignCancellation(t *testing.T) {
+	hs := serveHTTP(t, testHTTPServer(), nil)
+	rt := &cancelsOnce{base: hs.Client().Transport, method: mcp.NotificationInitialized}
+	c, err := mcp.Connect(testCtx(t), hs.URL, &mcp.ClientOptions{ProtocolVersion: mcp.LatestVersion,
+		HTTP: mcp.StreamableClientOptions{HTTPClient: &http.Client{Transport: rt}}})
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.Ping(testCtx(t)), "the session outlived the failed POST")
+	assert.Equal(t, int32(1), rt.failed.Load(), "the POST of %s failed once", rt.method)
+}
+
+// cancelsOnce passes requests on to base, but reports the first POST that
+// carries method as failed with context.Canceled once the server answered
+// it, as net/http does in the race of golang/go#41600.
+type cancelsOnce struct {
+	base   http.RoundTripper
+	method string
+	failed atomic.Int32
+}
+
+func (rt *cancelsOnce) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodPost || r.GetBody == nil || rt.failed.Load() > 0 {
+		return rt.base.RoundTrip(r)
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	b, _ := io.ReadAll(body)
+	resp, err := rt.base.RoundTrip(r)
+	if err != nil || !strings.Contains(string(b), `"`+rt.method+`"`) || !rt.failed.CompareAndSwap(0, 1) {
+		return resp, err
+	}
+	resp.Body.Close()
+	return nil, context.Canceled
 }
 
 // TestStreamableClientConn_resumes checks that the client conn resumes a
