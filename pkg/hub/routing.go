@@ -648,14 +648,28 @@ func (h *Hub) attempt(f *flight, t *target, c caller, method string, params json
 	f.started(gen, h.leases.route(t.server, t.replicas, c.client(), false, send, fail), h.cfg.CallTimeout)
 }
 
+// renamesInFrame reports whether an attempt of t at ri may have the tool's
+// name renamed as its frame or envelope is written, so that a large call is
+// copied once on its way: when a rename is pending and nothing on the way
+// edits the params (a server of the session revisions, no trace; at a
+// local replica also params without _meta and no task held, which the
+// replica would edit).
+func (h *Hub) renamesInFrame(t *target, ri *replicaInfo, c caller) bool {
+	if t.rename.name == nil || ri.ProtocolVersion == mcp.ModernVersion || h.tracing.Enabled() {
+		return false
+	}
+	rp := ri.local
+	return rp == nil || !rp.modern && !mayHaveMeta(t.rename.params) && !c.caps().Tasks
+}
+
 // sendTo sends an attempt of a call to the replica ri and returns how to
 // abort it; release, when set, runs first when it ends (the end of its
-// share of a lease). nil params are the target's own: when ri serves a
-// session revision and the call is not traced, renamed as its frame is
-// written (replica.sendRenamed), or its envelope for another instance
-// (cluster.sendCallRenamed); made first otherwise.
+// share of a lease). nil params are the target's own: renamed as its
+// frame (replica.sendAs) or its envelope for another instance
+// (cluster.sendCallRenamed) is written where renamesInFrame allows it;
+// made first otherwise, once for all attempts (target.params).
 func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method string, params json.RawMessage, done func(json.RawMessage, error), release func()) (abort func(error)) {
-	renamedInFrame := params == nil && t.rename.name != nil && ri.ProtocolVersion != mcp.ModernVersion && !h.tracing.Enabled()
+	renamedInFrame := params == nil && h.renamesInFrame(t, ri, c)
 	if params == nil && !renamedInFrame {
 		params = t.params()
 	}
@@ -684,7 +698,7 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 	}
 	switch {
 	case renamedInFrame && ri.local != nil:
-		return ri.local.sendRenamed(f.trace, c, method, t.rename.params, t.rename.name, t.item, finish)
+		return ri.local.sendAs(f.trace, c, method, t.rename.params, t.rename.name, t.item, finish)
 	case renamedInFrame:
 		return h.cluster.sendCallRenamed(f.trace, ri, t.server, c, method, t.rename.params, t.rename.name, t.item, finish)
 	}
@@ -869,23 +883,6 @@ type upstreamCall struct {
 // id. ctx carries the call's trace, which the server receives in _meta.
 func (rp *replica) send(ctx context.Context, c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	return rp.sendAs(ctx, c, method, params, nil, "", done)
-}
-
-// sendRenamed is send of params with old, a slice of them (a tool's name
-// as the client sent it), replaced by the JSON string name: written as the
-// frame is encoded where nothing else changes params (a server of the
-// session revisions, params without _meta, no task held, no trace), so
-// that a large call is copied once on its way; renamed first otherwise.
-func (rp *replica) sendRenamed(ctx context.Context, c caller, method string, params json.RawMessage, old []byte, name string, done func(json.RawMessage, error)) (abort func(error)) {
-	if rp.modern || mayHaveMeta(params) || c.caps().Tasks || rp.hub.tracing.Enabled() {
-		out, ok := jsonrpc.SpliceString(params, old, name)
-		if !ok {
-			done(nil, errParamsNotObject)
-			return func(error) {}
-		}
-		return rp.send(ctx, c, method, out, done)
-	}
-	return rp.sendAs(ctx, c, method, params, old, name, done)
 }
 
 // sendAs is send, with old (when set) renamed to name in the frame: the
