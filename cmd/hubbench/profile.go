@@ -45,7 +45,7 @@ type profileCase struct {
 // behind it, and two sharing a redis-server with an MCP server behind the
 // second. It drives the 64x16 load through each path (one instance at every
 // payload, two instances, and Streamable HTTP answered as JSON and as SSE
-// at 100 B) while the twins record CPU profiles.
+// at 100 B, in a session and as stateless 2026-07-28 POSTs) while the twins record CPU profiles.
 func runProfile(ctx context.Context, cfg *config, sup *benchlab.Supervisor, dir string, sh shape, progress func(string)) ([]*profileResult, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -109,6 +109,14 @@ func runProfile(ctx context.Context, cfg *config, sup *benchlab.Supervisor, dir 
 		profileCase{what: epHTTPSSE, payload: payloads[0], twins: []*hubRef{solo},
 			dial: func(p json.RawMessage) dialer {
 				return leanHTTPDialer{url: solo.http("/mcp"), params: p, progress: true}
+			}},
+		profileCase{what: epHTTPModern, payload: payloads[0], twins: []*hubRef{solo},
+			dial: func(p json.RawMessage) dialer {
+				return leanHTTPDialer{url: solo.http("/mcp"), params: p, modern: true}
+			}},
+		profileCase{what: epHTTPModernSSE, payload: payloads[0], twins: []*hubRef{solo},
+			dial: func(p json.RawMessage) dialer {
+				return leanHTTPDialer{url: solo.http("/mcp"), params: p, progress: true, modern: true}
 			}})
 	if len(cfg.profilePaths) > 0 {
 		cases = slices.DeleteFunc(cases, func(pc profileCase) bool { return !cfg.profiles(pc.what) })
