@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-mcp/switchboard/internal/tracing"
@@ -54,9 +55,10 @@ type inputs struct {
 	h   *Hub
 	key []byte // MACs this instance's requestStates
 
+	next atomic.Uint64 // numbers the calls
+
 	mu    sync.Mutex
-	calls map[string]*inputCall
-	next  uint64
+	calls map[string]*inputCall // the calls that asked for input, which a retry may continue
 }
 
 func newInputs(h *Hub) *inputs {
@@ -186,23 +188,29 @@ type settledAsk struct {
 // inputCall is a modern client's call that its server may ask input for.
 type inputCall struct {
 	in     *inputs
-	id     string
+	num    uint64   // its number on this instance
 	whose  identity // the principal whose call it is: only its retries continue it
 	method string
 	name   string // the tool's or prompt's name, or the URI: a retry must repeat it
 	server string
 	trace  context.Context // its first request's trace: the parent of its rounds' spans
 
+	// first is the waiter of its first request, which firstCall serves
+	// (one allocation with the call's).
+	first     inputWaiter
+	firstCall sessionCall
+
 	mu       sync.Mutex
+	id       string       // its key in inputs.calls, once it asked for input: "" before
 	cur      *inputWaiter // the request waiting for what comes next; nil between rounds
 	meta     *mcp.RequestMeta
 	round    int          // InputRequiredResults given so far
 	asks     []*inputAsk  // the server's requests not yet answered, in order (at most clientMaxAsks)
 	settled  []settledAsk // answers decided under mu, sent by unlock
 	nextKey  int
-	final    *askAnswer // the call's answer, kept for a retry to come
-	ended    bool       // the answer went out, or never will: the call is forgotten
-	cancel   func(error)
+	final    *askAnswer  // the call's answer, kept for a retry to come
+	ended    bool        // the answer went out, or never will: the call is forgotten
+	flight   *flight     // ends the call upstream, once it is forwarded
 	gaveUp   error       // a cancellation that came before the call was started
 	deadline *time.Timer // ends a kept answer no retry came for
 
@@ -211,19 +219,30 @@ type inputCall struct {
 
 var _ caller = (*inputCall)(nil)
 
-// start registers owner's modern call about to be forwarded; first is its
+// start makes owner's modern call about to be forwarded; first is its
 // request, answered with the call's answer or its first input requests;
 // ctx carries its trace.
-// name is its subject (callParams); first.meta is the request's own.
+// name is its subject (callParams); first.meta is the request's own. The
+// call is registered for retries once it asks for input (askLocked): most
+// calls never do, and a retry needs the requestState only that makes.
 func (in *inputs) start(ctx context.Context, owner identity, server string, req *jsonrpc.Request, name string, first sessionCall, send func(json.RawMessage, error)) (*inputCall, *inputWaiter) {
-	w := &inputWaiter{c: first, meta: first.meta, token: first.meta.ProgressToken, send: send}
-	ic := &inputCall{in: in, whose: owner, method: req.Method, name: name, server: server, trace: ctx, meta: first.meta, cur: w}
-	in.mu.Lock()
-	in.next++
-	ic.id = strconv.FormatUint(in.next, 10)
-	in.calls[ic.id] = ic
-	in.mu.Unlock()
-	return ic, w
+	ic := &inputCall{in: in, num: in.next.Add(1), whose: owner, method: req.Method, name: name, server: server, trace: ctx, meta: first.meta,
+		firstCall: first}
+	ic.first = inputWaiter{c: &ic.firstCall, meta: first.meta, token: first.meta.ProgressToken, send: send}
+	ic.cur = &ic.first
+	return ic, &ic.first
+}
+
+// registerLocked makes the call one a retry can find, once; the caller
+// holds ic.mu.
+func (ic *inputCall) registerLocked() {
+	if ic.id != "" {
+		return
+	}
+	ic.id = strconv.FormatUint(ic.num, 10)
+	ic.in.mu.Lock()
+	ic.in.calls[ic.id] = ic
+	ic.in.mu.Unlock()
 }
 
 // callName returns what names a call's subject: the tool or prompt, or the
@@ -241,14 +260,15 @@ func subjectKey(method string) string {
 	return "name"
 }
 
-// started records how to end the call upstream.
-func (ic *inputCall) started(cancel func(error)) {
+// started records how to end the call upstream: its flight (held rather
+// than its cancel, a method value that would be an allocation a call).
+func (ic *inputCall) started(f *flight) {
 	ic.mu.Lock()
-	ic.cancel = cancel
+	ic.flight = f
 	cause := ic.gaveUp
 	ic.mu.Unlock()
 	if cause != nil {
-		cancel(cause)
+		f.cancel(cause)
 	}
 }
 
@@ -280,9 +300,11 @@ func (ic *inputCall) endLocked() bool {
 		ic.settled = append(ic.settled, settledAsk{a, askAnswer{err: errCallEnded}})
 	}
 	ic.asks = nil
-	ic.in.mu.Lock()
-	delete(ic.in.calls, ic.id)
-	ic.in.mu.Unlock()
+	if ic.id != "" {
+		ic.in.mu.Lock()
+		delete(ic.in.calls, ic.id)
+		ic.in.mu.Unlock()
+	}
 	return true
 }
 
@@ -291,12 +313,12 @@ func (ic *inputCall) abortLocked(cause error) {
 	if !ic.endLocked() {
 		return
 	}
-	if ic.cancel == nil {
+	f := ic.flight
+	if f == nil {
 		ic.gaveUp = cause
 		return
 	}
-	cancel := ic.cancel
-	ic.in.h.goOwned(func() { cancel(cause) })
+	ic.in.h.goOwned(func() { f.cancel(cause) })
 }
 
 // finish takes the call's answer from its server: to the request waiting,
@@ -361,6 +383,7 @@ func (ic *inputCall) askLocked() func() {
 	for _, a := range ic.asks {
 		reqs[a.key] = mcp.InputRequest{Method: a.method, Params: a.params}
 	}
+	ic.registerLocked()
 	ic.round++
 	ic.span.End()
 	_, ic.span = ic.in.h.traceRound(context.Background(), ic.trace, ic.method, ic.server, ic.round)
@@ -468,9 +491,8 @@ func (ic *inputCall) request(_ context.Context, method string, params json.RawMe
 // cancelLocked cancels the call upstream without ending it: its answer is
 // kept for the retry to come (which gets ic.final).
 func (ic *inputCall) cancelLocked() {
-	if ic.cancel != nil {
-		cancel := ic.cancel
-		ic.in.h.goOwned(func() { cancel(context.Canceled) })
+	if f := ic.flight; f != nil {
+		ic.in.h.goOwned(func() { f.cancel(context.Canceled) })
 	}
 }
 
@@ -506,7 +528,9 @@ func (ic *inputCall) caps() clientCaps {
 	return clientCaps{Sampling: true, SamplingTools: true, ElicitForm: true, ElicitURL: true, Roots: declared.Roots, Tasks: declared.Tasks}
 }
 
-func (ic *inputCall) client() string  { return "input:" + ic.in.h.id + "/" + ic.id }
+func (ic *inputCall) client() string {
+	return "input:" + ic.in.h.id + "/" + strconv.FormatUint(ic.num, 10)
+}
 func (ic *inputCall) owner() identity { return ic.whose }
 
 func (ic *inputCall) logLevel() mcp.LoggingLevel {

@@ -425,8 +425,13 @@ func (s *session) Handle(ctx context.Context, req *jsonrpc.Request) (any, error)
 }
 
 // callStarted and callEnded count the session's calls in flight to a
-// server: its untagged logs reach the clients calling it.
+// server: its untagged logs reach the clients calling it. A stateless
+// request's session is never told them (it is not initialized: admits
+// refuses every log), and counts none.
 func (s *session) callStarted(server string) {
+	if s.stateless {
+		return
+	}
 	s.mu.Lock()
 	if s.calling == nil {
 		s.calling = map[string]int{}
@@ -436,6 +441,9 @@ func (s *session) callStarted(server string) {
 }
 
 func (s *session) callEnded(server string) {
+	if s.stateless {
+		return
+	}
 	s.mu.Lock()
 	if s.calling[server]--; s.calling[server] <= 0 {
 		delete(s.calling, server)
