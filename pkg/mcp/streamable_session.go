@@ -79,6 +79,11 @@ type StreamSession struct {
 	// quietened: idle has fired once, after quietAfter, and is armed
 	// again for the rest of IdleTimeout (see expire).
 	quietened bool
+
+	// one is a stateless request's stream, which keeps no maps of calls
+	// and tokens: its one request is in its owed while in flight, and
+	// everything of the session goes on it (see callLocked).
+	one *stream
 }
 
 // maxHeldStreams bounds the cancelled streams a session holds open (see
@@ -248,7 +253,7 @@ func (s *StreamSession) CloseStream(id jsonrpc.ID) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.calls[id]
+	st := s.callLocked(id)
 	if st == nil || st.orphaned {
 		return false
 	}
@@ -292,6 +297,9 @@ func (s *StreamSession) end(err error) {
 	}
 	for _, st := range s.calls {
 		st.wakeLocked()
+	}
+	if s.one != nil && len(s.one.owed) > 0 {
+		s.one.wakeLocked()
 	}
 	feed, readErr, cancel := s.feed.Load(), s.readErrLocked(), s.cancel
 	s.mu.Unlock()
@@ -581,7 +589,7 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attac
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range calls {
-		if s.calls[c.ID] != nil {
+		if s.callLocked(c.ID) != nil {
 			return nil, nil, fmt.Errorf("request id %s is already in flight", c.ID)
 		}
 	}
@@ -594,7 +602,17 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attac
 	case s.h.opts.ResponseMode == ResponseSSE:
 		st.mode = modeSSE
 	}
+	if s.stateless {
+		// Its one request needs no map to be found by (callLocked).
+		for _, c := range calls {
+			st.owe(c.ID, "")
+		}
+		s.one = st
+	}
 	for _, c := range calls {
+		if s.stateless {
+			break
+		}
 		key := ""
 		if raw, ok := metaMember(c.Params, MetaProgressToken); ok {
 			if k, ok := progressKey(raw); ok {
@@ -622,6 +640,18 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attac
 	return st, att, nil
 }
 
+// callLocked returns the stream of the client's request id in flight, or
+// nil.
+func (s *StreamSession) callLocked(id jsonrpc.ID) *stream {
+	if st := s.one; st != nil {
+		if slices.ContainsFunc(st.owed, func(o owedAnswer) bool { return o.id == id }) {
+			return st
+		}
+		return nil
+	}
+	return s.calls[id]
+}
+
 // cancelled stops waiting for the answer to a request the client cancelled.
 // Once every request of its POST is cancelled, the stream must end without
 // an answer, and without inviting a resumption: a client (the TypeScript
@@ -635,7 +665,7 @@ func (s *StreamSession) openPOSTStream(calls []*jsonrpc.Request) (*stream, attac
 func (s *StreamSession) cancelled(id jsonrpc.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.calls[id]
+	st := s.callLocked(id)
 	if st == nil {
 		return
 	}
@@ -1124,7 +1154,7 @@ func (s *StreamSession) route(frame []byte) error {
 		if s.err != nil {
 			return net.ErrClosed
 		}
-		st := s.calls[id]
+		st := s.callLocked(id)
 		if st == nil {
 			// Cancelled, or its stream is gone: nobody waits for it.
 			s.h.log.Debug("streamable HTTP: dropping an answer to no request in flight", "session", s.id, "id", id.String())
@@ -1151,20 +1181,21 @@ func (s *StreamSession) route(frame []byte) error {
 			return net.ErrClosed
 		}
 		var st *stream
-		if progress {
+		switch {
+		case s.stateless:
+			// One request, one stream: everything goes on it while the
+			// request is in flight.
+			if s.one != nil && len(s.one.owed) > 0 {
+				st = s.one
+			}
+		case progress:
 			if id, ok := s.tokenCallLocked(progressToken); ok {
 				st = s.calls[id]
 			}
-		} else if related != nil {
+		case related != nil:
 			var id jsonrpc.ID
 			if id.UnmarshalJSON(related) == nil {
 				st = s.calls[id]
-			}
-		}
-		if st == nil && s.stateless {
-			// One request, one stream: everything goes on it.
-			for _, only := range s.calls {
-				st = only
 			}
 		}
 		if st == nil || st.orphaned {
@@ -1205,7 +1236,7 @@ func (s *StreamSession) routeBatch(frame []byte) error {
 	var st *stream
 	for _, m := range f.Messages {
 		if resp, ok := m.(*jsonrpc.Response); ok && st == nil {
-			st = s.calls[resp.ID]
+			st = s.callLocked(resp.ID)
 		}
 	}
 	if st == nil {
@@ -1213,7 +1244,7 @@ func (s *StreamSession) routeBatch(frame []byte) error {
 		return nil
 	}
 	for _, m := range f.Messages {
-		if resp, ok := m.(*jsonrpc.Response); ok && s.calls[resp.ID] == st {
+		if resp, ok := m.(*jsonrpc.Response); ok && s.callLocked(resp.ID) == st {
 			s.answeredLocked(st, resp.ID)
 		}
 	}
