@@ -959,18 +959,43 @@ func mayHaveMeta(params []byte) bool {
 
 // swapToken puts a progress token of the hub's in place of the caller's,
 // which it notes in uc.
+// The token is written on the stack and made a string once; where params
+// hold one _meta with one token, as they do, the token is spliced into
+// params in place (one copy, where setting it in _meta and _meta in params
+// made two).
 func (rp *replica) swapToken(uc *upstreamCall, params json.RawMessage) (json.RawMessage, string) {
-	var token string
-	if meta, ok := jsonrpc.Member(params, "_meta"); ok {
-		if t, ok := jsonrpc.Member(meta, mcp.MetaProgressToken); ok {
-			uc.clientToken = t
-			token = `"sb-` + rp.hub.nextID() + `"`
-			if meta, err := jsonrpc.SetMember(meta, mcp.MetaProgressToken, []byte(token)); err == nil {
-				params, _ = jsonrpc.SetMember(params, "_meta", meta)
-			}
+	meta, ok := jsonrpc.Member(params, "_meta")
+	if !ok {
+		return params, ""
+	}
+	t, ok := jsonrpc.Member(meta, mcp.MetaProgressToken)
+	if !ok {
+		return params, ""
+	}
+	uc.clientToken = t
+	var b [32]byte
+	tb := append(strconv.AppendInt(append(b[:0], `"sb-`...), rp.hub.seq.Add(1), 10), '"')
+	token := string(tb)
+	if soleMember(params, "_meta") && soleMember(meta, mcp.MetaProgressToken) {
+		if p, ok := jsonrpc.Splice(params, t, tb); ok {
+			return p, token
 		}
 	}
+	if meta, err := jsonrpc.SetMember(meta, mcp.MetaProgressToken, tb); err == nil {
+		params, _ = jsonrpc.SetMember(params, "_meta", meta)
+	}
 	return params, token
+}
+
+// soleMember reports whether the object obj has the member key once.
+func soleMember(obj []byte, key string) bool {
+	n := 0
+	for k := range jsonrpc.Members(obj) {
+		if string(k) == key {
+			n++
+		}
+	}
+	return n == 1
 }
 
 func (rp *replica) unregister(id jsonrpc.ID, token string) {

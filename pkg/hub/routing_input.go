@@ -153,6 +153,14 @@ type inputWaiter struct {
 	send  func(json.RawMessage, error)
 }
 
+// hasToken reports whether the progress report params carries token, and
+// no other: the first request's own, which the replica restored (no copy
+// to set it again).
+func hasToken(params, token json.RawMessage) bool {
+	t, ok := jsonrpc.Member(params, mcp.MetaProgressToken)
+	return ok && bytes.Equal(t, token) && soleMember(params, mcp.MetaProgressToken)
+}
+
 // progressToken returns a request's _meta.progressToken, or nil.
 func progressToken(params json.RawMessage) json.RawMessage {
 	if !mayHaveMeta(params) {
@@ -408,11 +416,13 @@ func (ic *inputCall) notify(method string, params json.RawMessage) {
 		if w.token == nil {
 			return
 		}
-		p, err := jsonrpc.SetMember(params, mcp.MetaProgressToken, w.token)
-		if err != nil {
-			return
+		if !hasToken(params, w.token) {
+			p, err := jsonrpc.SetMember(params, mcp.MetaProgressToken, w.token)
+			if err != nil {
+				return
+			}
+			params = p
 		}
-		params = p
 	}
 	w.c.notify(method, params)
 }
