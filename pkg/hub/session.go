@@ -87,20 +87,13 @@ func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transpo
 		s.role = "dashboard"
 	}
 	s.peer = peer.New(conn, &peer.Options{
-		Handler:       s, // a peer.Handler and a peer.AsyncHandler
+		Handler:       s, // a peer.Handler, a peer.AsyncHandler and peer.Hooks
 		MaxConcurrent: min(sessionMaxConcurrent, h.cfg.MaxInFlight),
 		MaxPending:    h.cfg.MaxInFlight,
 		Overloaded:    h.overloaded,
 		SendQueue:     h.cfg.SendQueue,
 		Limits:        h.cfg.limits(),
-		OnCancel:      s.onCancel,
-		OnClose:       s.onClose,
-		OnDone: func() {
-			h.mu.Lock()
-			delete(h.sessions, s)
-			h.mu.Unlock()
-		},
-		Logger: h.log, // shared: a logger of its own would cost every idle connection ~1 KiB
+		Logger:        h.log, // shared: a logger of its own would cost every idle connection ~1 KiB
 	})
 	return s
 }
@@ -142,9 +135,19 @@ func (s *session) stopInitTimer() {
 	}
 }
 
-// onClose forgets the client as soon as its session starts ending (a
+// OnDone forgets the session once its peer's goroutines have ended (a
+// peer.Hooks method, as OnClose and OnCancel: a stateless request makes a
+// session, and its peer, per POST).
+func (s *session) OnDone() {
+	h := s.hub
+	h.mu.Lock()
+	delete(h.sessions, s)
+	h.mu.Unlock()
+}
+
+// OnClose forgets the client as soon as its session starts ending (a
 // WebSocket's close handshake, of up to a few seconds, finishes meanwhile).
-func (s *session) onClose(err error) {
+func (s *session) OnClose(err error) {
 	h := s.hub
 	s.closed.Store(true)
 	s.stopInitTimer()
@@ -310,9 +313,9 @@ func (s *session) sendLog(frame []byte) {
 	}
 }
 
-// onCancel tells the client that the hub gave up on a request it routed to
+// OnCancel tells the client that the hub gave up on a request it routed to
 // it (the server cancelled it, or it timed out).
-func (s *session) onCancel(id jsonrpc.ID, cause error) {
+func (s *session) OnCancel(id jsonrpc.ID, cause error) {
 	reason := "cancelled by the server"
 	if errors.Is(cause, context.DeadlineExceeded) {
 		reason = "request timed out"

@@ -55,9 +55,7 @@ func (p *Peer) CallID(ctx context.Context, id jsonrpc.ID, method string, params,
 			// map is sending it on ch, which never blocks.
 			return p.decodeResult(method, <-ch, result)
 		}
-		if p.opts.OnCancel != nil {
-			p.opts.OnCancel(id, context.Cause(ctx))
-		}
+		p.onCancel(id, context.Cause(ctx))
 		return ctx.Err()
 	}
 }
@@ -101,9 +99,7 @@ func (p *Peer) Abort(id jsonrpc.ID, err error) bool {
 	if !ok || pc.done == nil {
 		return false
 	}
-	if p.opts.OnCancel != nil {
-		p.opts.OnCancel(id, err)
-	}
+	p.onCancel(id, err)
 	pc.done(nil, err)
 	return true
 }

@@ -77,9 +77,7 @@ func (p *Peer) shutdownLocked(cause error, code CloseCode, reason string, flush 
 
 	go func() {
 		defer p.goroutineDone()
-		if p.opts.OnClose != nil {
-			p.opts.OnClose(cause)
-		}
+		p.onClose(cause)
 		for _, hook := range hooks {
 			hook()
 		}

@@ -55,6 +55,7 @@ type Options struct {
 	// wait for peers without holding a goroutine for each.
 	OnClose func(err error)
 	OnDone  func()
+	// (A Handler may take these three as methods instead: see Hooks.)
 	// Logger receives debug logs (unsolicited responses, handler errors).
 	// Nil discards them.
 	Logger *slog.Logger
@@ -92,4 +93,47 @@ func (o *Options) withDefaults() Options {
 		v.Logger = slog.New(slog.DiscardHandler)
 	}
 	return v
+}
+
+// Hooks is implemented by a Handler that takes OnCancel, OnClose and OnDone
+// as its methods: the peer calls them where Options leaves those funcs
+// nil. An owner that makes a peer per connection, or per request, then
+// makes no func value for them (an allocation each).
+type Hooks interface {
+	OnCancel(id jsonrpc.ID, cause error)
+	OnClose(err error)
+	OnDone()
+}
+
+// onCancel runs Options.OnCancel, or the Handler's Hooks method.
+func (p *Peer) onCancel(id jsonrpc.ID, cause error) {
+	if p.opts.OnCancel != nil {
+		p.opts.OnCancel(id, cause)
+	} else if h, ok := p.opts.Handler.(Hooks); ok {
+		h.OnCancel(id, cause)
+	}
+}
+
+// onClose runs Options.OnClose, or the Handler's Hooks method.
+func (p *Peer) onClose(err error) {
+	if p.opts.OnClose != nil {
+		p.opts.OnClose(err)
+	} else if h, ok := p.opts.Handler.(Hooks); ok {
+		h.OnClose(err)
+	}
+}
+
+// hasOnDone reports whether the peer has an OnDone to run.
+func (p *Peer) hasOnDone() bool {
+	_, ok := p.opts.Handler.(Hooks)
+	return p.opts.OnDone != nil || ok
+}
+
+// onDone runs Options.OnDone, or the Handler's Hooks method.
+func (p *Peer) onDone() {
+	if p.opts.OnDone != nil {
+		p.opts.OnDone()
+	} else if h, ok := p.opts.Handler.(Hooks); ok {
+		h.OnDone()
+	}
 }

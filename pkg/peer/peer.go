@@ -180,10 +180,10 @@ func (p *Peer) addGoroutine() {
 func (p *Peer) goroutineDone() {
 	last := p.live.Add(-1) == 0
 	p.wg.Done()
-	if last && p.opts.OnDone != nil {
+	if last && p.hasOnDone() {
 		select {
 		case <-p.done:
-			p.ended.Do(p.opts.OnDone)
+			p.ended.Do(p.onDone)
 		default:
 		}
 	}

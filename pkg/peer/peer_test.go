@@ -315,6 +315,66 @@ func TestPeer_ignoresUnsolicitedAndDuplicateResponses(t *testing.T) {
 	})
 }
 
+// hooked is a Handler that takes the peer's hooks as its methods.
+type hooked struct {
+	peer.HandlerFunc
+	cancelled chan jsonrpc.ID
+	closed    chan error
+	done      chan struct{}
+}
+
+func (h *hooked) OnCancel(id jsonrpc.ID, _ error) { h.cancelled <- id }
+func (h *hooked) OnClose(err error)               { h.closed <- err }
+func (h *hooked) OnDone()                         { close(h.done) }
+
+// A Handler's Hooks methods run where Options leaves the funcs nil; a func
+// set in Options is used in place of its method.
+func TestPeer_hooksOfTheHandler(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		h := &hooked{HandlerFunc: echo, cancelled: make(chan jsonrpc.ID, 1), closed: make(chan error, 1), done: make(chan struct{})}
+		optsClosed := make(chan error, 1)
+		p := peer.New(a, &peer.Options{Handler: h, OnClose: func(err error) { optsClosed <- err }})
+		p.Start(context.Background())
+		s := script{t, b}
+		cancelOneCall(t, p, s, h.cancelled)
+
+		p.CloseWith(peer.CloseNormal, "")
+		go b.Close(peer.CloseNormal, "") // the other side answers the close
+		select {
+		case <-optsClosed:
+		case <-time.After(wait):
+			t.Fatal("Options.OnClose was not called")
+		}
+		require.NoError(t, p.Wait())
+		select {
+		case <-h.done:
+		case <-time.After(wait):
+			t.Fatal("the Handler's OnDone was not called")
+		}
+		assert.Empty(t, h.closed, "the Handler's OnClose, with Options.OnClose set")
+	})
+}
+
+// cancelOneCall makes a call of p's, cancels it, and checks that the OnCancel
+// that sends on cancelled was told its id.
+func cancelOneCall(t *testing.T, p *peer.Peer, s script, cancelled <-chan jsonrpc.ID) jsonrpc.ID {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() { got <- p.Call(ctx, "slow", nil, nil) }()
+	req := s.recvRequest()
+	cancel()
+	assert.ErrorIs(t, <-got, context.Canceled)
+	select {
+	case id := <-cancelled:
+		assert.Equal(t, req.ID, id)
+	case <-time.After(wait):
+		t.Fatal("OnCancel was not called")
+	}
+	return req.ID
+}
+
 func TestPeer_cancelOutgoing(t *testing.T) {
 	t.Parallel()
 	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
@@ -324,20 +384,10 @@ func TestPeer_cancelOutgoing(t *testing.T) {
 			cancelled <- id
 		}})
 		s := script{t, b}
-		ctx, cancel := context.WithCancel(context.Background())
-		got := make(chan error, 1)
-		go func() { got <- p.Call(ctx, "slow", nil, nil) }()
-		req := s.recvRequest()
-		cancel()
-		assert.ErrorIs(t, <-got, context.Canceled)
-		select {
-		case id := <-cancelled:
-			assert.Equal(t, req.ID, id)
-		case <-time.After(wait):
-			t.Fatal("OnCancel was not called")
-		}
+		id := cancelOneCall(t, p, s, cancelled)
 		// A late answer is ignored, and the peer keeps working.
-		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":1}`, req.ID))
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":1}`, id))
+		got := make(chan error, 1)
 		go func() { got <- p.Call(context.Background(), "next", nil, nil) }()
 		req2 := s.recvRequest()
 		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":2}`, req2.ID))
