@@ -256,7 +256,7 @@ func (h *Hub) auditCall(t *target, c caller, method string, start time.Time, err
 		rec.URI, _ = jsonrpc.StringMember(t.params(), "uri")
 	}
 	switch cl := c.(type) {
-	case sessionCall:
+	case *sessionCall:
 		rec.setPrincipal(cl.s.who)
 		rec.Session, rec.Endpoint = cl.s.clientKey, endpoint(cl.s.scope)
 	case *inputCall:

@@ -103,10 +103,16 @@ func (s *session) answerer(req *jsonrpc.Request, reply *peer.Reply, m *mcp.Reque
 // flight: a drain waits for it, and the session hears the logs of its
 // server meanwhile. done runs once with the outcome (forward).
 func (s *session) forwardCall(ctx context.Context, t *target, c caller, method string, done func(json.RawMessage, error)) *flight {
+	return s.forwardIn(ctx, &flight{}, t, c, method, done)
+}
+
+// forwardIn is forwardCall in a flight f the caller made (one that holds
+// c, say).
+func (s *session) forwardIn(ctx context.Context, f *flight, t *target, c caller, method string, done func(json.RawMessage, error)) *flight {
 	h := s.hub
 	h.inflight.Add(1)
 	s.callStarted(t.server)
-	return h.forward(ctx, t, c, method, func(raw json.RawMessage, err error) {
+	return h.forwardIn(ctx, f, t, c, method, func(raw json.RawMessage, err error) {
 		s.callEnded(t.server)
 		h.inflight.Add(-1)
 		done(raw, err)
@@ -153,9 +159,9 @@ type sessionCall struct {
 	meta *mcp.RequestMeta
 }
 
-var _ caller = sessionCall{}
+var _ caller = (*sessionCall)(nil)
 
-func (c sessionCall) notify(method string, params json.RawMessage) {
+func (c *sessionCall) notify(method string, params json.RawMessage) {
 	if method == mcp.NotificationMessage {
 		level := logLevel(params)
 		if c.meta != nil && !c.meta.Admits(level) || c.meta == nil && !c.s.admits(level) {
@@ -175,7 +181,7 @@ const clientMaxAsks = 64
 // with the client's own id, so that the client (and a transport with one
 // stream per call) knows which call asks. A modern client takes no request:
 // its calls that may ask for input have an inputCall as their caller.
-func (c sessionCall) request(ctx context.Context, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
+func (c *sessionCall) request(ctx context.Context, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
 	if c.meta != nil {
 		done(nil, errCannotRoute(method, "a client of protocol version "+mcp.ModernVersion+
 			" is asked for input only during tools/call, prompts/get or resources/read"))
@@ -237,18 +243,18 @@ func await(ctx context.Context, start func(done func(json.RawMessage, error)) (a
 	}
 }
 
-func (c sessionCall) caps() clientCaps {
+func (c *sessionCall) caps() clientCaps {
 	if c.meta != nil {
 		return parseModernCaps(c.meta)
 	}
 	return c.s.caps()
 }
-func (c sessionCall) client() string  { return c.s.key() }
-func (c sessionCall) owner() identity { return c.s.owner }
+func (c *sessionCall) client() string  { return c.s.key() }
+func (c *sessionCall) owner() identity { return c.s.owner }
 
 // logLevel is a modern request's own; a session's is the level it set, or
 // every level until it sets one.
-func (c sessionCall) logLevel() mcp.LoggingLevel {
+func (c *sessionCall) logLevel() mcp.LoggingLevel {
 	if c.meta != nil {
 		return c.meta.LogLevel
 	}
@@ -608,11 +614,17 @@ func (h *Hub) pick(replicas []*replicaInfo) *replicaInfo {
 // server is told) or context.DeadlineExceeded; ctx carries the call's
 // trace, not its cancellation.
 func (h *Hub) forward(ctx context.Context, t *target, c caller, method string, done func(json.RawMessage, error)) *flight {
+	return h.forwardIn(ctx, &flight{}, t, c, method, done)
+}
+
+// forwardIn is forward in a new flight f that the caller made.
+func (h *Hub) forwardIn(ctx context.Context, f *flight, t *target, c caller, method string, done func(json.RawMessage, error)) *flight {
 	if h.draining.Load() {
 		done(nil, errDraining)
-		return &flight{ended: true}
+		f.ended = true
+		return f
 	}
-	f := &flight{start: time.Now(), trace: ctx}
+	f.start, f.trace = time.Now(), ctx
 	h.attempt(f, t, c, method, nil, done) // nil: the target's own (sendTo)
 	return f
 }
@@ -790,6 +802,8 @@ type flight struct {
 	abort   func(error) // ends what runs now (an attempt at the replica, which then answers done, or the asking between attempts)
 	pending error       // a cancellation that came before the call was sent
 	timer   *time.Timer
+
+	from sessionCall // a session's call's caller, when the flight holds it (HandleAsync)
 }
 
 // generation returns the number of the attempt about to start.

@@ -569,7 +569,7 @@ func parseModernCaps(m *mcp.RequestMeta) clientCaps {
 // nil when it was refused (send has answered).
 func (in *inputs) resume(ctx context.Context, s *session, st inputState, req *jsonrpc.Request, m *mcp.RequestMeta, send func(json.RawMessage, error)) (giveUp func()) {
 	h := in.h
-	sc := sessionCall{s: s, id: req.ID, meta: m}
+	sc := &sessionCall{s: s, id: req.ID, meta: m}
 	if st.instance == h.id {
 		w := &inputWaiter{c: sc, meta: m, token: m.ProgressToken, send: send}
 		if err := in.resumeWith(st, s.owner, req.Method, req.Params, w); err != nil {

@@ -76,7 +76,7 @@ func (ts *tasks) taskStep(ri *replicaInfo, server string, c caller, method strin
 // sessionEra reports whether a call's client speaks a session revision,
 // whose requests cannot declare an extension.
 func sessionEra(c caller) bool {
-	sc, ok := c.(sessionCall)
+	sc, ok := c.(*sessionCall)
 	return ok && sc.meta == nil
 }
 

@@ -510,7 +510,9 @@ func (s *session) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 		return false
 	}
 	return s.routeCall(req, reply, nil, func(ctx context.Context, t *target, send func(json.RawMessage, error)) func() {
-		f := s.forwardCall(ctx, t, sessionCall{s: s, id: req.ID}, req.Method, send)
+		// The call's caller lives in its flight: one allocation for both.
+		f := &flight{from: sessionCall{s: s, id: req.ID}}
+		s.forwardIn(ctx, f, t, &f.from, req.Method, send)
 		return func() { f.cancel(context.Canceled) }
 	})
 }
@@ -538,7 +540,7 @@ func (s *session) route(ctx context.Context, req *jsonrpc.Request) (any, error) 
 func (s *session) call(ctx context.Context, t *target, req *jsonrpc.Request) (json.RawMessage, error) {
 	s.callStarted(t.server)
 	defer s.callEnded(t.server)
-	return s.hub.call(ctx, t, sessionCall{s: s, id: req.ID, meta: modernMetaFrom(ctx)}, req.Method)
+	return s.hub.call(ctx, t, &sessionCall{s: s, id: req.ID, meta: modernMetaFrom(ctx)}, req.Method)
 }
 
 // complete routes completion/complete.

@@ -90,7 +90,7 @@ func (s *session) serverTask(ctx context.Context, rec *taskRecord, req *jsonrpc.
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
 	defer cancel()
 	raw, err := await(ctx, func(done func(json.RawMessage, error)) func(error) {
-		return h.sendOne(ctx, ri, rec.Server, sessionCall{s: s, id: req.ID, meta: m}, req.Method, params, done)
+		return h.sendOne(ctx, ri, rec.Server, &sessionCall{s: s, id: req.ID, meta: m}, req.Method, params, done)
 	})
 	if err != nil {
 		return nil, h.upstreamError(rec.Server, err)

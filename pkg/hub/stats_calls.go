@@ -192,7 +192,7 @@ func (st *stats) logCall(want uint32, traceID string, t *target, c caller, metho
 	e := &callEntry{At: start.Add(d).UTC(), Instance: st.hub.id, Server: t.server, Method: method, Name: t.item,
 		DurationMs: round3(float64(d) / 1e6), TraceID: traceID}
 	switch cl := c.(type) {
-	case sessionCall:
+	case *sessionCall:
 		e.from = cl.s
 		if cl.meta != nil && cl.meta.ClientInfo != nil {
 			e.Client = cl.meta.ClientInfo.Name // a modern request names its client itself

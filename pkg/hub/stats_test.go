@@ -480,7 +480,7 @@ func TestStats_observeAllocatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	defer h.Close()
 	tg := &target{server: "demo", item: "add"}
-	var c caller = sessionCall{} // as forward gets it
+	var c caller = &sessionCall{} // as forward gets it
 	start := time.Now()
 	h.stats.observe(context.Background(), tg, c, mcp.MethodToolsCall, start, nil, nil) // the item is made once
 	allocs := testing.AllocsPerRun(1000, func() {
@@ -494,7 +494,7 @@ func BenchmarkStats_observe(b *testing.B) {
 	require.NoError(b, err)
 	defer h.Close()
 	tg := &target{server: "demo", item: "add"}
-	var c caller = sessionCall{}
+	var c caller = &sessionCall{}
 	start := time.Now()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -538,7 +538,7 @@ func BenchmarkStats_observeLogged(b *testing.B) {
 	defer h.Close()
 	tg := &target{server: "demo", item: "add"}
 	s := &session{hub: h, id: "1", who: anonymous}
-	var c caller = sessionCall{s: s}
+	var c caller = &sessionCall{s: s}
 	h.stats.want.Store(watchCalls)
 	raw := json.RawMessage(`{"content":[{"type":"text","text":"3"}],"structuredContent":{"sum":3}}`)
 	start := time.Now()
