@@ -709,12 +709,23 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 		h.ended(f, t, c, method, raw, h.upstreamError(t.server, err), done)
 	}
 	switch {
-	case renamedInFrame && ri.local != nil:
-		return ri.local.sendAs(f.trace, c, method, t.rename.params, t.rename.name, t.item, finish)
+	case ri.local != nil && renamedInFrame:
+		return ri.local.sendAs(f.trace, c, method, t.rename.params, t.rename.name, t.item, h.borrows(f, ri), finish)
+	case ri.local != nil:
+		return ri.local.sendAs(f.trace, c, method, params, nil, "", h.borrows(f, ri), finish)
 	case renamedInFrame:
 		return h.cluster.sendCallRenamed(f.trace, ri, t.server, c, method, t.rename.params, t.rename.name, t.item, finish)
 	}
-	return h.sendOne(f.trace, ri, t.server, c, method, params, finish)
+	return h.cluster.sendCall(f.trace, ri, t.server, c, method, params, finish)
+}
+
+// borrows reports whether an attempt of f at ri may lend its answer
+// (flight.reply) as far as the hub's routing goes: with no trace, whose
+// spans end with the answer, and at a server of the session revisions,
+// whose answers take no next step (nextStep keeps a modern server's). The
+// replica rules out what it adds itself (replica.sendAs).
+func (h *Hub) borrows(f *flight, ri *replicaInfo) bool {
+	return f.reply != nil && ri.ProtocolVersion != mcp.ModernVersion && !h.tracing.Enabled()
 }
 
 // sendOne sends one request to the replica ri, here or on another
@@ -804,6 +815,12 @@ type flight struct {
 	timer   *time.Timer
 
 	from sessionCall // a session's call's caller, when the flight holds it (HandleAsync)
+	// reply, when set, is how the call's done answers its client, which
+	// copies the answer into the client's frame before done returns: done
+	// borrows the answer, and a server's answer that nothing on its way
+	// keeps either is read into a buffer given back once done returns
+	// (Hub.borrows).
+	reply *peer.Reply
 }
 
 // generation returns the number of the attempt about to start.
@@ -896,12 +913,16 @@ type upstreamCall struct {
 // the call early: the server hears notifications/cancelled with the hub's
 // id. ctx carries the call's trace, which the server receives in _meta.
 func (rp *replica) send(ctx context.Context, c caller, method string, params json.RawMessage, done func(json.RawMessage, error)) (abort func(error)) {
-	return rp.sendAs(ctx, c, method, params, nil, "", done)
+	return rp.sendAs(ctx, c, method, params, nil, "", false, done)
 }
 
 // sendAs is send, with old (when set) renamed to name in the frame: the
-// caller made sure nothing below changes params then.
-func (rp *replica) sendAs(ctx context.Context, c caller, method string, params json.RawMessage, old []byte, name string, done func(json.RawMessage, error)) (abort func(error)) {
+// caller made sure nothing below changes params then. borrows says that
+// done keeps nothing of a successful answer once it returns (Hub.borrows):
+// the answer's frame is then read into a buffer of the peer's pools, given
+// back once done returns (peer.GoBorrowing), unless the call is held as a
+// task, which keeps its answer.
+func (rp *replica) sendAs(ctx context.Context, c caller, method string, params json.RawMessage, old []byte, name string, borrows bool, done func(json.RawMessage, error)) (abort func(error)) {
 	id := rp.peer.NextID()
 	hc := rp.hub.tasks.hold(rp, c, method, params, done) // a call that may become a task (routing_heldtasks.go)
 	if hc != nil {
@@ -927,9 +948,12 @@ func (rp *replica) sendAs(ctx context.Context, c caller, method string, params j
 		done(raw, err)
 	}
 	var err error
-	if old != nil {
+	switch {
+	case borrows && hc == nil && !rp.modern && !span.Recording():
+		err = rp.peer.GoBorrowing(id, method, params, old, name, finish)
+	case old != nil:
 		err = rp.peer.GoRenamed(id, method, params, old, name, finish)
-	} else {
+	default:
 		err = rp.peer.Go(id, method, params, finish)
 	}
 	if err != nil {

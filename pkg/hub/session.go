@@ -511,7 +511,9 @@ func (s *session) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 	}
 	return s.routeCall(req, reply, nil, func(ctx context.Context, t *target, send func(json.RawMessage, error)) func() {
 		// The call's caller lives in its flight: one allocation for both.
-		f := &flight{from: sessionCall{s: s, id: req.ID}}
+		// send answers through reply, which copies the answer into the
+		// client's frame before it returns (flight.reply).
+		f := &flight{from: sessionCall{s: s, id: req.ID}, reply: reply}
 		s.forwardIn(ctx, f, t, &f.from, req.Method, send)
 		return func() { f.cancel(context.Canceled) }
 	})

@@ -224,3 +224,62 @@ func TestPeer_appenderResults(t *testing.T) {
 		}
 	})
 }
+
+// TestPeer_goBorrowing: answers to calls whose done borrows them arrive
+// whole, each in its own bytes, however many follow one another (their
+// frames are read into buffers given back once done returns); an answer
+// done keeps (a call sent with Go, an error to a borrowing call) keeps its
+// bytes while later answers are read.
+func TestPeer_goBorrowing(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		p := start(t, a, nil)
+		s := script{t, b}
+		payload := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 16<<10) }
+		borrow := func(i int) {
+			t.Helper()
+			got := make(chan string, 1)
+			require.NoError(t, p.GoBorrowing(p.NextID(), "echo", nil, nil, "", func(resp *jsonrpc.Response, err error) {
+				assert.NoError(t, err)
+				got <- string(resp.Result) // a copy, made before done returns
+			}))
+			req := s.recvRequest()
+			s.send(`{"jsonrpc":"2.0","id":` + req.ID.String() + `,"result":"` + payload(i) + `"}`)
+			select {
+			case r := <-got:
+				assert.Equal(t, `"`+payload(i)+`"`, r, "answer %d", i)
+			case <-time.After(wait):
+				t.Fatal("no answer")
+			}
+		}
+		keep := func(call func(done func(*jsonrpc.Response, error)) error, answer string) *jsonrpc.Response {
+			t.Helper()
+			kept := make(chan *jsonrpc.Response, 1)
+			require.NoError(t, call(func(resp *jsonrpc.Response, err error) { kept <- resp }))
+			req := s.recvRequest()
+			s.send(`{"jsonrpc":"2.0","id":` + req.ID.String() + `,` + answer + `}`)
+			select {
+			case resp := <-kept:
+				return resp
+			case <-time.After(wait):
+				t.Fatal("no answer")
+				return nil
+			}
+		}
+		for i := range 3 {
+			borrow(i)
+		}
+		result := keep(func(done func(*jsonrpc.Response, error)) error {
+			return p.Go(p.NextID(), "keep", nil, done)
+		}, `"result":"`+payload(100)+`"`)
+		failure := keep(func(done func(*jsonrpc.Response, error)) error {
+			return p.GoBorrowing(p.NextID(), "fail", nil, nil, "", done)
+		}, `"error":{"code":-32000,"message":"no","data":"`+payload(200)+`"}`)
+		for i := 3; i < 20; i++ {
+			borrow(i)
+		}
+		assert.Equal(t, `"`+payload(100)+`"`, string(result.Result), "a result kept by Go's done")
+		require.NotNil(t, failure.Error)
+		assert.Equal(t, `"`+payload(200)+`"`, string(failure.Error.Data), "an error kept by a borrowing done")
+	})
+}

@@ -14,6 +14,9 @@ import (
 type pendingCall struct {
 	ch   chan *jsonrpc.Response
 	done func(*jsonrpc.Response, error)
+	// borrows is set when done keeps nothing of a successful answer once
+	// it returns (GoBorrowing): the frame it was read from is then reused.
+	borrows bool
 }
 
 // NextID returns a fresh id for an outgoing call, for callers that must know
@@ -65,10 +68,28 @@ func (p *Peer) CallID(ctx context.Context, id jsonrpc.ID, method string, params,
 // closes or Abort ends the call first. done runs on the read loop or the
 // goroutine that closes: it must not block. id must come from NextID.
 func (p *Peer) Go(id jsonrpc.ID, method string, params json.RawMessage, done func(*jsonrpc.Response, error)) error {
+	return p.goCall(id, method, params, pendingCall{done: done})
+}
+
+func (p *Peer) goCall(id jsonrpc.ID, method string, params json.RawMessage, pc pendingCall) error {
 	if len(params) > 0 && params[0] != '{' && params[0] != '[' {
 		return fmt.Errorf("peer: params of %s must be a JSON object or an array", method)
 	}
-	return p.sendCall(id, p.encodeRequest(&jsonrpc.Request{ID: id, Method: method, Params: params}), pendingCall{done: done})
+	return p.sendCall(id, p.encodeRequest(&jsonrpc.Request{ID: id, Method: method, Params: params}), pc)
+}
+
+// GoBorrowing is GoRenamed (Go when old is nil) for a done that borrows a
+// successful answer: resp, and the result it holds, are valid only until
+// done returns, and the buffer the answer was read into is then read into
+// again (pooledReader), where a fresh buffer per answer would be another
+// 16 KiB for the collector with each 16 KiB result. An error answer is
+// done's to keep, as with Go.
+func (p *Peer) GoBorrowing(id jsonrpc.ID, method string, params json.RawMessage, old []byte, name string, done func(*jsonrpc.Response, error)) error {
+	pc := pendingCall{done: done, borrows: true}
+	if old == nil {
+		return p.goCall(id, method, params, pc)
+	}
+	return p.goRenamed(id, method, params, old, name, pc)
 }
 
 // GoRenamed is Go with old, a slice of params (a member's value, such as a
@@ -76,6 +97,10 @@ func (p *Peer) Go(id jsonrpc.ID, method string, params json.RawMessage, done fun
 // params are copied once, into the frame, where renaming them first would
 // copy them twice. params itself is left as it is.
 func (p *Peer) GoRenamed(id jsonrpc.ID, method string, params json.RawMessage, old []byte, name string, done func(*jsonrpc.Response, error)) error {
+	return p.goRenamed(id, method, params, old, name, pendingCall{done: done})
+}
+
+func (p *Peer) goRenamed(id jsonrpc.ID, method string, params json.RawMessage, old []byte, name string, pc pendingCall) error {
 	if len(params) == 0 || params[0] != '{' {
 		return fmt.Errorf("peer: params of %s must be a JSON object to rename a member of", method)
 	}
@@ -83,7 +108,7 @@ func (p *Peer) GoRenamed(id jsonrpc.ID, method string, params json.RawMessage, o
 	if !ok {
 		return fmt.Errorf("peer: the member renamed in %s is not within its params", method)
 	}
-	return p.sendCall(id, frame, pendingCall{done: done})
+	return p.sendCall(id, frame, pc)
 }
 
 // Abort ends a call sent with Go before its answer: done gets err, and

@@ -57,14 +57,17 @@
 //   - peer.go: the Peer type and its state, [New], [Peer.Start], [FromContext]
 //     and the accounting of the peer's goroutines (for [Peer.Wait] and OnDone).
 //   - calls.go: outgoing messages: [Peer.Call], [Peer.CallID], [Peer.Go],
-//     [Peer.Abort], [Peer.Notify], [Peer.SendEncoded], and the pending map.
+//     [Peer.GoRenamed], [Peer.GoBorrowing], [Peer.Abort], [Peer.Notify],
+//     [Peer.SendEncoded], and the pending map.
 //   - write.go: the send queue, the slow consumer rule, inline writes and the
 //     writer goroutine.
 //   - frames.go: the buffers of the peer's own calls and answers, taken back
 //     once written when the conn keeps nothing of a frame (a WebSocket,
-//     stdio).
+//     stdio); and of the answers read for a done that borrows them.
 //   - read.go: the read loop, and what it does with each frame: responses to
-//     the pending calls, notifications to the handler, calls to handlers.go.
+//     the pending calls, notifications to the handler, calls to handlers.go;
+//     a frame read into a pooled buffer is given back once nothing refers to
+//     it (pooledReader).
 //   - direct.go: [DirectConn] and its [Feed]: a conn whose own goroutines
 //     hand the peer its frames (and say when it ends, and when it has gone
 //     quiet), and whose writes take the queue's place.

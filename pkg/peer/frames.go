@@ -65,14 +65,20 @@ func frameBuffer(n int, pooled bool) []byte {
 	return make([]byte, 0, 1<<(c+minPooledShift))
 }
 
-// recycleFrame takes back the buffer of a frame written. Buffers of other
-// sizes than the pools' (a frame that outgrew its buffer) are left to the
-// collector.
+// isFrameClass reports whether n is the size of one of the pools' buffers.
+func isFrameClass(n int) bool {
+	c, ok := frameClass(n)
+	return ok && n == 1<<(c+minPooledShift)
+}
+
+// recycleFrame takes back the buffer of a frame written, or of one read
+// that nothing refers to any longer. Buffers of other sizes than the
+// pools' (a frame that outgrew its buffer) are left to the collector.
 func recycleFrame(b []byte) {
-	c, ok := frameClass(cap(b))
-	if !ok || cap(b) != 1<<(c+minPooledShift) {
+	if !isFrameClass(cap(b)) {
 		return
 	}
+	c, _ := frameClass(cap(b))
 	h := frameHolders.Get().(*[]byte)
 	*h = b[:0]
 	framePools[c].Put(h)

@@ -34,6 +34,9 @@ type Peer struct {
 	// recycles is set when conn keeps nothing of a frame it wrote: the
 	// buffers of the peer's own frames are then taken back (frames.go).
 	recycles bool
+	// pooledReads is set while the frames read are answers whose buffers
+	// are given back (doneWith); only the reader uses it.
+	pooledReads bool
 	// parker is conn when its reader may leave while it is quiet, and
 	// resumeRead starts a reader again (read.go).
 	parker     idleParker

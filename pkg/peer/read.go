@@ -19,16 +19,49 @@ type FrameReader interface {
 	ReadFrame(ctx context.Context, dec *jsonrpc.Decoder) (jsonrpc.Frame, error)
 }
 
-// readFrame reads and decodes the next frame.
-func (p *Peer) readFrame() (jsonrpc.Frame, error) {
+// readFrame reads and decodes the next frame. pooled is the buffer it was
+// read into when that came from the pools of frames (pooledReader): the
+// reader may give it back once nothing refers to it.
+func (p *Peer) readFrame() (f jsonrpc.Frame, pooled []byte, err error) {
 	if fr, ok := p.conn.(FrameReader); ok {
-		return fr.ReadFrame(context.Background(), &p.dec)
+		f, err = fr.ReadFrame(context.Background(), &p.dec)
+		return f, nil, err
 	}
-	data, err := p.conn.Read(context.Background())
+	var data []byte
+	if pr, ok := p.conn.(pooledReader); ok {
+		data, pooled, err = pr.readPooled(context.Background(), p.pooledReads)
+	} else {
+		data, err = p.conn.Read(context.Background())
+	}
 	if err != nil {
-		return jsonrpc.Frame{}, err
+		return jsonrpc.Frame{}, nil, err
 	}
-	return p.dec.Decode(data), nil
+	return p.dec.Decode(data), pooled, nil
+}
+
+// pooledReader is implemented by conns that can read a frame into a buffer
+// of the pools of frames (frames.go), which its reader gives back once
+// nothing refers to the frame: the answers to calls whose done borrows
+// them (GoBorrowing). The peer asks for one (pooled) while its frames are
+// such answers (the conn to a server), and a buffer of the frame's own
+// size otherwise, which costs less than a pooled buffer that is never
+// given back (the calls of a client, which their callee keeps).
+type pooledReader interface {
+	// readPooled is Read; buf is the frame's buffer when it is a pooled one
+	// (nil otherwise).
+	readPooled(ctx context.Context, pooled bool) (frame, buf []byte, err error)
+}
+
+// doneWith gives back the buffer of a frame read once it has been handled,
+// when nothing refers to it any longer (reusable), and notes whether the
+// next frame should be read into a pooled buffer: when this one could have
+// been given back.
+func (p *Peer) doneWith(pooled []byte, reusable bool) {
+	if reusable && pooled != nil {
+		p.dec.Release() // the decoder's messages refer to the frame
+		recycleFrame(pooled)
+	}
+	p.pooledReads = reusable
 }
 
 // idleParker is implemented by conns whose reader may leave while the
@@ -73,7 +106,7 @@ func (p *Peer) readLoop(stop func() bool) {
 				return
 			}
 		}
-		f, err := p.readFrame()
+		f, pooled, err := p.readFrame()
 		if err == errNoFrame {
 			continue // control frames only: the conn may be quiet again
 		}
@@ -84,7 +117,9 @@ func (p *Peer) readLoop(stop func() bool) {
 			stop()
 			return
 		}
-		if p.handleFrame(f) {
+		becomeWorker, reusable := p.handleFrame(f)
+		p.doneWith(pooled, reusable)
+		if becomeWorker {
 			p.addGoroutine() // this goroutine is still counted: Add cannot race Wait
 			go p.readLoop(stop)
 			p.work()
@@ -114,11 +149,13 @@ func (p *Peer) compactIdle() {
 }
 
 // handleFrame handles one frame. It returns true when the calling reader
-// has been given a worker slot for the call the frame held.
-func (p *Peer) handleFrame(f jsonrpc.Frame) (becomeWorker bool) {
+// has been given a worker slot for the call the frame held; and reusable
+// when nothing refers to the frame once it returns: it held answers only,
+// each a success borrowed by its call's done (GoBorrowing).
+func (p *Peer) handleFrame(f jsonrpc.Frame) (becomeWorker, reusable bool) {
 	select {
 	case <-p.done:
-		return false // closing: nothing more is handled or answered
+		return false, false // closing: nothing more is handled or answered
 	default:
 	}
 	var b *batchReply
@@ -131,7 +168,7 @@ func (p *Peer) handleFrame(f jsonrpc.Frame) (becomeWorker bool) {
 		p.log.Debug("invalid message", "code", f.Replies[0].Error.Code, "reason", f.Replies[0].Error.Message)
 		if !p.opts.CloseOnInvalid {
 			p.respond(nil, f.Replies[0])
-			return false
+			return false, false
 		}
 	}
 	if p.opts.CloseOnInvalid && len(f.Replies) > 0 {
@@ -140,13 +177,17 @@ func (p *Peer) handleFrame(f jsonrpc.Frame) (becomeWorker bool) {
 		p.mu.Lock()
 		p.shutdownLocked(&CloseError{Code: ClosePolicyViolation, Reason: reason}, ClosePolicyViolation, reason, false)
 		p.mu.Unlock()
-		return false
+		return false, false
 	}
+	reusable = !f.Batch && len(f.Messages) > 0
 	for _, m := range f.Messages {
 		switch m := m.(type) {
 		case *jsonrpc.Response:
-			p.deliver(m)
+			if !p.deliver(m) {
+				reusable = false
+			}
 		case *jsonrpc.Request:
+			reusable = false
 			if m.IsNotification() {
 				p.notification(m)
 			} else {
@@ -160,10 +201,12 @@ func (p *Peer) handleFrame(f jsonrpc.Frame) (becomeWorker bool) {
 		p.flushBatchLocked(b)
 		p.mu.Unlock()
 	}
-	return becomeWorker
+	return becomeWorker, reusable
 }
 
-func (p *Peer) deliver(resp *jsonrpc.Response) {
+// deliver hands an answer to its call. It reports whether the call's done
+// borrowed it (GoBorrowing): nothing refers to it once deliver returns.
+func (p *Peer) deliver(resp *jsonrpc.Response) (borrowed bool) {
 	p.mu.Lock()
 	pc, ok := p.pending[resp.ID]
 	delete(p.pending, resp.ID)
@@ -171,6 +214,7 @@ func (p *Peer) deliver(resp *jsonrpc.Response) {
 	switch {
 	case ok && pc.done != nil:
 		pc.done(resp, nil)
+		return pc.borrows && resp.Error == nil
 	case ok:
 		pc.ch <- resp
 	case resp.ID.IsNull() && resp.Error != nil:
@@ -178,6 +222,7 @@ func (p *Peer) deliver(resp *jsonrpc.Response) {
 	default:
 		p.log.Debug("ignoring unsolicited response", "id", resp.ID.String())
 	}
+	return false
 }
 
 func (p *Peer) notification(req *jsonrpc.Request) {

@@ -122,6 +122,7 @@ type WebSocket struct {
 var (
 	_ Conn           = (*WebSocket)(nil)
 	_ frameForgetter = (*WebSocket)(nil)
+	_ pooledReader   = (*WebSocket)(nil)
 )
 
 // forgetsFrames: a frame is written to the socket, or copied to be, before
@@ -250,9 +251,17 @@ func (c *WebSocket) keepalive() {
 
 // Read returns the next text frame.
 func (c *WebSocket) Read(ctx context.Context) ([]byte, error) {
+	frame, _, err := c.readPooled(ctx, false)
+	return frame, err
+}
+
+// readPooled is Read into a buffer of the pools of frames when pooled is
+// set (pooledReader), which it returns as buf; a frame much smaller than
+// such a buffer is copied out and the buffer given back at once.
+func (c *WebSocket) readPooled(ctx context.Context, pooled bool) (frame, buf []byte, err error) {
 	typ, r, err := c.ws.Reader(ctx)
 	if err != nil {
-		return nil, c.readErr(err)
+		return nil, nil, c.readErr(err)
 	}
 	if c.cork != nil {
 		c.cork.inMessage.Store(true) // (corkConn.controlRead)
@@ -263,7 +272,7 @@ func (c *WebSocket) Read(ctx context.Context) ([]byte, error) {
 	// copy of the frame, where a shared scratch buffer and a copy out of it
 	// took two. No connection keeps a read buffer while idle; a buffer much
 	// larger than its frame is traded for an exact copy.
-	buf := make([]byte, 0, min(c.readHint, maxReadHint)+readSlack)
+	buf = frameBuffer(min(c.readHint, maxReadHint)+readSlack, pooled)
 	for {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, len(buf))
@@ -274,20 +283,27 @@ func (c *WebSocket) Read(ctx context.Context) ([]byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, c.readErr(err)
+			return nil, nil, c.readErr(err)
 		}
 	}
 	c.readHint = len(buf)
 	if typ != websocket.MessageText {
-		return nil, c.closeLocal(&CloseError{Code: CloseUnsupportedData, Reason: "binary frames are not supported; send JSON-RPC as text"}, true)
+		return nil, nil, c.closeLocal(&CloseError{Code: CloseUnsupportedData, Reason: "binary frames are not supported; send JSON-RPC as text"}, true)
 	}
 	if !utf8.Valid(buf) {
-		return nil, c.closeLocal(&CloseError{Code: CloseInvalidData, Reason: "text frame is not valid UTF-8"}, true)
+		return nil, nil, c.closeLocal(&CloseError{Code: CloseInvalidData, Reason: "text frame is not valid UTF-8"}, true)
 	}
-	if cap(buf)-len(buf) > len(buf)/4+readSlack {
-		return bytes.Clone(buf), nil
+	switch {
+	case pooled && isFrameClass(cap(buf)) && len(buf) > minPooledFrame/2:
+		return buf, buf, nil
+	case pooled && isFrameClass(cap(buf)):
+		frame = bytes.Clone(buf)
+		recycleFrame(buf)
+		return frame, nil, nil
+	case cap(buf)-len(buf) > len(buf)/4+readSlack:
+		return bytes.Clone(buf), nil, nil
 	}
-	return buf, nil
+	return buf, nil, nil
 }
 
 // readSlack is room beyond the last frame's size in the next read buffer:
