@@ -710,7 +710,14 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 	}
 	switch {
 	case ri.local != nil && renamedInFrame:
-		return ri.local.sendAs(f.trace, c, method, t.rename.params, t.rename.name, t.item, h.borrows(f, ri), finish)
+		abort := ri.local.sendAs(f.trace, c, method, t.rename.params, t.rename.name, t.item, h.borrows(f, ri), finish)
+		// Written into its frame as it was sent, the call keeps nothing of
+		// the client's params (no token of the hub's, no task, no trace;
+		// one attempt, as a server of the session revisions takes). Set
+		// once sent: an attempt a lease sends later may meet the end of
+		// its flight (a timeout) meanwhile.
+		f.frees.Store(h.borrows(f, ri))
+		return abort
 	case ri.local != nil:
 		return ri.local.sendAs(f.trace, c, method, params, nil, "", h.borrows(f, ri), finish)
 	case renamedInFrame:
@@ -786,11 +793,15 @@ func (h *Hub) goOn(f *flight, t *target, c caller, method string, done func(json
 }
 
 // ended ends a flight's call with its outcome: counted in the statistics
-// (the whole flight, every attempt of it), then told to done.
+// (the whole flight, every attempt of it), then told to done; the client's
+// frame is then given back when nothing else refers to it (flight.frees).
 func (h *Hub) ended(f *flight, t *target, c caller, method string, raw json.RawMessage, err error, done func(json.RawMessage, error)) {
 	h.stats.observe(f.trace, t, c, method, f.start, raw, err)
 	h.auditCall(t, c, method, f.start, err)
 	done(raw, err)
+	if f.frees.Load() {
+		f.reply.Release() // answered: nothing refers to the client's params now
+	}
 }
 
 // call is forward for a caller that waits: it returns when the answer
@@ -819,8 +830,11 @@ type flight struct {
 	// copies the answer into the client's frame before done returns: done
 	// borrows the answer, and a server's answer that nothing on its way
 	// keeps either is read into a buffer given back once done returns
-	// (Hub.borrows).
+	// (Hub.borrows). frees is then set when the attempt sent keeps nothing
+	// of the client's params either (sendTo): once the call ended, the
+	// client's frame is given back too (Reply.Release, in ended).
 	reply *peer.Reply
+	frees atomic.Bool
 }
 
 // generation returns the number of the attempt about to start.

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -512,38 +513,48 @@ func TestHub_builtinResources(t *testing.T) {
 // clients, each with arguments of its own, are each answered with exactly
 // their own arguments, byte for byte: the hub reads a server's answers
 // into buffers it reuses once each is copied into its client's frame, and
-// one reused too early would show here as another call's bytes (or as a
-// data race under -race).
+// a client's calls into buffers it reuses once the call has ended (the
+// call log, with arguments here, reads them as the call ends). A buffer
+// reused too early would show here as another call's bytes, or as a data
+// race under -race. The server is named (its replicas shared) or not (each
+// client leases one).
 func TestLarge_answersWhole(t *testing.T) {
 	t.Parallel()
-	th := startHub(t, Config{RateLimit: -1})
-	s := sessionServer("big", nil)
-	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: req.Params.Arguments}, nil
-		})
-	th.runServer(s, "big")
-	const clients, callers, calls = 4, 8, 6
-	var wg sync.WaitGroup
-	for c := range clients {
-		client := th.client(nil)
-		for g := range callers {
-			wg.Go(func() {
-				for i := range calls {
-					n := (c*callers+g)*calls + i
-					args := fmt.Sprintf(`{"text":"%d-%s"}`, n, strings.Repeat(string(rune('a'+n%26)), 16<<10+n))
-					params := `{"name":"big__echo","arguments":` + args + `}`
-					var out json.RawMessage
-					if !assert.NoError(t, client.Peer().Call(ctxFor(t), mcp.MethodToolsCall, json.RawMessage(params), &out)) {
-						return
-					}
-					got, _ := jsonrpc.Member(out, "structuredContent")
-					if !assert.Equal(t, args, string(got), "call %d", n) {
-						return
-					}
+	for _, name := range []string{"big", ""} {
+		t.Run("server="+name, func(t *testing.T) {
+			t.Parallel()
+			th := startHub(t, Config{RateLimit: -1})
+			th.stats.watched(uriCallsArgs, false)
+			s := sessionServer(cmp.Or(name, "demo"), nil) // registered by its name when untagged
+			s.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+				func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: req.Params.Arguments}, nil
+				})
+			th.runServer(s, name)
+			tool := cmp.Or(name, "demo") + "__echo"
+			const clients, callers, calls = 4, 8, 12
+			var wg sync.WaitGroup
+			for c := range clients {
+				client := th.client(nil)
+				for g := range callers {
+					wg.Go(func() {
+						for i := range calls {
+							n := (c*callers+g)*calls + i
+							args := fmt.Sprintf(`{"text":"%d-%s"}`, n, strings.Repeat(string(rune('a'+n%26)), 16<<10+n))
+							params := `{"name":"` + tool + `","arguments":` + args + `}`
+							var out json.RawMessage
+							if !assert.NoError(t, client.Peer().Call(ctxFor(t), mcp.MethodToolsCall, json.RawMessage(params), &out)) {
+								return
+							}
+							got, _ := jsonrpc.Member(out, "structuredContent")
+							if !assert.Equal(t, args, string(got), "call %d", n) {
+								return
+							}
+						}
+					})
 				}
-			})
-		}
+			}
+			wg.Wait()
+		})
 	}
-	wg.Wait()
 }

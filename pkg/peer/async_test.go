@@ -283,3 +283,62 @@ func TestPeer_goBorrowing(t *testing.T) {
 		assert.Equal(t, `"`+payload(200)+`"`, string(failure.Error.Data), "an error kept by a borrowing done")
 	})
 }
+
+// taker is an AsyncHandler that takes every call and hands it to the test.
+type taker chan taken
+
+type taken struct {
+	req   *jsonrpc.Request
+	reply *peer.Reply
+}
+
+func (taker) Handle(context.Context, *jsonrpc.Request) (any, error) { return nil, nil }
+
+func (tk taker) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
+	tk <- taken{req, reply}
+	return true
+}
+
+// TestPeer_releasedCalls: calls an AsyncHandler takes arrive whole, each
+// in its own bytes, however many follow one another when each is released
+// once answered (their frames are read into buffers given back then); a
+// call not released keeps its params while later calls are read.
+func TestPeer_releasedCalls(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		calls := make(taker, 1)
+		start(t, a, &peer.Options{Handler: calls})
+		s := script{t, b}
+		payload := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 16<<10) }
+		take := func(i int) taken {
+			t.Helper()
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"text":"%s"}}`, i, payload(i)))
+			select {
+			case tk := <-calls:
+				return tk
+			case <-time.After(wait):
+				t.Fatal("the call was not taken")
+				return taken{}
+			}
+		}
+		answer := func(i int, tk taken, release bool) {
+			t.Helper()
+			assert.Equal(t, `{"text":"`+payload(i)+`"}`, string(tk.req.Params), "call %d", i)
+			tk.reply.Send(json.RawMessage(`{}`), nil)
+			if release {
+				tk.reply.Release()
+			}
+			assert.Equal(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, i), s.recv())
+		}
+		for i := range 3 {
+			answer(i, take(i), true)
+		}
+		for round := range 5 { // a buffer given back goes to one P's pool: several rounds meet it
+			kept := take(100 + round)
+			for i := 3; i < 15; i++ {
+				answer(i, take(i), true)
+			}
+			answer(100+round, kept, false)
+		}
+	})
+}

@@ -58,7 +58,7 @@ func (f Feed) Frame(raw []byte, decoded jsonrpc.Frame, limits jsonrpc.Limits) bo
 		return false
 	default:
 	}
-	worker, _ := p.handleFrame(decoded)
+	worker, _, _ := p.handleFrame(decoded, nil)
 	p.feedMu.Unlock()
 	if worker {
 		p.startWorker()

@@ -71,8 +71,10 @@
 //   - direct.go: [DirectConn] and its [Feed]: a conn whose own goroutines
 //     hand the peer its frames (and say when it ends, and when it has gone
 //     quiet), and whose writes take the queue's place.
-//   - handlers.go: incoming calls: [Handler], [AsyncHandler] and [Reply], the
-//     worker pool, batches, [Peer.Cancel] and [Peer.Pending].
+//   - handlers.go: incoming calls: [Handler], [AsyncHandler] and [Reply]
+//     (which holds the pooled buffer of the call it answers until
+//     [Reply.Release]), the worker pool, batches, [Peer.Cancel] and
+//     [Peer.Pending].
 //   - close.go: [Peer.Close], [Peer.CloseWith], shutdown, [Peer.Done],
 //     [Peer.Err] and [Peer.Wait].
 //   - stdio.go: [Stdio], a Conn over a byte stream in MCP's stdio framing

@@ -53,37 +53,40 @@ type batchReply struct {
 // accept registers an incoming call and queues it for a worker. For a call
 // that came alone in its frame it returns true instead of starting a worker,
 // when one may start: the reader becomes that worker (see readLoop).
-func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
+func (p *Peer) accept(req *jsonrpc.Request, b *batchReply, pooled []byte) (becomeWorker bool, handed *Reply) {
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock()
-		return false
+		return false, nil
 	}
 	if _, dup := p.incoming[req.ID]; dup {
 		p.respondLocked(b, jsonrpc.NewErrorResponse(req.ID,
 			jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "id %s is already in flight", req.ID)))
 		p.mu.Unlock()
-		return false
+		return false, nil
 	}
 	if len(p.incoming) >= p.opts.MaxPending {
 		p.respondLocked(b, &jsonrpc.Response{ID: req.ID, Error: p.opts.Overloaded})
 		p.mu.Unlock()
-		return false
+		return false, nil
 	}
 	if p.incoming == nil {
 		p.incoming = make(map[jsonrpc.ID]incoming, 1)
 	}
 	if async, ok := p.opts.Handler.(AsyncHandler); ok && b == nil {
 		reply := &Reply{p: p, id: req.ID}
+		if pooled != nil {
+			reply.frame, reply.holds = pooled, 2 // the reader's and the caller's (Release)
+		}
 		p.incoming[req.ID] = incoming{reply: reply}
 		p.mu.Unlock()
 		if async.HandleAsync(req, reply) {
-			return false
+			return false, reply
 		}
 		p.mu.Lock()
 		if in, ok := p.incoming[req.ID]; !ok || in.reply != reply {
 			p.mu.Unlock() // cancelled or closed meanwhile
-			return false
+			return false, nil
 		}
 	}
 	defer p.mu.Unlock()
@@ -104,7 +107,7 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
 	case p.workers < p.opts.MaxConcurrent:
 		p.workers++
 		if b == nil {
-			return true
+			return true, nil
 		}
 		p.addGoroutine()
 		go func() {
@@ -112,7 +115,7 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply) (becomeWorker bool) {
 			p.work()
 		}()
 	}
-	return false
+	return false, nil
 }
 
 // workerLinger is how long a worker with nothing to do waits for more work
@@ -316,7 +319,9 @@ func (p *Peer) Cancel(id jsonrpc.ID) bool {
 // is not part of a batch. It must not block. It returns false to leave the
 // call to Handle on a worker, as usual; or true, having taken the call: it
 // then answers exactly once with reply.Send (an answer after a cancellation
-// or a close is dropped).
+// or a close is dropped), and may tell the peer with reply.Release once it
+// refers to req no longer, which lets the peer read into its frame's
+// buffer again.
 type AsyncHandler interface {
 	HandleAsync(req *jsonrpc.Request, reply *Reply) bool
 }
@@ -330,6 +335,12 @@ type Reply struct {
 	onCancel func()
 	ended    bool // cancelled, closed or answered: onCancel runs at most once
 	answered bool
+	// frame is the pooled buffer the call was read into, while it is not
+	// given back; holds counts who may still refer to it: the reader until
+	// it has handled the frame, the caller until Release.
+	frame    []byte
+	holds    int8
+	released bool
 }
 
 // ID returns the call's id.
@@ -364,13 +375,48 @@ func (r *Reply) cancelled() func() {
 	return fn
 }
 
+// Release tells the peer that the one who took the call refers no longer
+// to its request: its params, a slice of the frame the call was read from,
+// which the peer may then read another frame into. Call it once the call
+// is answered, at most once; the request must not be used afterwards.
+func (r *Reply) Release() {
+	r.mu.Lock()
+	if r.released {
+		r.mu.Unlock()
+		return
+	}
+	r.released = true
+	r.mu.Unlock()
+	r.p.framesBack.Store(true) // pooled or not: the next call's frame may be
+	r.dropFrame()
+}
+
+// dropFrame is the end of one hold on the call's frame: the last gives the
+// buffer back.
+func (r *Reply) dropFrame() {
+	r.mu.Lock()
+	r.holds--
+	var b []byte
+	if r.holds == 0 {
+		b, r.frame = r.frame, nil
+	}
+	r.mu.Unlock()
+	if b != nil {
+		recycleFrame(b)
+	}
+}
+
 // Send answers the call: with err when it is not nil, else with result
 // (raw JSON; nil is null).
 func (r *Reply) Send(result json.RawMessage, err error) {
 	r.mu.Lock()
 	r.ended, r.answered = true, true
 	r.onCancel = nil
+	pooled := r.frame != nil && !r.released
 	r.mu.Unlock()
+	if pooled {
+		r.p.framesBack.Store(false) // until Release says otherwise
+	}
 	resp := &jsonrpc.Response{ID: r.id, Result: result}
 	if err != nil {
 		resp = jsonrpc.NewErrorResponse(r.id, err)

@@ -37,6 +37,10 @@ type Peer struct {
 	// pooledReads is set while the frames read are answers whose buffers
 	// are given back (doneWith); only the reader uses it.
 	pooledReads bool
+	// framesBack says whether the last call an AsyncHandler took, read
+	// into a pooled buffer, was given back (Reply.Release): the reader
+	// then reads the next into a pooled buffer too.
+	framesBack atomic.Bool
 	// parker is conn when its reader may leave while it is quiet, and
 	// resumeRead starts a reader again (read.go).
 	parker     idleParker

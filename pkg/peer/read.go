@@ -53,15 +53,22 @@ type pooledReader interface {
 }
 
 // doneWith gives back the buffer of a frame read once it has been handled,
-// when nothing refers to it any longer (reusable), and notes whether the
-// next frame should be read into a pooled buffer: when this one could have
-// been given back.
-func (p *Peer) doneWith(pooled []byte, reusable bool) {
-	if reusable && pooled != nil {
+// when nothing refers to it any longer (reusable), or lets the Reply that
+// holds it (handed) give it back once its caller is done with it too; and
+// notes whether the next frame should be read into a pooled buffer: when
+// this one could have been given back.
+func (p *Peer) doneWith(pooled []byte, reusable bool, handed *Reply) {
+	switch {
+	case handed != nil:
+		handed.dropFrame()
+		p.pooledReads = p.framesBack.Load()
+	case reusable && pooled != nil:
 		p.dec.Release() // the decoder's messages refer to the frame
 		recycleFrame(pooled)
+		fallthrough
+	default:
+		p.pooledReads = reusable
 	}
-	p.pooledReads = reusable
 }
 
 // idleParker is implemented by conns whose reader may leave while the
@@ -117,8 +124,8 @@ func (p *Peer) readLoop(stop func() bool) {
 			stop()
 			return
 		}
-		becomeWorker, reusable := p.handleFrame(f)
-		p.doneWith(pooled, reusable)
+		becomeWorker, reusable, handed := p.handleFrame(f, pooled)
+		p.doneWith(pooled, reusable, handed)
 		if becomeWorker {
 			p.addGoroutine() // this goroutine is still counted: Add cannot race Wait
 			go p.readLoop(stop)
@@ -148,14 +155,17 @@ func (p *Peer) compactIdle() {
 	p.spare, p.spareOwn = nil, nil
 }
 
-// handleFrame handles one frame. It returns true when the calling reader
-// has been given a worker slot for the call the frame held; and reusable
-// when nothing refers to the frame once it returns: it held answers only,
-// each a success borrowed by its call's done (GoBorrowing).
-func (p *Peer) handleFrame(f jsonrpc.Frame) (becomeWorker, reusable bool) {
+// handleFrame handles one frame, read into pooled when that is a buffer of
+// the pools (nil otherwise). It returns true when the calling reader has
+// been given a worker slot for the call the frame held; reusable when
+// nothing refers to the frame once it returns: it held answers only, each a
+// success borrowed by its call's done (GoBorrowing); and handed, the Reply
+// of the one call it held when an AsyncHandler took it, which holds a
+// pooled buffer until its caller gives it back (Reply.Release).
+func (p *Peer) handleFrame(f jsonrpc.Frame, pooled []byte) (becomeWorker, reusable bool, handed *Reply) {
 	select {
 	case <-p.done:
-		return false, false // closing: nothing more is handled or answered
+		return false, false, nil // closing: nothing more is handled or answered
 	default:
 	}
 	var b *batchReply
@@ -168,7 +178,7 @@ func (p *Peer) handleFrame(f jsonrpc.Frame) (becomeWorker, reusable bool) {
 		p.log.Debug("invalid message", "code", f.Replies[0].Error.Code, "reason", f.Replies[0].Error.Message)
 		if !p.opts.CloseOnInvalid {
 			p.respond(nil, f.Replies[0])
-			return false, false
+			return false, false, nil
 		}
 	}
 	if p.opts.CloseOnInvalid && len(f.Replies) > 0 {
@@ -177,7 +187,10 @@ func (p *Peer) handleFrame(f jsonrpc.Frame) (becomeWorker, reusable bool) {
 		p.mu.Lock()
 		p.shutdownLocked(&CloseError{Code: ClosePolicyViolation, Reason: reason}, ClosePolicyViolation, reason, false)
 		p.mu.Unlock()
-		return false, false
+		return false, false, nil
+	}
+	if f.Batch || len(f.Messages) != 1 {
+		pooled = nil // a Reply holds the frame of its call alone
 	}
 	reusable = !f.Batch && len(f.Messages) > 0
 	for _, m := range f.Messages {
@@ -191,7 +204,7 @@ func (p *Peer) handleFrame(f jsonrpc.Frame) (becomeWorker, reusable bool) {
 			if m.IsNotification() {
 				p.notification(m)
 			} else {
-				becomeWorker = p.accept(m, b)
+				becomeWorker, handed = p.accept(m, b, pooled)
 			}
 		}
 	}
@@ -201,7 +214,7 @@ func (p *Peer) handleFrame(f jsonrpc.Frame) (becomeWorker, reusable bool) {
 		p.flushBatchLocked(b)
 		p.mu.Unlock()
 	}
-	return becomeWorker, reusable
+	return becomeWorker, reusable, handed
 }
 
 // deliver hands an answer to its call. It reports whether the call's done
