@@ -91,6 +91,9 @@ func TestWebSocket_closeCodes(t *testing.T) {
 		{"invalid UTF-8", func(ctx context.Context, c *websocket.Conn) error {
 			return c.Write(ctx, websocket.MessageText, []byte("{\"jsonrpc\":\"2.0\",\"method\":\"\xff\xfe\"}"))
 		}, websocket.StatusInvalidFramePayloadData, "not valid UTF-8"},
+		{"invalid UTF-8 after a long ASCII run", func(ctx context.Context, c *websocket.Conn) error {
+			return c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","method":"x","params":["`+strings.Repeat("a", 100)+"\xc3\x28\"]}"))
+		}, websocket.StatusInvalidFramePayloadData, "not valid UTF-8"},
 		{"oversized frame", func(ctx context.Context, c *websocket.Conn) error {
 			return c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","method":"x","params":["`+strings.Repeat("a", 2048)+`"]}`))
 		}, websocket.StatusMessageTooBig, "limit"},
@@ -241,4 +244,30 @@ func TestAccept_frameBehindTheUpgrade(t *testing.T) {
 	_, err = io.ReadFull(r, body)
 	require.NoError(t, err)
 	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":["early"]}`, string(body))
+}
+
+// TestWebSocket_controlBytes: a control byte in a string of a frame is
+// invalid JSON wherever it lies in a long string, ASCII or not, answered
+// with a parse error; line breaks and tabs between members are not, and
+// the connection goes on. (A guard for any pass over the frame that would
+// take over the strings' search for control bytes.)
+func TestWebSocket_controlBytes(t *testing.T) {
+	t.Parallel()
+	url, peers := rawServer(t, nil)
+	c := dialRaw(t, url, nil)
+	<-peers
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	long := strings.Repeat("é", 100)
+	for _, tc := range []struct{ frame, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"echo","params":["` + long + "\x01" + `"]}`, `"code":-32700`},
+		{`{"jsonrpc":"2.0","id":2,"method":"echo","params":["` + strings.Repeat("a", 100) + "\x1f" + `"]}`, `"code":-32700`},
+		{"{\n\t\"jsonrpc\":\"2.0\",\r\n\"id\":3,\"method\":\"echo\",\"params\":[\"" + long + "\"]}", `"result":["` + long + `"]`},
+		{`{"jsonrpc":"2.0","id":4,"method":"echo","params":["` + long + `"]}`, `"result":["` + long + `"]`},
+	} {
+		require.NoError(t, c.Write(ctx, websocket.MessageText, []byte(tc.frame)))
+		_, got, err := c.Read(ctx)
+		require.NoError(t, err)
+		assert.Contains(t, string(got), tc.want)
+	}
 }
