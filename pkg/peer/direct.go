@@ -72,8 +72,8 @@ func (f Feed) End(err error) {
 	p := f.p
 	p.mu.Lock()
 	p.shutdownLocked(err, CloseNormal, "", false)
-	stop := p.stopOnEnd
-	p.stopOnEnd = nil
+	stop := p.stop
+	p.stop = nil
 	p.mu.Unlock()
 	if stop != nil {
 		stop()

@@ -104,7 +104,7 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply, pooled []byte) (becom
 		wake := p.idlers[len(p.idlers)-1]
 		p.idlers = p.idlers[:len(p.idlers)-1]
 		wake <- struct{}{} // buffered: one token per reservation
-	case p.workers < p.opts.MaxConcurrent:
+	case int(p.workers) < p.opts.MaxConcurrent:
 		p.workers++
 		if b == nil {
 			return true, nil
@@ -224,14 +224,14 @@ func (p *Peer) run(j job) {
 func (p *Peer) call(j job) (resp *jsonrpc.Response, frame []byte) {
 	defer func() {
 		if r := recover(); r != nil {
-			p.log.Error("handler panicked", "method", j.req.Method, "panic", r, "stack", string(debug.Stack()))
+			p.opts.Logger.Error("handler panicked", "method", j.req.Method, "panic", r, "stack", string(debug.Stack()))
 			resp, frame = jsonrpc.NewErrorResponse(j.req.ID, jsonrpc.ErrInternal), nil
 		}
 	}()
 	result, err := p.opts.Handler.Handle(j.ctx, j.req)
 	if err != nil {
 		if jsonrpc.CodeOf(err) == jsonrpc.CodeInternalError && j.ctx.Err() == nil {
-			p.log.Warn("handler failed", "method", j.req.Method, "err", err) // a cancelled call failing is expected
+			p.opts.Logger.Warn("handler failed", "method", j.req.Method, "err", err) // a cancelled call failing is expected
 		}
 		return jsonrpc.NewErrorResponse(j.req.ID, err), nil
 	}
@@ -242,7 +242,7 @@ func (p *Peer) call(j job) (resp *jsonrpc.Response, frame []byte) {
 		resp, err = jsonrpc.NewResult(j.req.ID, result)
 	}
 	if err != nil {
-		p.log.Warn("encoding a result failed", "method", j.req.Method, "err", err)
+		p.opts.Logger.Warn("encoding a result failed", "method", j.req.Method, "err", err)
 		return jsonrpc.NewErrorResponse(j.req.ID, jsonrpc.ErrInternal), nil
 	}
 	return resp, frame

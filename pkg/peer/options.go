@@ -17,6 +17,10 @@ const (
 	DefaultFlushTimeout   = 5 * time.Second
 )
 
+// maxSendQueueBytes bounds Options.SendQueueBytes: a Peer counts the bytes
+// queued in 32 bits.
+const maxSendQueueBytes = 1 << 30
+
 // Options configure a Peer. The zero value is usable.
 type Options struct {
 	// Handler answers incoming requests; nil answers every call with
@@ -31,9 +35,10 @@ type Options struct {
 	// Overloaded is the error for calls beyond MaxPending. Default: -32603
 	// "too many requests in flight".
 	Overloaded *jsonrpc.Error
-	// SendQueue and SendQueueBytes bound the frames waiting for the writer.
-	// A peer that does not read until they overflow is closed with 1008
-	// "slow consumer", so that it never blocks anyone else.
+	// SendQueue and SendQueueBytes bound the frames waiting for the writer
+	// (SendQueueBytes to 1 GiB at most). A peer that does not read until
+	// they overflow is closed with 1008 "slow consumer", so that it never
+	// blocks anyone else.
 	SendQueue      int
 	SendQueueBytes int
 	// FlushTimeout bounds how long Close waits for queued frames to be
@@ -86,6 +91,7 @@ func (o *Options) withDefaults() Options {
 	if v.SendQueueBytes <= 0 {
 		v.SendQueueBytes = DefaultSendQueueBytes
 	}
+	v.SendQueueBytes = min(v.SendQueueBytes, maxSendQueueBytes)
 	if v.FlushTimeout <= 0 {
 		v.FlushTimeout = DefaultFlushTimeout
 	}

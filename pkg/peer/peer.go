@@ -2,7 +2,6 @@ package peer
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,34 +20,15 @@ import (
 // an answer from this peer.
 type Peer struct {
 	conn    Conn
-	opts    Options
-	log     *slog.Logger
+	opts    Options // its Logger is the peer's logger; OnDone is taken (under mu) as it runs
 	nextID  atomic.Int64
 	dropped atomic.Uint64   // notices dropped for lack of room (SendNotice)
 	dec     jsonrpc.Decoder // used by the one goroutine reading (or feeding: feedMu) at a time
-	direct  DirectConn      // conn, when it is one: fed by its own goroutines, written under mu
-	// stopOnEnd releases Start's watch of its context when a DirectConn
-	// ends (the read loop does it otherwise); guarded by mu.
-	stopOnEnd func() bool
-	feedMu    sync.Mutex // held while a DirectConn's goroutine handles a frame (Feed.Frame), one at a time
-	// recycles is set when conn keeps nothing of a frame it wrote: the
-	// buffers of the peer's own frames are then taken back (frames.go).
-	recycles bool
-	// pooledReads is set while the frames read are answers whose buffers
-	// are given back (doneWith); only the reader uses it.
-	pooledReads bool
-	// framesBack says whether the last call an AsyncHandler took, read
-	// into a pooled buffer, was given back (Reply.Release): the reader
-	// then reads the next into a pooled buffer too.
-	framesBack atomic.Bool
-	// parker is conn when its reader may leave while it is quiet, and
-	// resumeRead starts a reader again (read.go).
-	parker     idleParker
-	resumeRead func()
+	// stop releases Start's watch of its context: the read loop calls it
+	// as it ends, or, on a DirectConn, its End (guarded by mu then).
+	stop   func() bool
+	feedMu sync.Mutex // held while a DirectConn's goroutine handles a frame (Feed.Frame), one at a time
 
-	// parent is Start's context without its cancellation: what handlers'
-	// contexts carry the values of.
-	parent context.Context
 	// ctx is the handlers' parent, cancelled when the peer ends; callCtx is
 	// ctx without its cancellation: the parent of each call's context,
 	// which the peer cancels itself (when the call ends, and when the peer
@@ -56,39 +36,77 @@ type Peer struct {
 	// map of its calls. They are made (under mu) for the first request a
 	// worker serves or the first notification (contextsLocked): a peer whose
 	// requests an AsyncHandler takes, a stateless HTTP request's, makes none.
+	// Until then (cancel nil), ctx is Start's context without its
+	// cancellation, whose values the handlers' contexts carry: one field
+	// for both.
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
-	callCtx context.Context
+	callCtx *withPeer
 	done    chan struct{}
 	wg      sync.WaitGroup // read loop, writer, workers, closer
-	live    atomic.Int64   // the same goroutines, counted for OnDone
-	ended   sync.Once      // OnDone
+	live    atomic.Int32   // the same goroutines, counted for OnDone
+	// framesBack says whether the last call an AsyncHandler took, read
+	// into a pooled buffer, was given back (Reply.Release): the reader
+	// then reads the next into a pooled buffer too.
+	framesBack atomic.Bool
 
 	// mu guards everything below. Every change to in-flight state happens
 	// under it, in one short critical section, so that closing can never
 	// miss a call that is being registered at the same moment. The maps
 	// are made on first use, and dropped while the reader is parked and
 	// they are empty (compactIdle).
-	mu         sync.Mutex
-	closing    bool
-	err        error // why the peer ended
-	pending    map[jsonrpc.ID]pendingCall
-	incoming   map[jsonrpc.ID]incoming
-	queue      []job
-	workers    int             // worker goroutines, busy or idle
-	idlers     []chan struct{} // the wake channels of workers waiting for work
-	sendq      [][]byte
-	sendOwn    []bool         // of each frame in sendq: the peer encoded it into a pooled buffer (frames.go)
-	notices    map[string]int // key -> index in sendq of a queued notice (SendNotice)
-	sendBytes  int
-	spare      [][]byte
-	spareOwn   []bool
-	writing    bool          // a goroutine is writing: the writer, or a caller writing inline
-	writeStart time.Time     // when the write under way began (zero between writes)
-	flushed    chan struct{} // closed when writing stops; made only by a flushing close
+	//
+	// (The Peer fits the allocator's 512-byte class, the largest without
+	// a header: every connection holds one, idle ones too. Hence the
+	// narrow counters, the flags together, and conn's other interfaces
+	// asserted where used rather than kept.)
+	workers int32 // worker goroutines, busy or idle
+	mu      sync.Mutex
+	closing bool
+	writing bool // a goroutine is writing: the writer, or a caller writing inline
+	ended   bool // OnDone ran
+	// direct and recycles are set by New, then only read: direct when conn
+	// is a DirectConn, fed by its own goroutines and written under mu
+	// (directConn); recycles when conn keeps nothing of a frame it wrote:
+	// the buffers of the peer's own frames are then taken back (frames.go).
+	direct   bool
+	recycles bool
+	// pooledReads is set while the frames read are answers whose buffers
+	// are given back (doneWith); only the reader uses it.
+	pooledReads bool
+	sendBytes   int32 // of the frames in sendq (at most maxSendQueueBytes)
+	err         error // why the peer ended
+	pending     map[jsonrpc.ID]pendingCall
+	incoming    map[jsonrpc.ID]incoming
+	queue       []job
+	idlers      []chan struct{} // the wake channels of workers waiting for work
+	sendq       [][]byte
+	sendOwn     []bool         // of each frame in sendq: the peer encoded it into a pooled buffer (frames.go)
+	notices     map[string]int // key -> index in sendq of a queued notice (SendNotice)
+	spare       [][]byte
+	spareOwn    []bool
+	writeStart  time.Duration // when the write under way began (since, below); zero between writes
+	flushed     chan struct{} // closed when writing stops; made only by a flushing close
 }
 
 type peerKey struct{}
+
+// withPeer is a context carrying its peer (FromContext): what
+// context.WithValue(parent, peerKey{}, p) makes, in 24 bytes where that
+// takes 48 (its key and value are interfaces), and kept in a field of 8.
+// Every session that served a request keeps one.
+type withPeer struct {
+	context.Context
+	p *Peer
+}
+
+// Value returns the peer for peerKey, and the parent's values otherwise.
+func (c *withPeer) Value(key any) any {
+	if key == (peerKey{}) {
+		return c.p
+	}
+	return c.Context.Value(key)
+}
 
 // FromContext returns the peer whose handler received ctx, or nil.
 func FromContext(ctx context.Context) *Peer {
@@ -102,13 +120,11 @@ func New(conn Conn, opts *Options) *Peer {
 	p := &Peer{
 		conn: conn,
 		opts: o,
-		log:  o.Logger,
 		done: make(chan struct{}),
 		dec:  jsonrpc.Decoder{Limits: o.Limits},
 	}
-	p.direct, _ = conn.(DirectConn)
+	_, p.direct = conn.(DirectConn)
 	_, p.recycles = conn.(frameForgetter)
-	p.parker, _ = conn.(idleParker)
 	// The handlers' contexts are made when first needed, from Start's
 	// context (contextsLocked).
 	return p
@@ -129,40 +145,51 @@ func (p *Peer) Start(ctx context.Context) {
 		p.mu.Unlock() // closed before it started: nothing to read
 		return
 	}
-	p.parent = parent
+	if p.cancel == nil { // else a handler's context was made before Start, from Background
+		p.ctx = parent
+	}
 	stop := func() bool { return false }
 	if ctx.Done() != nil { // an owner that closes its peers itself need not pay for this
 		stop = context.AfterFunc(ctx, func() { p.CloseWith(CloseGoingAway, "going away") })
 	}
-	if p.direct != nil {
+	p.stop = stop
+	if p.direct {
 		// Its goroutines feed it, and it says when it ends (Feed.End):
 		// nothing to read, and no goroutine waiting to.
-		p.stopOnEnd = stop
 		p.mu.Unlock()
-		p.direct.Bind(Feed{p: p})
+		p.directConn().Bind(Feed{p: p})
 		return
 	}
 	p.addGoroutine()
 	p.mu.Unlock()
-	if p.parker != nil {
-		p.resumeRead = func() { go p.readLoop(stop) }
-	}
 	go p.readLoop(stop)
 }
+
+// directConn returns conn as the DirectConn it is when p.direct is set.
+// (Asserted where used rather than kept: an idle connection pays for each
+// field of its Peer.)
+func (p *Peer) directConn() DirectConn { return p.conn.(DirectConn) }
+
+// resumeRead starts a reader again for a conn whose quiet reader parked.
+// (p.stop was set by Start before the first reader began.)
+func (p *Peer) resumeRead() { go p.readLoop(p.stop) }
 
 // contextsLocked makes the handlers' contexts if they are not yet: those of
 // a peer that has ended are cancelled, with its cause, as they would have
 // been had they been made before. p.mu is held.
 func (p *Peer) contextsLocked() {
-	if p.ctx != nil {
+	if p.cancel != nil {
 		return
 	}
-	parent := p.parent
+	parent := p.ctx // Start's, without its cancellation
 	if parent == nil {
 		parent = context.Background() // not started: nothing is served, but nothing panics either
 	}
-	p.ctx, p.cancel = context.WithCancelCause(context.WithValue(parent, peerKey{}, p))
-	p.callCtx = context.WithoutCancel(p.ctx)
+	// A call's parent carries the peer and is never cancelled: the values
+	// of ctx without its cancellation, as context.WithoutCancel(ctx) would
+	// make them, without another context for every session.
+	p.callCtx = &withPeer{Context: parent, p: p}
+	p.ctx, p.cancel = context.WithCancelCause(p.callCtx)
 	if p.closing {
 		p.cancel(p.err)
 	}
@@ -190,7 +217,13 @@ func (p *Peer) goroutineDone() {
 	if last && p.hasOnDone() {
 		select {
 		case <-p.done:
-			p.ended.Do(p.onDone)
+			p.mu.Lock()
+			run := !p.ended
+			p.ended = true
+			p.mu.Unlock()
+			if run {
+				p.onDone()
+			}
 		default:
 		}
 	}

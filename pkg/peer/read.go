@@ -101,13 +101,14 @@ func (p *Peer) readLoop(stop func() bool) {
 			p.goroutineDone()
 		}
 	}()
+	parker, _ := p.conn.(idleParker) // when conn's reader may leave while it is quiet
 	for {
-		if p.parker != nil {
+		if parker != nil {
 			// The last frame's messages are handled: the decoder need not
 			// keep them (nor, through their params, the frame) while the
 			// reader waits, maybe parked, for the next.
 			p.dec.Release()
-			if p.parker.parkIdle(p.resumeRead) {
+			if parker.parkIdle(p.resumeRead) {
 				parked = true
 				p.compactIdle()
 				return
@@ -175,7 +176,7 @@ func (p *Peer) handleFrame(f jsonrpc.Frame, pooled []byte) (becomeWorker, reusab
 			b.out = append(b.out, r)
 		}
 	} else if len(f.Replies) > 0 {
-		p.log.Debug("invalid message", "code", f.Replies[0].Error.Code, "reason", f.Replies[0].Error.Message)
+		p.opts.Logger.Debug("invalid message", "code", f.Replies[0].Error.Code, "reason", f.Replies[0].Error.Message)
 		if !p.opts.CloseOnInvalid {
 			p.respond(nil, f.Replies[0])
 			return false, false, nil
@@ -183,7 +184,7 @@ func (p *Peer) handleFrame(f jsonrpc.Frame, pooled []byte) (becomeWorker, reusab
 	}
 	if p.opts.CloseOnInvalid && len(f.Replies) > 0 {
 		reason := "invalid JSON-RPC: " + f.Replies[0].Error.Message
-		p.log.Warn("closing: the other side sent invalid JSON-RPC", "reason", f.Replies[0].Error.Message)
+		p.opts.Logger.Warn("closing: the other side sent invalid JSON-RPC", "reason", f.Replies[0].Error.Message)
 		p.mu.Lock()
 		p.shutdownLocked(&CloseError{Code: ClosePolicyViolation, Reason: reason}, ClosePolicyViolation, reason, false)
 		p.mu.Unlock()
@@ -231,9 +232,9 @@ func (p *Peer) deliver(resp *jsonrpc.Response) (borrowed bool) {
 	case ok:
 		pc.ch <- resp
 	case resp.ID.IsNull() && resp.Error != nil:
-		p.log.Debug("the other side could not read a message", "code", resp.Error.Code, "reason", resp.Error.Message)
+		p.opts.Logger.Debug("the other side could not read a message", "code", resp.Error.Code, "reason", resp.Error.Message)
 	default:
-		p.log.Debug("ignoring unsolicited response", "id", resp.ID.String())
+		p.opts.Logger.Debug("ignoring unsolicited response", "id", resp.ID.String())
 	}
 	return false
 }
@@ -241,10 +242,10 @@ func (p *Peer) deliver(resp *jsonrpc.Response) (borrowed bool) {
 func (p *Peer) notification(req *jsonrpc.Request) {
 	defer func() {
 		if r := recover(); r != nil {
-			p.log.Error("notification handler panicked", "method", req.Method, "panic", r, "stack", string(debug.Stack()))
+			p.opts.Logger.Error("notification handler panicked", "method", req.Method, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
 	if _, err := p.opts.Handler.Handle(p.handlerCtx(), req); err != nil {
-		p.log.Debug("notification handler failed", "method", req.Method, "err", err)
+		p.opts.Logger.Debug("notification handler failed", "method", req.Method, "err", err)
 	}
 }

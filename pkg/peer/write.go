@@ -17,6 +17,14 @@ type BatchWriter interface {
 	WriteBatch(ctx context.Context, frames [][]byte) error
 }
 
+// epoch is the origin of since: a Peer's write start is a Duration since
+// it, 8 bytes where a time.Time takes 24.
+var epoch = time.Now()
+
+// since returns the monotonic time since epoch; never zero, which stands
+// for no write under way.
+func since() time.Duration { return max(time.Since(epoch), 1) }
+
 // sendLocked queues a frame for the writer. A full queue closes the peer as
 // a slow consumer instead of blocking the caller.
 //
@@ -34,12 +42,12 @@ type BatchWriter interface {
 // bounds with a timeout; notifications, which the hub fans out to many peers
 // from one goroutine, are always queued.
 func (p *Peer) sendLocked(frame []byte, inline bool) (bool, error) {
-	if p.direct != nil && inline && !p.writing && len(p.sendq) == 0 {
+	if p.direct && inline && !p.writing && len(p.sendq) == 0 {
 		// Its write costs a lock and never blocks: a call or an answer
 		// with nothing queued before it goes at once. (Notices still
 		// queue, where a flood of them coalesces, and what follows them
 		// queues behind them, in order.)
-		if err := p.direct.WriteDirect(frame); err != nil {
+		if err := p.directConn().WriteDirect(frame); err != nil {
 			p.writeFailedLocked(err)
 		}
 		return false, nil
@@ -54,7 +62,7 @@ func (p *Peer) sendLocked(frame []byte, inline bool) (bool, error) {
 	}
 	p.sendq = append(p.sendq, frame)
 	p.sendOwn = append(p.sendOwn, inline)
-	p.sendBytes += len(frame)
+	p.sendBytes += int32(len(frame))
 	if !p.writing {
 		p.writing = true
 		p.addGoroutine()
@@ -74,14 +82,14 @@ const stuckWrite = 250 * time.Millisecond
 // been stuck behind it for stuckWrite, or four times over regardless.
 func (p *Peer) overflowingLocked(n int) bool {
 	switch {
-	case p.sendBytes+n > p.opts.SendQueueBytes:
+	case int(p.sendBytes)+n > p.opts.SendQueueBytes:
 		return true
 	case len(p.sendq) < p.opts.SendQueue:
 		return false
 	case len(p.sendq) >= 4*p.opts.SendQueue:
 		return true
 	}
-	return !p.writeStart.IsZero() && time.Since(p.writeStart) > stuckWrite
+	return p.writeStart != 0 && since()-p.writeStart > stuckWrite
 }
 
 // writeInline writes one frame on the caller's goroutine, which sendLocked
@@ -89,13 +97,13 @@ func (p *Peer) overflowingLocked(n int) bool {
 // so that one caller never ends up writing for everyone.
 func (p *Peer) writeInline(frame []byte) {
 	p.mu.Lock()
-	p.writeStart = time.Now()
+	p.writeStart = since()
 	p.mu.Unlock()
 	err := p.conn.Write(context.Background(), frame)
 	p.recycle(frame)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.writeStart = time.Time{}
+	p.writeStart = 0
 	switch {
 	case err != nil:
 		p.stopWritingLocked()
@@ -147,13 +155,14 @@ func (p *Peer) writeLoop() {
 		p.sendq, p.spare = p.spare[:0], nil
 		p.sendOwn, p.spareOwn = p.spareOwn[:0], nil
 		p.sendBytes = 0
-		p.writeStart = time.Now()
+		p.writeStart = since()
 		p.mu.Unlock()
 
 		var err error
-		if p.direct != nil {
+		if p.direct {
+			direct := p.directConn()
 			for _, f := range frames {
-				if err = p.direct.WriteDirect(f); err != nil {
+				if err = direct.WriteDirect(f); err != nil {
 					break
 				}
 			}
@@ -173,7 +182,7 @@ func (p *Peer) writeLoop() {
 		}
 		clear(frames)
 		p.mu.Lock()
-		p.writeStart = time.Time{}
+		p.writeStart = 0
 		if err != nil {
 			p.stopWritingLocked()
 			p.writeFailedLocked(err)
@@ -210,13 +219,13 @@ func (p *Peer) SendNotice(frame []byte, key string) bool {
 	}
 	if key != "" {
 		if i, ok := p.notices[key]; ok {
-			p.sendBytes += len(frame) - len(p.sendq[i])
+			p.sendBytes += int32(len(frame) - len(p.sendq[i]))
 			p.sendq[i] = frame
 			return true
 		}
 	}
-	if len(p.sendq) >= p.opts.SendQueue/2 || p.sendBytes+len(frame) > p.opts.SendQueueBytes/2 {
-		if !p.writeStart.IsZero() && time.Since(p.writeStart) > stuckNotices {
+	if len(p.sendq) >= p.opts.SendQueue/2 || int(p.sendBytes)+len(frame) > p.opts.SendQueueBytes/2 {
+		if p.writeStart != 0 && since()-p.writeStart > stuckNotices {
 			// Not a slow reader but one that stopped reading: close it
 			// rather than drop its notices for ever.
 			p.shutdownLocked(ErrSlowConsumer, ClosePolicyViolation, "slow consumer", false)
