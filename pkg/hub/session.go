@@ -29,8 +29,6 @@ type session struct {
 	peer      *peer.Peer
 	who       *principal
 	owner     identity // who its calls, input requests and HTTP session belong to
-	role      string   // for metrics: "client" or "dashboard"
-	transport string   // "websocket" or "http", for the dashboard's view of clients
 	httpID    string   // the Mcp-Session-Id of a Streamable HTTP session, for traces; "" on a WebSocket
 	scope     string   // the one server of /servers/<name>/mcp; "" for the whole hub
 	limit     *bucket  // nil: no rate limit
@@ -39,7 +37,7 @@ type session struct {
 	// is, since an idle session keeps nothing it does not need.
 	initTimer atomic.Pointer[time.Timer]
 	expiry    *time.Timer // closes a WebSocket session as its access token expires (auth_oauth.go)
-	since     time.Time   // when it connected
+	since     int64       // when it connected, in Unix nanoseconds (8 bytes where a time.Time takes 24)
 
 	// listChanges coalesces the list_changed to this client, rootChanges
 	// the roots/list_changed from it, by replica. Both are made under mu
@@ -48,9 +46,6 @@ type session struct {
 	listChanges *coalescer
 	rootChanges *coalescer
 
-	// stateless marks the session of one Streamable HTTP request of the
-	// 2026-07-28 revision: every request on it is modern (session_modern.go).
-	stateless bool
 	// header is a stateless session's request's HTTP headers: a tools/call's
 	// Mcp-Param-* headers are checked against its tool's schema (resolve).
 	header http.Header
@@ -63,15 +58,46 @@ type session struct {
 	listeners   map[*listener]struct{} // its subscriptions/listen streams (session_listen.go)
 	holds       map[string]*hold       // resource subscriptions, by URI: who holds each (session_listen.go)
 	subscribed  map[string]bool        // the URIs it subscribed with resources/subscribe
+	name        string                 // its clientInfo.name, for logs
+	version     string                 // its clientInfo.version, for switchboard://clients
+	protocol    string                 // the protocol version it negotiated, for traces
+	declared    clientCaps             // what it can do for servers
 	initialized bool
-	name        string           // its clientInfo.name, for logs
-	version     string           // its clientInfo.version, for switchboard://clients
-	protocol    string           // the protocol version it negotiated, for traces
-	declared    clientCaps       // what it can do for servers
+	owed        uint8            // the list_changed it is to hear of (listBit)
 	level       mcp.LoggingLevel // "" until the client sets one: then everything is sent
 	sinceGen    uint64           // the view it initialized in: it hears of later changes only
-	owed        uint8            // the list_changed it is to hear of (listBit)
 	calling     map[string]int   // calls in flight, by server
+
+	// Set by newSession, then only read. (They are here, with the flags
+	// above, because every client holds its session while it is idle: the
+	// session fits the allocator's 320-byte class.)
+	//
+	// stateless marks the session of one Streamable HTTP request of the
+	// 2026-07-28 revision: every request on it is modern (session_modern.go).
+	// overHTTP marks a Streamable HTTP client's session (transport), and
+	// dashboard one whose principal had no client role when it connected
+	// (role: a reload of the tokens may change that, and the session's
+	// metrics stay under one role).
+	stateless bool
+	overHTTP  bool
+	dashboard bool
+}
+
+// role names the kind of client, for metrics: "client" or "dashboard".
+func (s *session) role() string {
+	if s.dashboard {
+		return "dashboard"
+	}
+	return "client"
+}
+
+// transport names how the client is connected, for the dashboard's view
+// of clients and for traces: "http" or "websocket".
+func (s *session) transport() string {
+	if s.overHTTP {
+		return "http"
+	}
+	return "websocket"
 }
 
 // sessionMaxConcurrent bounds the handlers of one session running at once.
@@ -80,12 +106,9 @@ const sessionMaxConcurrent = 64
 // newSession makes the session of a client that the admission let in, on
 // conn. Start it with start.
 func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transport, scope string) *session {
-	s := &session{hub: h, id: h.nextID(), who: who, owner: who.identity(), role: "client", transport: transport, scope: scope,
-		limit: h.bucketFor(who), release: release, since: time.Now()}
+	s := &session{hub: h, id: h.nextID(), who: who, owner: who.identity(), overHTTP: transport == "http", dashboard: !who.has(RoleClient), scope: scope,
+		limit: h.bucketFor(who), release: release, since: time.Now().UnixNano()}
 	s.clientKey = h.id + "/" + s.id
-	if !who.has(RoleClient) {
-		s.role = "dashboard"
-	}
 	s.peer = peer.New(conn, &peer.Options{
 		Handler:       s, // a peer.Handler, a peer.AsyncHandler and peer.Hooks
 		MaxConcurrent: min(sessionMaxConcurrent, h.cfg.MaxInFlight),
@@ -122,7 +145,7 @@ func (s *session) start(conn peer.Conn) bool {
 		return false
 	}
 	h.sessions[s] = struct{}{}
-	h.metrics.connections.WithLabelValues(s.role).Inc()
+	h.metrics.connections.WithLabelValues(s.role()).Inc()
 	h.mu.Unlock()
 	s.peer.Start(h.peerCtx) // the hub closes its peers itself
 	return true
@@ -161,7 +184,7 @@ func (s *session) OnClose(err error) {
 		h.metrics.slowConsumers.Inc()
 	}
 	s.release()
-	h.metrics.connections.WithLabelValues(s.role).Dec()
+	h.metrics.connections.WithLabelValues(s.role()).Dec()
 	h.subs.dropSession(s)
 	h.elicits.forgetClient(s.key())
 	if s.stateless {

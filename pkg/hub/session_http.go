@@ -201,7 +201,7 @@ func (h *Hub) openHTTP(r *http.Request, ss *mcp.StreamSession, stateless bool) e
 	}
 	ss.SetData(s)
 	if !stateless {
-		h.log.Info("client connected", "client", s.id, "transport", s.transport, "endpoint", endpoint(info.scope),
+		h.log.Info("client connected", "client", s.id, "transport", s.transport(), "endpoint", endpoint(info.scope),
 			"token", info.who.name, "remote", r.RemoteAddr)
 	}
 	if !s.start(ss.Conn()) {

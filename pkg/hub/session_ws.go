@@ -25,7 +25,7 @@ func (h *Hub) serveClient(w http.ResponseWriter, r *http.Request, scope string) 
 	}
 	s := h.newSession(conn, who, release, "websocket", scope)
 	h.closeAtExpiry(s)
-	h.log.Info("client connected", "client", s.id, "transport", s.transport, "endpoint", endpoint(scope),
+	h.log.Info("client connected", "client", s.id, "transport", s.transport(), "endpoint", endpoint(scope),
 		"token", who.name, "remote", r.RemoteAddr)
 	s.start(conn)
 }

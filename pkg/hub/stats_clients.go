@@ -38,8 +38,8 @@ func clientsOf(h *Hub, sessions []*session) []clientDoc {
 		s.mu.Lock()
 		name, version := s.name, s.version
 		s.mu.Unlock()
-		out = append(out, clientDoc{ID: s.key(), Name: name, Version: version, Transport: s.transport, Role: s.role,
-			Token: s.who.name, Endpoint: endpoint(s.scope), Instance: h.id, ConnectedAt: s.since.UTC(), InFlight: s.peer.Pending()})
+		out = append(out, clientDoc{ID: s.key(), Name: name, Version: version, Transport: s.transport(), Role: s.role(),
+			Token: s.who.name, Endpoint: endpoint(s.scope), Instance: h.id, ConnectedAt: time.Unix(0, s.since).UTC(), InFlight: s.peer.Pending()})
 	}
 	sortClients(out)
 	return out

@@ -113,7 +113,7 @@ func (st *stats) instanceSummary(now time.Time, local, want uint32) *summary {
 	sum := &summary{Instance: h.id, At: now.UTC(), IntervalMs: st.interval.Milliseconds(), Watch: local, Conns: map[string]int{}}
 	sessions := h.sessionList()
 	for _, s := range sessions {
-		sum.Conns[s.role+"/"+s.transport]++
+		sum.Conns[s.role()+"/"+s.transport()]++
 	}
 	h.mu.Lock()
 	if n := len(h.replicas); n > 0 {

@@ -32,7 +32,7 @@ const tracingShutdown = 5 * time.Second
 
 // network is the session's transport, as spans record it.
 func (s *session) network() tracing.Network {
-	if s.transport == "http" {
+	if s.transport() == "http" {
 		return tracing.NetworkHTTP
 	}
 	return tracing.NetworkWebSocket
