@@ -261,8 +261,8 @@ func (h *StreamableHandler) Close() {
 
 func (h *StreamableHandler) forget(s *StreamSession) {
 	h.mu.Lock()
-	if h.sessions[s.id] == s {
-		delete(h.sessions, s.id)
+	if h.sessions[s.ID()] == s {
+		delete(h.sessions, s.ID())
 	}
 	h.mu.Unlock()
 }
@@ -615,9 +615,9 @@ func (h *StreamableHandler) open(w http.ResponseWriter, r *http.Request, req *js
 		writeHTTPError(w, http.StatusServiceUnavailable, 0, "shutting down")
 		return nil
 	}
-	h.sessions[s.id] = s
+	h.sessions[s.ID()] = s
 	h.mu.Unlock()
-	h.log.Debug("streamable HTTP session opened", "session", s.id, "version", version)
+	h.log.Debug("streamable HTTP session opened", "session", s.ID(), "version", version)
 	return s
 }
 

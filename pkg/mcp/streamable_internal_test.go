@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -280,4 +281,11 @@ func TestStreamSession_tokenCallLocked(t *testing.T) {
 			assert.Equal(t, jsonrpc.StringID(want), id, raw)
 		}
 	}
+}
+
+// TestStreamSession_fitsItsSizeClass keeps a StreamSession within the
+// allocator's 320-byte size class: every Streamable HTTP session holds one
+// while it is idle, and a field more moves it to the 352-byte class.
+func TestStreamSession_fitsItsSizeClass(t *testing.T) {
+	assert.LessOrEqual(t, unsafe.Sizeof(StreamSession{}), uintptr(320))
 }

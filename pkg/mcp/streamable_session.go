@@ -32,13 +32,22 @@ var (
 // client's messages to the owner's peer and the peer's messages to the
 // client's POST and GET streams.
 type StreamSession struct {
-	h         *StreamableHandler
-	id        string
-	idHeader  []string // {id}: set on every response without allocating (net/http copies what it sends)
-	nonce     string   // tells this session's event ids from another's
-	version   string   // the protocol version the client asked for
+	h *StreamableHandler
+	// idHeader is {id} (ID): set on every response without allocating
+	// (net/http copies what it sends), and the one place the id is kept.
+	idHeader [1]string
+	nonce    string      // tells this session's event ids from another's
+	version  string      // the protocol version the client asked for
+	header   http.Header // a stateless session's: its request's headers
+	// stateless is set before the session is shared, then only read;
+	// byOwner and quietened are guarded by mu (below). They sit together
+	// since every idle session holds its StreamSession: it fits the
+	// allocator's 320-byte class.
 	stateless bool
-	header    http.Header // a stateless session's: its request's headers
+	byOwner   bool // the owner closed the conn
+	// quietened: idle has fired once, after quietAfter, and is armed
+	// again for the rest of IdleTimeout (see expire).
+	quietened bool
 
 	conn streamConn
 	feed atomic.Pointer[peer.Feed] // the owner's peer's, once bound: POSTs are handed to it directly
@@ -63,7 +72,6 @@ type StreamSession struct {
 	cancel   context.CancelFunc
 	data     any
 	err      error // why the session ended; nil while it lives
-	byOwner  bool  // the owner closed the conn
 	general  *stream
 	streams  map[int64]*stream // the POST streams, by number (the general one is 0); none for a stateless request's
 	nextNum  int64
@@ -75,10 +83,6 @@ type StreamSession struct {
 	active   int // requests of this session being served
 	idle     *time.Timer
 	held     []*stream // cancelled streams held open for their clients, oldest first
-
-	// quietened: idle has fired once, after quietAfter, and is armed
-	// again for the rest of IdleTimeout (see expire).
-	quietened bool
 
 	// one is a stateless request's stream, which keeps no maps of calls
 	// and tokens: its one request is in its owed while in flight, and
@@ -173,14 +177,15 @@ type eventChunk struct {
 
 func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 	s := &StreamSession{
-		h:       h,
-		id:      id,
-		version: version,
-		done:    make(chan struct{}),
+		h:        h,
+		idHeader: [1]string{id},
+		version:  version,
+		done:     make(chan struct{}),
 	}
 	if id != "" {
-		s.idHeader = []string{id}
-		s.nonce = randomID()[:8] // a stateless request's stream has no event ids (see eventID)
+		// (A copy: the slice would keep all of randomID's 32 bytes.) A
+		// stateless request's stream has no event ids (see eventID).
+		s.nonce = strings.Clone(randomID()[:8])
 	}
 	s.conn.s = s
 	s.nextNum = 1
@@ -188,7 +193,7 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 }
 
 // ID returns the session id ("" for a stateless request's session).
-func (s *StreamSession) ID() string { return s.id }
+func (s *StreamSession) ID() string { return s.idHeader[0] }
 
 // ProtocolVersion returns the protocol version the client asked for in
 // initialize (or, for a stateless request, in its _meta).
@@ -310,9 +315,9 @@ func (s *StreamSession) end(err error) {
 	if feed != nil {
 		feed.End(readErr) // the owner's peer ends as on a failed read
 	}
-	if s.id != "" {
+	if s.ID() != "" {
 		s.h.forget(s)
-		s.h.log.Debug("streamable HTTP session ended", "session", s.id, "reason", err)
+		s.h.log.Debug("streamable HTTP session ended", "session", s.ID(), "reason", err)
 	}
 }
 
@@ -459,7 +464,7 @@ func (s *StreamSession) handInbox(f *peer.Feed) {
 func (s *StreamSession) inboxChan() chan posted {
 	s.inboxOnce.Do(func() {
 		n := sessionInbox
-		if s.stateless || s.id == "" {
+		if s.stateless || s.ID() == "" {
 			n = 1 // one request
 		}
 		s.inbox = make(chan posted, n)
@@ -530,8 +535,8 @@ func plainString(inner []byte) bool {
 // stream.
 func (s *StreamSession) servePOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []jsonrpc.Message, batch bool) {
 	in := posted{body: body, msgs: msgs, batch: batch}
-	if s.id != "" {
-		w.Header()[HeaderSessionID] = s.idHeader
+	if s.ID() != "" {
+		w.Header()[HeaderSessionID] = s.idHeader[:]
 	}
 	var one [1]*jsonrpc.Request // a POST of one request needs no slice of its own
 	calls := one[:0]
@@ -772,8 +777,8 @@ func (st *stream) over(seq int64) bool {
 // serveStream serves a GET stream, or answers 204 when there is nothing
 // more to resume (attachGET).
 func (s *StreamSession) serveStream(w http.ResponseWriter, r *http.Request, st *stream, att attachment) {
-	if s.id != "" {
-		w.Header()[HeaderSessionID] = s.idHeader
+	if s.ID() != "" {
+		w.Header()[HeaderSessionID] = s.idHeader[:]
 	}
 	if st == nil {
 		w.WriteHeader(http.StatusNoContent)
@@ -1157,7 +1162,7 @@ func (s *StreamSession) route(frame []byte) error {
 		st := s.callLocked(id)
 		if st == nil {
 			// Cancelled, or its stream is gone: nobody waits for it.
-			s.h.log.Debug("streamable HTTP: dropping an answer to no request in flight", "session", s.id, "id", id.String())
+			s.h.log.Debug("streamable HTTP: dropping an answer to no request in flight", "session", s.ID(), "id", id.String())
 			return nil
 		}
 		s.answeredLocked(st, id)
@@ -1207,7 +1212,7 @@ func (s *StreamSession) route(frame []byte) error {
 		s.deliverLocked(st, frame, false, nil)
 		return nil
 	}
-	s.h.log.Debug("streamable HTTP: dropping an invalid outgoing frame", "session", s.id)
+	s.h.log.Debug("streamable HTTP: dropping an invalid outgoing frame", "session", s.ID())
 	return nil
 }
 
@@ -1225,7 +1230,7 @@ func isJSONString(v []byte, want string) bool {
 func (s *StreamSession) routeBatch(frame []byte) error {
 	f := jsonrpc.Decode(frame)
 	if len(f.Messages) == 0 {
-		s.h.log.Debug("streamable HTTP: dropping an invalid outgoing frame", "session", s.id)
+		s.h.log.Debug("streamable HTTP: dropping an invalid outgoing frame", "session", s.ID())
 		return nil
 	}
 	s.mu.Lock()
@@ -1240,7 +1245,7 @@ func (s *StreamSession) routeBatch(frame []byte) error {
 		}
 	}
 	if st == nil {
-		s.h.log.Debug("streamable HTTP: dropping answers to no request in flight", "session", s.id)
+		s.h.log.Debug("streamable HTTP: dropping answers to no request in flight", "session", s.ID())
 		return nil
 	}
 	for _, m := range f.Messages {
