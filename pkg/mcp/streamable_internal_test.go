@@ -184,9 +184,36 @@ func TestStreamSession_peerBoundInOpenMakesNoInbox(t *testing.T) {
 	assert.Contains(t, post(s.ID(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`), `"result":{}`, "the session is served after the binding")
 	assert.False(t, s.inboxMade.Load(), "no inbox made for a session served through its Feed")
 	s.mu.Lock()
-	general := s.general
+	general, done := s.general, s.done
 	s.mu.Unlock()
 	assert.Nil(t, general, "no GET stream made for a session that never opened one, nor was sent anything for it")
+	assert.Nil(t, done, "no Done channel made for a session whose owner never asked for it")
+}
+
+// TestStreamSession_doneMadeWhenAsked: a session's Done channel, made when
+// first asked for, is closed when the session ends, whether it was asked
+// for before or after.
+func TestStreamSession_doneMadeWhenAsked(t *testing.T) {
+	t.Parallel()
+	h := NewStreamableHandler(&StreamableOptions{})
+	before := newStreamSession(h, "", Version20251125)
+	early := before.Done()
+	select {
+	case <-early:
+		t.Fatal("Done closed before the session ended")
+	default:
+	}
+	before.end(errIdle)
+	assert.Equal(t, early, before.Done(), "one Done channel")
+	after := newStreamSession(h, "", Version20251125)
+	after.end(errIdle)
+	for _, done := range []<-chan struct{}{early, after.Done()} {
+		select {
+		case <-done:
+		default:
+			t.Fatal("Done not closed once the session ended")
+		}
+	}
 }
 
 // TestStreamSession_quietThenIdle: the idle timer's first firing quietens

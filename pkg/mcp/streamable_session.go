@@ -48,12 +48,14 @@ type StreamSession struct {
 	// quietened: idle has fired once, after quietAfter, and is armed
 	// again for the rest of IdleTimeout (see expire).
 	quietened bool
+	// ended is set (under mu) as the session ends, for the POSTs that
+	// check without waiting.
+	ended atomic.Bool
 
 	conn streamConn
 	feed atomic.Pointer[peer.Feed] // the owner's peer's, once bound: POSTs are handed to it directly
 	// bound is where feed points: set once, by Bind, before feed is.
 	bound peer.Feed
-	done  chan struct{}
 
 	// inbox holds the POSTs for an owner that reads the conn (one that does
 	// not bind a peer to it), made when first needed: a session served
@@ -66,6 +68,10 @@ type StreamSession struct {
 
 	// mu guards everything below.
 	mu sync.Mutex
+	// done is closed when the session ends; made when first asked for
+	// (doneChan): the hub's sessions, served through a Feed, never wait on
+	// it, and every idle session would keep one.
+	done chan struct{}
 	// ctx and cancel are made by Context, when an owner asks for them
 	// (the hub does not).
 	ctx      context.Context
@@ -180,7 +186,6 @@ func newStreamSession(h *StreamableHandler, id, version string) *StreamSession {
 		h:        h,
 		idHeader: [1]string{id},
 		version:  version,
-		done:     make(chan struct{}),
 	}
 	if id != "" {
 		// (A copy: the slice would keep all of randomID's 32 bytes.) A
@@ -227,7 +232,21 @@ func (s *StreamSession) Context() context.Context {
 func (s *StreamSession) Header() http.Header { return s.header }
 
 // Done is closed when the session ends.
-func (s *StreamSession) Done() <-chan struct{} { return s.done }
+func (s *StreamSession) Done() <-chan struct{} { return s.doneChan() }
+
+// doneChan returns done, made on first use (closed already if the session
+// has ended).
+func (s *StreamSession) doneChan() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		s.done = make(chan struct{})
+		if s.err != nil {
+			close(s.done)
+		}
+	}
+	return s.done
+}
 
 // SetData keeps v with the session, for the owner.
 func (s *StreamSession) SetData(v any) {
@@ -287,6 +306,7 @@ func (s *StreamSession) end(err error) {
 		return
 	}
 	s.err = err
+	s.ended.Store(true)
 	if s.idle != nil {
 		s.idle.Stop()
 		s.idle = nil
@@ -306,9 +326,11 @@ func (s *StreamSession) end(err error) {
 	if s.one != nil && len(s.one.owed) > 0 {
 		s.one.wakeLocked()
 	}
-	feed, readErr, cancel := s.feed.Load(), s.readErrLocked(), s.cancel
+	feed, readErr, cancel, done := s.feed.Load(), s.readErrLocked(), s.cancel, s.done
 	s.mu.Unlock()
-	close(s.done)
+	if done != nil { // else one made later is closed as it is made
+		close(done)
+	}
 	if cancel != nil {
 		cancel()
 	}
@@ -430,10 +452,8 @@ func (s *StreamSession) hand(ctx context.Context, p posted) error {
 		}
 		return nil
 	}
-	select {
-	case <-s.done:
+	if s.ended.Load() {
 		return net.ErrClosed
-	default:
 	}
 	if !f.Frame(p.body, jsonrpc.Frame{Messages: p.msgs, Batch: p.batch}, s.h.opts.Limits) {
 		return net.ErrClosed
@@ -478,7 +498,7 @@ func (s *StreamSession) push(ctx context.Context, p posted) error {
 	select {
 	case s.inboxChan() <- p:
 		return nil
-	case <-s.done:
+	case <-s.doneChan():
 		return net.ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
@@ -1444,7 +1464,7 @@ func (c *streamConn) next(ctx context.Context) (posted, error) {
 	select {
 	case p := <-s.inboxChan():
 		return p, nil
-	case <-s.done:
+	case <-s.doneChan():
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return posted{}, s.readErrLocked()
