@@ -43,8 +43,8 @@ import (
 type corkConn struct {
 	net.Conn
 	timeout  time.Duration
-	pre      []byte    // bytes the client sent behind its upgrade request, read first
-	deadline time.Time // the socket's write deadline
+	pre      []byte        // bytes the client sent behind its upgrade request, read first
+	deadline time.Duration // the socket's write deadline, since epoch (8 bytes where a time.Time takes 24)
 
 	// rmu guards the read side: the reader's, and coder/websocket's while
 	// it closes with a handshake.
@@ -298,10 +298,10 @@ func (c *corkConn) moveDeadline() {
 	if c.timeout <= 0 {
 		return
 	}
-	now := time.Now()
-	if c.deadline.Sub(now) < c.timeout/2 {
-		c.deadline = now.Add(c.timeout)
-		_ = c.Conn.SetWriteDeadline(c.deadline)
+	t := time.Now()
+	if now := t.Sub(epoch); c.deadline-now < c.timeout/2 {
+		c.deadline = now + c.timeout
+		_ = c.Conn.SetWriteDeadline(t.Add(c.timeout))
 	}
 }
 

@@ -14,3 +14,10 @@ import (
 func TestPeer_fitsItsSizeClass(t *testing.T) {
 	assert.LessOrEqual(t, unsafe.Sizeof(Peer{}), uintptr(512))
 }
+
+// TestCorkConn_fitsItsSizeClass keeps the socket wrapper of an accepted
+// WebSocket within the allocator's 288-byte size class: every WebSocket
+// client holds one, idle ones too.
+func TestCorkConn_fitsItsSizeClass(t *testing.T) {
+	assert.LessOrEqual(t, unsafe.Sizeof(corkConn{}), uintptr(288))
+}

@@ -17,8 +17,9 @@ type BatchWriter interface {
 	WriteBatch(ctx context.Context, frames [][]byte) error
 }
 
-// epoch is the origin of since: a Peer's write start is a Duration since
-// it, 8 bytes where a time.Time takes 24.
+// epoch is the origin of since: a Peer's write start, and a corkConn's
+// write deadline, are Durations since it, 8 bytes where a time.Time takes
+// 24.
 var epoch = time.Now()
 
 // since returns the monotonic time since epoch; never zero, which stands
