@@ -58,6 +58,10 @@ func (p *Peer) shutdownLocked(cause error, code CloseCode, reason string, flush 
 		}
 	}
 	p.queue = nil
+	for _, wake := range p.idlers {
+		wake <- struct{}{} // room for it: only an idle worker's is here (work)
+	}
+	p.idlers = nil
 	if !flush {
 		p.sendq, p.sendOwn, p.sendBytes = nil, nil, 0
 		clear(p.notices)
@@ -70,7 +74,9 @@ func (p *Peer) shutdownLocked(cause error, code CloseCode, reason string, flush 
 	// Counted before done closes: Wait waits on the group only after done,
 	// and a peer on a DirectConn may have no other goroutine counted.
 	p.addGoroutine()
-	close(p.done)
+	if p.done != nil { // else one made later is closed as it is made (doneChan)
+		close(p.done)
+	}
 	if p.cancel != nil { // nil until a handler needed it (contextsLocked cancels it then)
 		p.cancel(cause)
 	}
@@ -113,7 +119,7 @@ func (e *closedError) Error() string   { return "connection closed: " + e.cause.
 func (e *closedError) Unwrap() []error { return []error{ErrClosed, e.cause} }
 
 // Done is closed when the peer starts closing.
-func (p *Peer) Done() <-chan struct{} { return p.done }
+func (p *Peer) Done() <-chan struct{} { return p.doneChan() }
 
 // Err returns why the peer ended (nil while it runs): a *CloseError for a
 // closed connection, ErrSlowConsumer, or a transport error.
@@ -127,7 +133,7 @@ func (p *Peer) Err() error {
 // It returns nil when the connection closed normally (1000 or 1001, from
 // either side), else the error that ended it.
 func (p *Peer) Wait() error {
-	<-p.done
+	<-p.doneChan()
 	p.wg.Wait()
 	err := p.Err()
 	if c := CloseStatus(err); c == CloseNormal || c == CloseGoingAway {

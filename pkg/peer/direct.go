@@ -52,11 +52,9 @@ func (f Feed) Frame(raw []byte, decoded jsonrpc.Frame, limits jsonrpc.Limits) bo
 	if decoded.Messages == nil && decoded.Replies == nil || limits != p.dec.Limits {
 		decoded = p.dec.Decode(raw)
 	}
-	select {
-	case <-p.done:
+	if p.isClosing() {
 		p.feedMu.Unlock()
 		return false
-	default:
 	}
 	worker, _, _ := p.handleFrame(decoded, nil)
 	p.feedMu.Unlock()

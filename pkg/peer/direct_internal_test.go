@@ -67,3 +67,41 @@ func TestFeed_quietDropsTheMapsOfCalls(t *testing.T) {
 	call(3, "ping")
 	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"result":"ok"}`, <-conn.written, "served after as before")
 }
+
+// TestPeer_doneMadeWhenAsked: a peer makes its Done channel only when
+// asked for it (an idle client's session never is), and closes it as it
+// closes, whether it was asked for before or after; OnDone runs once.
+func TestPeer_doneMadeWhenAsked(t *testing.T) {
+	t.Parallel()
+	start := func() (*Peer, *quietConn, chan struct{}) {
+		conn := &quietConn{written: make(chan string, 4)}
+		ended := make(chan struct{})
+		p := New(conn, &Options{OnDone: func() { close(ended) }}) // a second run would panic
+		p.Start(context.Background())
+		req := &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "ping"}
+		require.True(t, conn.feed.Frame(nil, jsonrpc.Frame{Messages: []jsonrpc.Message{req}}, jsonrpc.Limits{}))
+		<-conn.written
+		return p, conn, ended
+	}
+	before, _, beforeEnded := start()
+	before.mu.Lock()
+	made := before.done != nil
+	before.mu.Unlock()
+	assert.False(t, made, "no Done channel made by serving a call")
+	early := before.Done()
+	select {
+	case <-early:
+		t.Fatal("Done closed before the peer closed")
+	default:
+	}
+	require.NoError(t, before.Close())
+	<-early
+	<-beforeEnded
+
+	after, conn, afterEnded := start()
+	require.NoError(t, after.Close())
+	<-afterEnded
+	<-after.Done()
+	require.NoError(t, after.Wait())
+	assert.False(t, conn.feed.Frame(nil, jsonrpc.Frame{Messages: []jsonrpc.Message{&jsonrpc.Request{ID: jsonrpc.Int64ID(2), Method: "ping"}}}, jsonrpc.Limits{}), "nothing handled once closed")
+}

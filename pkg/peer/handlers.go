@@ -151,9 +151,8 @@ func (p *Peer) work() {
 			}
 			select {
 			case <-wake:
-				continue // reserved for a job
+				continue // reserved for a job, or woken as the peer closes
 			case <-linger.C:
-			case <-p.done:
 			}
 			p.mu.Lock()
 			if i := slices.Index(p.idlers, wake); i >= 0 {

@@ -42,9 +42,12 @@ type Peer struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	callCtx *withPeer
-	done    chan struct{}
-	wg      sync.WaitGroup // read loop, writer, workers, closer
-	live    atomic.Int32   // the same goroutines, counted for OnDone
+	// done is closed as the peer starts closing; made when first asked
+	// for (doneChan, under mu): a hub's client sessions never wait on
+	// theirs, and every idle one would keep it.
+	done chan struct{}
+	wg   sync.WaitGroup // read loop, writer, workers, closer
+	live atomic.Int32   // the same goroutines, counted for OnDone
 	// framesBack says whether the last call an AsyncHandler took, read
 	// into a pooled buffer, was given back (Reply.Release): the reader
 	// then reads the next into a pooled buffer too.
@@ -120,7 +123,6 @@ func New(conn Conn, opts *Options) *Peer {
 	p := &Peer{
 		conn: conn,
 		opts: o,
-		done: make(chan struct{}),
 		dec:  jsonrpc.Decoder{Limits: o.Limits},
 	}
 	_, p.direct = conn.(DirectConn)
@@ -174,6 +176,27 @@ func (p *Peer) directConn() DirectConn { return p.conn.(DirectConn) }
 // (p.stop was set by Start before the first reader began.)
 func (p *Peer) resumeRead() { go p.readLoop(p.stop) }
 
+// doneChan returns done, made on first use (closed already if the peer is
+// closing).
+func (p *Peer) doneChan() chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		p.done = make(chan struct{})
+		if p.closing {
+			close(p.done)
+		}
+	}
+	return p.done
+}
+
+// isClosing reports whether the peer has started closing.
+func (p *Peer) isClosing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closing
+}
+
 // contextsLocked makes the handlers' contexts if they are not yet: those of
 // a peer that has ended are cancelled, with its cause, as they would have
 // been had they been made before. p.mu is held.
@@ -215,16 +238,14 @@ func (p *Peer) goroutineDone() {
 	last := p.live.Add(-1) == 0
 	p.wg.Done()
 	if last && p.hasOnDone() {
-		select {
-		case <-p.done:
-			p.mu.Lock()
-			run := !p.ended
+		p.mu.Lock()
+		run := p.closing && !p.ended
+		if run {
 			p.ended = true
-			p.mu.Unlock()
-			if run {
-				p.onDone()
-			}
-		default:
+		}
+		p.mu.Unlock()
+		if run {
+			p.onDone()
 		}
 	}
 }

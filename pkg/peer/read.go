@@ -164,10 +164,8 @@ func (p *Peer) compactIdle() {
 // of the one call it held when an AsyncHandler took it, which holds a
 // pooled buffer until its caller gives it back (Reply.Release).
 func (p *Peer) handleFrame(f jsonrpc.Frame, pooled []byte) (becomeWorker, reusable bool, handed *Reply) {
-	select {
-	case <-p.done:
+	if p.isClosing() {
 		return false, false, nil // closing: nothing more is handled or answered
-	default:
 	}
 	var b *batchReply
 	if f.Batch {
