@@ -738,12 +738,16 @@ func TestPeer_handlerContexts(t *testing.T) {
 		s.send(`{"jsonrpc":"2.0","method":"note"}`)
 		s.send(`{"jsonrpc":"2.0","id":1,"method":"call"}`)
 		var ctxs []context.Context
+		var noteCtx context.Context
 		for range 2 {
 			select {
 			case h := <-got:
 				assert.Equal(t, "start's", h.value, "%s: the values of Start's context", h.method)
 				assert.Same(t, p, h.peer, "%s: the peer", h.method)
 				ctxs = append(ctxs, h.ctx)
+				if h.method == "note" {
+					noteCtx = h.ctx
+				}
 			case <-time.After(wait):
 				t.Fatal("a handler never ran")
 			}
@@ -758,5 +762,7 @@ func TestPeer_handlerContexts(t *testing.T) {
 				t.Fatal("a handler's context did not end with the peer")
 			}
 		}
+		var closed *peer.CloseError
+		assert.ErrorAs(t, context.Cause(noteCtx), &closed, "a notification's context ends with why the peer closed")
 	})
 }
