@@ -327,6 +327,9 @@ type target struct {
 type rename struct {
 	params json.RawMessage // the client's
 	name   []byte          // the name, a slice of params, as the client sent it
+	// meta is whether params hold a _meta member, as the walk that found
+	// the name saw (resolveNamed): no search of the params for one later.
+	meta bool
 }
 
 // params returns the params as the server is to see them.
@@ -466,7 +469,7 @@ func (h *Hub) resolveNamed(s *session, v *view, k listKind, params json.RawMessa
 		return &target{server: it.server, replicas: it.replicas, body: params, item: it.orig}, nil // already the server's own name
 	}
 	if names == 1 && bytes.HasPrefix(rawName, []byte{'"'}) && jsonrpc.Within(params, rawName) {
-		return &target{server: it.server, replicas: it.replicas, item: it.orig, rename: rename{params: params, name: rawName}}, nil
+		return &target{server: it.server, replicas: it.replicas, item: it.orig, rename: rename{params: params, name: rawName, meta: metas > 0}}, nil
 	}
 	params, err := renamed(params, rawName, it.orig, names)
 	if err != nil {
@@ -671,7 +674,7 @@ func (h *Hub) renamesInFrame(t *target, ri *replicaInfo, c caller) bool {
 		return false
 	}
 	rp := ri.local
-	return rp == nil || !rp.modern && !mayHaveMeta(t.rename.params) && !c.caps().Tasks
+	return rp == nil || !rp.modern && !t.rename.meta && !c.caps().Tasks
 }
 
 // sendTo sends an attempt of a call to the replica ri and returns how to
@@ -942,13 +945,17 @@ func (rp *replica) sendAs(ctx context.Context, c caller, method string, params j
 	if hc != nil {
 		c, params, done = hc, hc.params, hc.finish
 	}
-	if rp.modern {
+	// params renamed in their frame hold no _meta (renamesInFrame), unless
+	// a task or a trace gave them one: no search for it then.
+	noMeta := old != nil && hc == nil
+	switch {
+	case rp.modern:
 		params = rp.hub.tasks.forServer(rp, rp.modernMeta(c, params))
-	} else {
+	case !noMeta:
 		params = withoutModernMeta(params)
 	}
 	ctx, params, span := rp.traceSent(ctx, id, method, params)
-	params, token := rp.register(ctx, id, c, params)
+	params, token := rp.register(ctx, id, c, params, noMeta && !span.Recording())
 	finish := func(resp *jsonrpc.Response, err error) {
 		if token != "" && err == nil {
 			rp.flushProgress(token) // a report the rate limit held back comes before the answer
@@ -984,12 +991,12 @@ func (rp *replica) sendAs(ctx context.Context, c caller, method string, params j
 // progress reports, logs and requests about it find their way back: the id
 // maps to its caller and, if the caller asked for progress, a progress
 // token of the hub's replaces the caller's, so that tokens of two clients
-// never collide here; ctx is the trace of the request sent. It returns the
-// params to send.
-func (rp *replica) register(ctx context.Context, id jsonrpc.ID, c caller, params json.RawMessage) (json.RawMessage, string) {
+// never collide here; ctx is the trace of the request sent. noMeta says
+// that params are known to hold no _meta. It returns the params to send.
+func (rp *replica) register(ctx context.Context, id jsonrpc.ID, c caller, params json.RawMessage, noMeta bool) (json.RawMessage, string) {
 	uc := &upstreamCall{caller: c, trace: ctx}
 	var token string
-	if mayHaveMeta(params) {
+	if !noMeta && mayHaveMeta(params) {
 		params, token = rp.swapToken(uc, params)
 	}
 	rp.mu.Lock()
