@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -533,7 +534,20 @@ func TestAbuse(t *testing.T) {
 		if !assert.Eventually(t, func() bool {
 			return scrape(t, th, "switchboard_slow_consumers_dropped_total") >= 1
 		}, 4*wait, 20*time.Millisecond, "the slow reader was dropped") {
-			t.Fatalf("log lines fanned out: %v, shouted: %d", scrape(t, th, `switchboard_notifications_fanned_out_total{method="notifications/message"}`), shouted.Load())
+			t.Logf("log lines fanned out: %v, shouted: %d", scrape(t, th, `switchboard_notifications_fanned_out_total{method="notifications/message"}`), shouted.Load())
+			// What the hub told the slow reader, but the log lines: why
+			// its call did not shout, if it did not.
+			rctx, cancel := context.WithTimeout(ctxFor(t), time.Second)
+			defer cancel()
+			for {
+				_, b, err := c.Read(rctx)
+				if err != nil {
+					t.Fatalf("the slow reader was not dropped; reading it: %v", err)
+				}
+				if !bytes.Contains(b, []byte(`"notifications/message"`)) {
+					t.Logf("the slow reader got: %.300s", b)
+				}
+			}
 		}
 		quiet.Store(true)
 		// When it reads at last, it finds what was under way and then the
