@@ -713,13 +713,14 @@ func (h *Hub) sendTo(f *flight, t *target, ri *replicaInfo, c caller, method str
 	}
 	switch {
 	case ri.local != nil && renamedInFrame:
-		abort := ri.local.sendAs(f.trace, c, method, t.rename.params, t.rename.name, t.item, h.borrows(f, ri), finish)
+		borrows := h.borrows(f, ri)
+		abort := ri.local.sendAs(f.trace, c, method, t.rename.params, t.rename.name, t.item, borrows, finish)
 		// Written into its frame as it was sent, the call keeps nothing of
 		// the client's params (no token of the hub's, no task, no trace;
 		// one attempt, as a server of the session revisions takes). Set
 		// once sent: an attempt a lease sends later may meet the end of
 		// its flight (a timeout) meanwhile.
-		f.frees.Store(h.borrows(f, ri))
+		f.frees.Store(borrows)
 		return abort
 	case ri.local != nil:
 		return ri.local.sendAs(f.trace, c, method, params, nil, "", h.borrows(f, ri), finish)

@@ -65,20 +65,21 @@ func frameBuffer(n int, pooled bool) []byte {
 	return make([]byte, 0, 1<<(c+minPooledShift))
 }
 
-// isFrameClass reports whether n is the size of one of the pools' buffers.
-func isFrameClass(n int) bool {
+// poolOf returns the class of the pool whose buffers are n bytes long,
+// and false when no pool's are.
+func poolOf(n int) (int, bool) {
 	c, ok := frameClass(n)
-	return ok && n == 1<<(c+minPooledShift)
+	return c, ok && n == 1<<(c+minPooledShift)
 }
 
 // recycleFrame takes back the buffer of a frame written, or of one read
 // that nothing refers to any longer. Buffers of other sizes than the
 // pools' (a frame that outgrew its buffer) are left to the collector.
 func recycleFrame(b []byte) {
-	if !isFrameClass(cap(b)) {
+	c, ok := poolOf(cap(b))
+	if !ok {
 		return
 	}
-	c, _ := frameClass(cap(b))
 	h := frameHolders.Get().(*[]byte)
 	*h = b[:0]
 	framePools[c].Put(h)

@@ -385,24 +385,32 @@ func (r *Reply) Release() {
 		return
 	}
 	r.released = true
+	b := r.dropLocked()
 	r.mu.Unlock()
 	r.p.framesBack.Store(true) // pooled or not: the next call's frame may be
-	r.dropFrame()
+	recycleFrame(b)
 }
 
 // dropFrame is the end of one hold on the call's frame: the last gives the
 // buffer back.
 func (r *Reply) dropFrame() {
 	r.mu.Lock()
-	r.holds--
-	var b []byte
-	if r.holds == 0 {
-		b, r.frame = r.frame, nil
-	}
+	b := r.dropLocked()
 	r.mu.Unlock()
-	if b != nil {
-		recycleFrame(b)
+	recycleFrame(b)
+}
+
+// dropLocked ends one hold on the call's frame and returns its buffer when
+// that was the last (nil otherwise), to be given back once r.mu is
+// released. r.mu is held.
+func (r *Reply) dropLocked() []byte {
+	r.holds--
+	if r.holds != 0 {
+		return nil
 	}
+	b := r.frame
+	r.frame = nil
+	return b
 }
 
 // Send answers the call: with err when it is not nil, else with result

@@ -293,10 +293,11 @@ func (c *WebSocket) readPooled(ctx context.Context, pooled bool) (frame, buf []b
 	if !utf8.Valid(buf) {
 		return nil, nil, c.closeLocal(&CloseError{Code: CloseInvalidData, Reason: "text frame is not valid UTF-8"}, true)
 	}
+	_, fromPool := poolOf(cap(buf))
 	switch {
-	case pooled && isFrameClass(cap(buf)) && len(buf) > minPooledFrame/2:
+	case pooled && fromPool && len(buf) > minPooledFrame/2:
 		return buf, buf, nil
-	case pooled && isFrameClass(cap(buf)):
+	case pooled && fromPool:
 		frame = bytes.Clone(buf)
 		recycleFrame(buf)
 		return frame, nil, nil
