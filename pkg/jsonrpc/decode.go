@@ -512,23 +512,38 @@ func keyName(key []byte) []byte {
 // of plain ASCII are read in place; anything else goes through
 // encoding/json, which also refuses what is not valid.
 func unquote(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+	if !quoted(v) {
 		return "", false
 	}
-	inner := v[1 : len(v)-1]
-	simple := true
-	for _, c := range inner {
-		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
-			simple = false
-			break
-		}
-	}
-	if simple {
+	if inner, ok := plainInner(v); ok {
 		return string(inner), true
 	}
+	return unescape(v)
+}
+
+// quoted reports whether v starts and ends with a quote, as a JSON string
+// does.
+func quoted(v []byte) bool { return len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' }
+
+// unescape returns the value of the JSON string v, escapes and all, by
+// encoding/json, which also refuses what is not valid.
+func unescape(v []byte) (string, bool) {
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
 		return "", false
 	}
 	return s, true
+}
+
+// plainInner returns the inside of v, a JSON string between its quotes
+// (quoted), when that is the string's value as it is: plain ASCII, without
+// an escape, a quote or a control character.
+func plainInner(v []byte) ([]byte, bool) {
+	inner := v[1 : len(v)-1]
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
+			return nil, false
+		}
+	}
+	return inner, true
 }

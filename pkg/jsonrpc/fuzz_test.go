@@ -107,5 +107,9 @@ func FuzzMember(f *testing.F) {
 		if ok && (json.Unmarshal(obj, &want) != nil || s != want) {
 			t.Fatalf("Unquote(%q) = %q, encoding/json says %q", obj, s, want)
 		}
+		// AppendUnquoted appends what Unquote returns, or nothing.
+		if got, gotOK := jsonrpc.AppendUnquoted([]byte("x"), obj); gotOK != ok || string(got) != "x"+s {
+			t.Fatalf("AppendUnquoted(%q) = %q, %v; Unquote says %q, %v", obj, got, gotOK, s, ok)
+		}
 	})
 }

@@ -64,6 +64,25 @@ func StringMember(obj []byte, key string) (string, bool) {
 // it), when v is a JSON string.
 func Unquote(v []byte) (string, bool) { return unquote(trimSpace(v)) }
 
+// AppendUnquoted appends to b the value of v, a raw member value, when v is
+// a JSON string, as Unquote returns it: a string of plain ASCII is appended
+// as it is, without a string made of it. It reports false, appending
+// nothing, when v is not a JSON string.
+func AppendUnquoted(b, v []byte) ([]byte, bool) {
+	v = trimSpace(v)
+	if !quoted(v) {
+		return b, false
+	}
+	if inner, ok := plainInner(v); ok {
+		return append(b, inner...), true
+	}
+	s, ok := unescape(v)
+	if !ok {
+		return b, false
+	}
+	return append(b, s...), true
+}
+
 // Splice returns a copy of obj with value in place of old, which must be a
 // member value of obj as Member or Members returned it (a slice of obj
 // itself, not a copy): an object read in one pass is then edited without a

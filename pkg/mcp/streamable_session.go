@@ -505,49 +505,37 @@ func (s *StreamSession) push(ctx context.Context, p posted) error {
 	}
 }
 
-// tokenKey returns a map key for a progress token (a string or a number).
+// progressKey returns a map key for a progress token (a string or a
+// number).
 func progressKey(raw []byte) (string, bool) {
-	if len(raw) == 0 {
-		return "", false
-	}
-	if s, ok := jsonrpc.Unquote(raw); ok {
-		return "s:" + s, true
-	}
-	t := strings.TrimSpace(string(raw))
-	if t == "" || t == "null" || t[0] == '{' || t[0] == '[' {
-		return "", false
-	}
-	return "n:" + t, true
+	var kb [64]byte
+	k, ok := appendProgressKey(kb[:0], raw)
+	return string(k), ok
 }
 
-// tokenCallLocked returns the request whose progress token is raw. A token
-// that is a string without escapes, as tokens are, is looked up without
-// making its key (progressKey's) a string: the map lookup of a converted
-// byte slice allocates nothing.
-func (s *StreamSession) tokenCallLocked(raw []byte) (jsonrpc.ID, bool) {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainString(raw[1:len(raw)-1]) {
-		var kb [64]byte
-		k := append(append(kb[:0], "s:"...), raw[1:len(raw)-1]...)
-		id, ok := s.tokens[string(k)]
-		return id, ok
+// appendProgressKey appends progressKey's key for raw to b.
+func appendProgressKey(b, raw []byte) ([]byte, bool) {
+	if k, ok := jsonrpc.AppendUnquoted(append(b, "s:"...), raw); ok {
+		return k, true
 	}
-	key, ok := progressKey(raw)
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" || t[0] == '{' || t[0] == '[' {
+		return b, false
+	}
+	return append(append(b, "n:"...), t...), true
+}
+
+// tokenCallLocked returns the request whose progress token is raw. Its key
+// is made on the stack: the map lookup of a converted byte slice allocates
+// nothing.
+func (s *StreamSession) tokenCallLocked(raw []byte) (jsonrpc.ID, bool) {
+	var kb [64]byte
+	k, ok := appendProgressKey(kb[:0], raw)
 	if !ok {
 		return jsonrpc.ID{}, false
 	}
-	id, ok := s.tokens[key]
+	id, ok := s.tokens[string(k)]
 	return id, ok
-}
-
-// plainString reports whether the inside of a JSON string is its value as
-// it is: no escape, quote, control character or byte beyond ASCII.
-func plainString(inner []byte) bool {
-	for _, c := range inner {
-		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
 
 // servePOST serves a POST of a session: it records the requests it carries,
