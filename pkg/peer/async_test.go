@@ -342,3 +342,80 @@ func TestPeer_releasedCalls(t *testing.T) {
 		}
 	})
 }
+
+// lastByte returns a pointer to the last byte of the buffer b lies in,
+// which tells one buffer from another whatever part of it b is.
+func lastByte(b []byte) *byte { return &b[:cap(b)][cap(b)-1] }
+
+// pooledReads reports whether the transport of the running subtest
+// (eachTransport) reads frames into the peer's pools: the WebSocket.
+func pooledReads(t *testing.T) bool { return strings.HasSuffix(t.Name(), "/websocket") }
+
+// TestPeer_callBorrowing: answers borrowed with CallBorrowing arrive whole,
+// each in its own bytes, however many follow one another when each is
+// released; one not yet released keeps its bytes while later ones are
+// read; an error answer is returned as an error, lending nothing, and
+// keeps its bytes too. On a WebSocket the answers are read into buffers of
+// the pools, and an answer comes in a buffer an earlier one released.
+func TestPeer_callBorrowing(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		p := start(t, a, nil)
+		s := script{t, b}
+		payload := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 16<<10) }
+		call := func(ans *peer.Answer, answer string) error {
+			t.Helper()
+			errc := make(chan error, 1)
+			go func() { errc <- p.CallBorrowing(context.Background(), "echo", nil, ans) }()
+			req := s.recvRequest()
+			s.send(`{"jsonrpc":"2.0","id":` + req.ID.String() + `,` + answer + `}`)
+			select {
+			case err := <-errc:
+				return err
+			case <-time.After(wait):
+				t.Fatal("no answer")
+				return nil
+			}
+		}
+		borrow := func(i int, ans *peer.Answer) {
+			t.Helper()
+			require.NoError(t, call(ans, `"result":"`+payload(i)+`"`))
+			assert.Equal(t, `"`+payload(i)+`"`, string(ans.Result), "answer %d", i)
+		}
+
+		for i := range 3 { // the answers that follow a borrowed one are read into pooled buffers
+			var ans peer.Answer
+			borrow(i, &ans)
+			ans.Release()
+		}
+		var kept peer.Answer
+		borrow(100, &kept)
+		var failed peer.Answer
+		err := call(&failed, `"error":{"code":-32000,"message":"no","data":"`+payload(200)+`"}`)
+		var rpcErr *jsonrpc.Error
+		require.ErrorAs(t, err, &rpcErr)
+		assert.Nil(t, failed.Result, "an error lends nothing")
+		failed.Release() // does nothing
+
+		released := map[*byte]bool{}
+		reused := 0
+		for i := range 40 {
+			var ans peer.Answer
+			borrow(i, &ans)
+			buf := lastByte(ans.Result)
+			if released[buf] {
+				reused++
+			}
+			ans.Release()
+			assert.Nil(t, ans.Result, "a released Answer is empty")
+			ans.Release() // twice: nothing more is given back
+			released[buf] = true
+		}
+		assert.Equal(t, `"`+payload(100)+`"`, string(kept.Result), "an answer not released keeps its bytes")
+		assert.Equal(t, `"`+payload(200)+`"`, string(rpcErr.Data), "an error answer keeps its bytes")
+		kept.Release()
+		if pooledReads(t) {
+			assert.Positive(t, reused, "answers read into buffers earlier answers released")
+		}
+	})
+}

@@ -17,6 +17,10 @@ type pendingCall struct {
 	// borrows is set when done keeps nothing of a successful answer once
 	// it returns (GoBorrowing): the frame it was read from is then reused.
 	borrows bool
+	// lend is the Answer of a call whose caller takes the frame of a
+	// successful answer (CallBorrowing): deliver leaves the frame there
+	// before it sends the answer on ch.
+	lend *Answer
 }
 
 // NextID returns a fresh id for an outgoing call, for callers that must know
@@ -33,20 +37,75 @@ func (p *Peer) Call(ctx context.Context, method string, params, result any) erro
 
 // CallID is Call with an id from NextID.
 func (p *Peer) CallID(ctx context.Context, id jsonrpc.ID, method string, params, result any) error {
-	raw, err := encodeParams(method, params)
+	resp, err := p.roundTrip(ctx, id, method, params, nil)
 	if err != nil {
 		return err
+	}
+	return decodeResult(method, resp, result)
+}
+
+// Answer is the result of a call made with CallBorrowing, lent by the
+// peer: Result lies in the buffer the answer was read into, which Release
+// gives back to the peer's pools, to be read into again. Until then the
+// bytes are the caller's alone; from then on, neither Result nor anything
+// sliced from it may be used. An Answer is not to be copied while it
+// holds a result (two copies would give one buffer back twice).
+type Answer struct {
+	// Result is the call's result, undecoded.
+	Result json.RawMessage
+	// frame is the buffer of the pools Result lies in; nil when the answer
+	// was read into one of its own (a small one, one read on a conn
+	// without the pools), which the collector takes as usual.
+	frame []byte
+}
+
+// Release gives back the buffer of the answer's result and empties the
+// Answer. Releasing an empty Answer (twice, or one whose call failed) does
+// nothing; not releasing one is safe too, and leaves its buffer to the
+// garbage collector.
+func (a *Answer) Release() {
+	frame := a.frame
+	a.Result, a.frame = nil, nil
+	recycleFrame(frame) // nothing for nil
+}
+
+// CallBorrowing is Call for a caller that borrows the answer rather than
+// decoding it: on success, ans holds the result undecoded, in the buffer
+// the answer was read into, until ans.Release. The frames of the answers
+// that follow are then read into buffers of the peer's pools, so that a
+// caller that releases each answer once done with it reads a stream of
+// large results without allocating a buffer for each (on a WebSocket; on
+// other conns ans.Release has nothing to give back). ans is overwritten:
+// release what it held first. On error, ans is left empty and the error
+// is as Call's.
+func (p *Peer) CallBorrowing(ctx context.Context, method string, params any, ans *Answer) error {
+	*ans = Answer{}
+	resp, err := p.roundTrip(ctx, p.NextID(), method, params, ans)
+	if err != nil {
+		return err // an error answer is never lent: ans is still empty
+	}
+	ans.Result = resp.Result
+	return nil
+}
+
+// roundTrip sends a call and waits for its answer: a result, or the
+// remote's error, ctx's, or the close's. lend, when set, is where deliver
+// leaves the frame of a successful answer (CallBorrowing).
+func (p *Peer) roundTrip(ctx context.Context, id jsonrpc.ID, method string, params any, lend *Answer) (*jsonrpc.Response, error) {
+	raw, err := encodeParams(method, params)
+	if err != nil {
+		return nil, err
 	}
 	frame := p.encodeRequest(&jsonrpc.Request{ID: id, Method: method, Params: raw})
 	ch := replyChans.Get().(chan *jsonrpc.Response)
 	defer replyChans.Put(ch) // empty again: exactly one reply is sent and received
-	if err := p.sendCall(id, frame, pendingCall{ch: ch}); err != nil {
-		return err
+	if err := p.sendCall(id, frame, pendingCall{ch: ch, lend: lend}); err != nil {
+		return nil, err
 	}
 
 	select {
 	case resp := <-ch:
-		return p.decodeResult(method, resp, result)
+		return resp, p.answerErr(resp)
 	case <-ctx.Done():
 		p.mu.Lock()
 		_, stillPending := p.pending[id]
@@ -56,10 +115,11 @@ func (p *Peer) CallID(ctx context.Context, id jsonrpc.ID, method string, params,
 			// The answer, or the news that the peer closed, raced the
 			// cancellation and won: whoever took the call from the pending
 			// map is sending it on ch, which never blocks.
-			return p.decodeResult(method, <-ch, result)
+			resp := <-ch
+			return resp, p.answerErr(resp)
 		}
 		p.onCancel(id, context.Cause(ctx))
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
@@ -184,13 +244,20 @@ var replyChans = sync.Pool{New: func() any { return make(chan *jsonrpc.Response,
 // closedResponse is what shutdown sends every pending call.
 var closedResponse = &jsonrpc.Response{Error: ErrClosed}
 
-func (p *Peer) decodeResult(method string, resp *jsonrpc.Response, result any) error {
-	if resp == closedResponse {
+// answerErr returns the error an answer carries: the remote's, or the
+// close's for closedResponse; nil for a result.
+func (p *Peer) answerErr(resp *jsonrpc.Response) error {
+	switch {
+	case resp == closedResponse:
 		return p.closedErr()
-	}
-	if resp.Error != nil {
+	case resp.Error != nil:
 		return resp.Error
 	}
+	return nil
+}
+
+// decodeResult decodes a successful answer's result into result (Call).
+func decodeResult(method string, resp *jsonrpc.Response, result any) error {
 	switch r := result.(type) {
 	case nil:
 		return nil

@@ -21,6 +21,10 @@
 // map at once and Options.OnCancel fires, so that a protocol above can tell
 // the other side (MCP sends notifications/cancelled). [Peer.CallID] with
 // [Peer.NextID] lets a caller learn the id before the request goes out.
+// [Peer.CallBorrowing] leaves the result undecoded in an [Answer], in the
+// buffer the answer was read into, which [Answer.Release] gives back: on
+// a WebSocket, a caller that releases each answer reads a stream of large
+// results without a buffer allocated for each.
 //
 // # Handlers and concurrency
 //
@@ -56,14 +60,16 @@
 //   - options.go: [Options], their defaults and withDefaults.
 //   - peer.go: the Peer type and its state, [New], [Peer.Start], [FromContext]
 //     and the accounting of the peer's goroutines (for [Peer.Wait] and OnDone).
-//   - calls.go: outgoing messages: [Peer.Call], [Peer.CallID], [Peer.Go],
-//     [Peer.GoRenamed], [Peer.GoBorrowing], [Peer.Abort], [Peer.Notify],
-//     [Peer.SendEncoded], and the pending map.
+//   - calls.go: outgoing messages: [Peer.Call], [Peer.CallID],
+//     [Peer.CallBorrowing] and its [Answer], [Peer.Go], [Peer.GoRenamed],
+//     [Peer.GoBorrowing], [Peer.Abort], [Peer.Notify], [Peer.SendEncoded],
+//     and the pending map.
 //   - write.go: the send queue, the slow consumer rule, inline writes and the
 //     writer goroutine.
 //   - frames.go: the buffers of the peer's own calls and answers, taken back
 //     once written when the conn keeps nothing of a frame (a WebSocket,
-//     stdio); and of the answers read for a done that borrows them.
+//     stdio); and of the answers read for a done or a caller that borrows
+//     them.
 //   - read.go: the read loop, and what it does with each frame: responses to
 //     the pending calls, notifications to the handler, calls to handlers.go;
 //     a frame read into a pooled buffer is given back once nothing refers to

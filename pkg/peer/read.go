@@ -40,34 +40,52 @@ func (p *Peer) readFrame() (f jsonrpc.Frame, pooled []byte, err error) {
 }
 
 // pooledReader is implemented by conns that can read a frame into a buffer
-// of the pools of frames (frames.go), which its reader gives back once
-// nothing refers to the frame: the answers to calls whose done borrows
-// them (GoBorrowing). The peer asks for one (pooled) while its frames are
-// such answers (the conn to a server), and a buffer of the frame's own
-// size otherwise, which costs less than a pooled buffer that is never
-// given back (the calls of a client, which their callee keeps).
+// of the pools of frames (frames.go), which goes back to the pools once
+// nothing refers to the frame: the reader gives back the answers to calls
+// whose done borrows them (GoBorrowing); the caller of CallBorrowing and
+// the one who took a call (Reply.Release) give back theirs. The peer asks
+// for one (pooled) while its frames are such messages (the conn to a
+// server), and a buffer of the frame's own size otherwise, which costs
+// less than a pooled buffer that is never given back (the calls of a
+// client, which their callee keeps).
 type pooledReader interface {
 	// readPooled is Read; buf is the frame's buffer when it is a pooled one
 	// (nil otherwise).
 	readPooled(ctx context.Context, pooled bool) (frame, buf []byte, err error)
 }
 
+// frameFate is what becomes of a frame read once the reader has handled
+// it, as far as the buffer it was read into goes.
+type frameFate uint8
+
+const (
+	// frameKept: something may still refer to it (a call its handler
+	// keeps, an answer Call or Go's done kept): left to the collector.
+	frameKept frameFate = iota
+	// frameReusable: nothing refers to it (answers borrowed by their
+	// done, which has returned): the reader gives it back.
+	frameReusable
+	// frameLent: its one message went to someone who gives the buffer
+	// back (the caller of CallBorrowing): the reader leaves it to them.
+	frameLent
+)
+
 // doneWith gives back the buffer of a frame read once it has been handled,
-// when nothing refers to it any longer (reusable), or lets the Reply that
-// holds it (handed) give it back once its caller is done with it too; and
-// notes whether the next frame should be read into a pooled buffer: when
-// this one could have been given back.
-func (p *Peer) doneWith(pooled []byte, reusable bool, handed *Reply) {
+// when nothing refers to it any longer, or lets the Reply that holds it
+// (handed) give it back once its caller is done with it too; and notes
+// whether the next frame should be read into a pooled buffer: when this
+// one could have been given back, by the reader or by another.
+func (p *Peer) doneWith(pooled []byte, fate frameFate, handed *Reply) {
 	switch {
 	case handed != nil:
 		handed.dropFrame()
 		p.pooledReads = p.framesBack.Load()
-	case reusable && pooled != nil:
+	case fate == frameReusable && pooled != nil:
 		p.dec.Release() // the decoder's messages refer to the frame
 		recycleFrame(pooled)
 		fallthrough
 	default:
-		p.pooledReads = reusable
+		p.pooledReads = fate != frameKept
 	}
 }
 
@@ -125,8 +143,8 @@ func (p *Peer) readLoop(stop func() bool) {
 			stop()
 			return
 		}
-		becomeWorker, reusable, handed := p.handleFrame(f, pooled)
-		p.doneWith(pooled, reusable, handed)
+		becomeWorker, fate, handed := p.handleFrame(f, pooled)
+		p.doneWith(pooled, fate, handed)
 		if becomeWorker {
 			p.addGoroutine() // this goroutine is still counted: Add cannot race Wait
 			go p.readLoop(stop)
@@ -158,14 +176,15 @@ func (p *Peer) compactIdle() {
 
 // handleFrame handles one frame, read into pooled when that is a buffer of
 // the pools (nil otherwise). It returns true when the calling reader has
-// been given a worker slot for the call the frame held; reusable when
-// nothing refers to the frame once it returns: it held answers only, each a
-// success borrowed by its call's done (GoBorrowing); and handed, the Reply
-// of the one call it held when an AsyncHandler took it, which holds a
-// pooled buffer until its caller gives it back (Reply.Release).
-func (p *Peer) handleFrame(f jsonrpc.Frame, pooled []byte) (becomeWorker, reusable bool, handed *Reply) {
+// been given a worker slot for the call the frame held; the frame's fate
+// (frameReusable when it held answers only, each a success borrowed by its
+// call's done; frameLent when its one message went to someone who gives
+// the buffer back); and handed, the Reply of the one call it held when an
+// AsyncHandler took it, which holds a pooled buffer until its caller gives
+// it back (Reply.Release).
+func (p *Peer) handleFrame(f jsonrpc.Frame, pooled []byte) (becomeWorker bool, fate frameFate, handed *Reply) {
 	if p.isClosing() {
-		return false, false, nil // closing: nothing more is handled or answered
+		return false, frameKept, nil // closing: nothing more is handled or answered
 	}
 	var b *batchReply
 	if f.Batch {
@@ -177,7 +196,7 @@ func (p *Peer) handleFrame(f jsonrpc.Frame, pooled []byte) (becomeWorker, reusab
 		p.opts.Logger.Debug("invalid message", "code", f.Replies[0].Error.Code, "reason", f.Replies[0].Error.Message)
 		if !p.opts.CloseOnInvalid {
 			p.respond(nil, f.Replies[0])
-			return false, false, nil
+			return false, frameKept, nil
 		}
 	}
 	if p.opts.CloseOnInvalid && len(f.Replies) > 0 {
@@ -186,20 +205,17 @@ func (p *Peer) handleFrame(f jsonrpc.Frame, pooled []byte) (becomeWorker, reusab
 		p.mu.Lock()
 		p.shutdownLocked(&CloseError{Code: ClosePolicyViolation, Reason: reason}, ClosePolicyViolation, reason, false)
 		p.mu.Unlock()
-		return false, false, nil
+		return false, frameKept, nil
 	}
 	if f.Batch || len(f.Messages) != 1 {
-		pooled = nil // a Reply holds the frame of its call alone
+		pooled = nil // a Reply or an Answer holds the frame of its message alone
 	}
-	reusable = !f.Batch && len(f.Messages) > 0
 	for _, m := range f.Messages {
 		switch m := m.(type) {
 		case *jsonrpc.Response:
-			if !p.deliver(m) {
-				reusable = false
-			}
+			fate = p.deliver(m, pooled)
 		case *jsonrpc.Request:
-			reusable = false
+			fate = frameKept
 			if m.IsNotification() {
 				p.notification(m)
 			} else {
@@ -208,17 +224,21 @@ func (p *Peer) handleFrame(f jsonrpc.Frame, pooled []byte) (becomeWorker, reusab
 		}
 	}
 	if b != nil {
+		fate = frameKept
 		p.mu.Lock()
 		b.sealed = true
 		p.flushBatchLocked(b)
 		p.mu.Unlock()
 	}
-	return becomeWorker, reusable, handed
+	return becomeWorker, fate, handed
 }
 
-// deliver hands an answer to its call. It reports whether the call's done
-// borrowed it (GoBorrowing): nothing refers to it once deliver returns.
-func (p *Peer) deliver(resp *jsonrpc.Response) (borrowed bool) {
+// deliver hands an answer to its call, with pooled, the buffer of the
+// pools it was read into (nil when it was not, or shares its frame). It
+// returns frameReusable when the call's done borrowed it (GoBorrowing):
+// nothing refers to it once deliver returns; frameLent when the caller
+// took it (CallBorrowing).
+func (p *Peer) deliver(resp *jsonrpc.Response, pooled []byte) frameFate {
 	p.mu.Lock()
 	pc, ok := p.pending[resp.ID]
 	delete(p.pending, resp.ID)
@@ -226,7 +246,13 @@ func (p *Peer) deliver(resp *jsonrpc.Response) (borrowed bool) {
 	switch {
 	case ok && pc.done != nil:
 		pc.done(resp, nil)
-		return pc.borrows && resp.Error == nil
+		if pc.borrows && resp.Error == nil {
+			return frameReusable
+		}
+	case ok && pc.lend != nil && resp.Error == nil:
+		pc.lend.frame = pooled // before the send: the caller reads it after receiving
+		pc.ch <- resp
+		return frameLent
 	case ok:
 		pc.ch <- resp
 	case resp.ID.IsNull() && resp.Error != nil:
@@ -234,7 +260,7 @@ func (p *Peer) deliver(resp *jsonrpc.Response) (borrowed bool) {
 	default:
 		p.opts.Logger.Debug("ignoring unsolicited response", "id", resp.ID.String())
 	}
-	return false
+	return frameKept
 }
 
 func (p *Peer) notification(req *jsonrpc.Request) {
