@@ -157,7 +157,9 @@ func rawHTTPEcho(w http.ResponseWriter, r *http.Request) {
 }
 
 // peerEcho serves a pkg/peer connection whose handler returns each call's
-// params: the whole JSON-RPC stack without MCP and without the hub.
+// params: the whole JSON-RPC stack without MCP and without the hub. Its
+// requests are lent (the answer refers to the params, and is written
+// before their buffer goes back), as the raw echo reuses its buffer.
 func peerEcho(w http.ResponseWriter, r *http.Request) {
 	c, err := peer.Accept(w, r, nil)
 	if err != nil {
@@ -169,6 +171,7 @@ func peerEcho(w http.ResponseWriter, r *http.Request) {
 		}),
 		MaxConcurrent: 64,
 		MaxPending:    1024,
+		LendRequests:  true,
 	})
 	p.Start(context.Background())
 	_ = p.Wait()

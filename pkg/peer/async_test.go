@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -416,6 +417,63 @@ func TestPeer_callBorrowing(t *testing.T) {
 		kept.Release()
 		if pooledReads(t) {
 			assert.Positive(t, reused, "answers read into buffers earlier answers released")
+		}
+	})
+}
+
+// TestPeer_lendRequests: calls a peer lends its handler (LendRequests)
+// arrive whole, each in its own bytes, however many follow one another,
+// and a handler's result may be its params, which are valid until the
+// answer is written: a call whose handler is still running keeps its
+// params while later calls are read and answered. On a WebSocket the
+// calls are read into buffers of the pools, given back once answered, and
+// a call comes in a buffer an earlier one had.
+func TestPeer_lendRequests(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		gate := make(chan struct{})
+		var mu sync.Mutex
+		seen := map[*byte]bool{}
+		reused := 0
+		start(t, a, &peer.Options{LendRequests: true, MaxConcurrent: 4, Handler: peer.HandlerFunc(
+			func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+				mu.Lock()
+				buf := lastByte(req.Params)
+				if seen[buf] {
+					reused++
+				}
+				seen[buf] = true
+				mu.Unlock()
+				if req.Method == "wait" {
+					<-gate
+				}
+				return req.Params, nil
+			})})
+		s := script{t, b}
+		payload := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 16<<10) }
+		call := func(method string, i int) {
+			t.Helper()
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"text":"%s"}}`, i, method, payload(i)))
+		}
+		answer := func(i int) {
+			t.Helper()
+			assert.Equal(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"text":"%s"}}`, i, payload(i)), s.recv(), "answer %d", i)
+		}
+		for i := range 3 { // the calls that follow a lent one are read into pooled buffers
+			call("echo", i)
+			answer(i)
+		}
+		call("wait", 100)
+		for i := 3; i < 40; i++ {
+			call("echo", i)
+			answer(i)
+		}
+		close(gate)
+		answer(100)
+		mu.Lock()
+		defer mu.Unlock()
+		if pooledReads(t) {
+			assert.Positive(t, reused, "calls read into buffers earlier calls had")
 		}
 	})
 }

@@ -35,7 +35,10 @@
 // once every call in it is answered. Notifications are handled on the read
 // loop, one at a time and in order, which keeps a progress report ahead of the
 // response that follows it. [Peer.Cancel] cancels an incoming call's context;
-// its answer is then not sent.
+// its answer is then not sent. With Options.LendRequests a handler is lent
+// its request: on a WebSocket the call is read into a pooled buffer, given
+// back once the answer is written, and the handler copies what it keeps
+// beyond that.
 //
 // # Writing and slow consumers
 //

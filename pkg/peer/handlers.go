@@ -40,6 +40,10 @@ type job struct {
 	ctx   context.Context
 	req   *jsonrpc.Request
 	batch *batchReply
+	// frame is the pooled buffer req was read into, lent to the handler
+	// (Options.LendRequests): the worker gives it back once the call
+	// ended.
+	frame []byte
 }
 
 // batchReply collects the answers to one incoming batch, sent as one array
@@ -52,23 +56,26 @@ type batchReply struct {
 
 // accept registers an incoming call and queues it for a worker. For a call
 // that came alone in its frame it returns true instead of starting a worker,
-// when one may start: the reader becomes that worker (see readLoop).
-func (p *Peer) accept(req *jsonrpc.Request, b *batchReply, pooled []byte) (becomeWorker bool, handed *Reply) {
+// when one may start: the reader becomes that worker (see readLoop). pooled
+// is the buffer of the pools the call was read into, alone (nil
+// otherwise): the call's Reply holds it when an AsyncHandler takes the
+// call (handed), and its job when the peer lends requests (frameLent).
+func (p *Peer) accept(req *jsonrpc.Request, b *batchReply, pooled []byte) (becomeWorker bool, fate frameFate, handed *Reply) {
 	p.mu.Lock()
 	if p.closing {
 		p.mu.Unlock()
-		return false, nil
+		return false, frameKept, nil
 	}
 	if _, dup := p.incoming[req.ID]; dup {
 		p.respondLocked(b, jsonrpc.NewErrorResponse(req.ID,
 			jsonrpc.Errorf(jsonrpc.ErrInvalidRequest, "id %s is already in flight", req.ID)))
 		p.mu.Unlock()
-		return false, nil
+		return false, frameKept, nil
 	}
 	if len(p.incoming) >= p.opts.MaxPending {
 		p.respondLocked(b, &jsonrpc.Response{ID: req.ID, Error: p.opts.Overloaded})
 		p.mu.Unlock()
-		return false, nil
+		return false, frameKept, nil
 	}
 	if p.incoming == nil {
 		p.incoming = make(map[jsonrpc.ID]incoming, 1)
@@ -81,19 +88,23 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply, pooled []byte) (becom
 		p.incoming[req.ID] = incoming{reply: reply}
 		p.mu.Unlock()
 		if async.HandleAsync(req, reply) {
-			return false, reply
+			return false, frameKept, reply
 		}
 		p.mu.Lock()
 		if in, ok := p.incoming[req.ID]; !ok || in.reply != reply {
 			p.mu.Unlock() // cancelled or closed meanwhile
-			return false, nil
+			return false, frameKept, nil
 		}
 	}
 	defer p.mu.Unlock()
 	p.contextsLocked()
 	ctx, cancel := context.WithCancel(p.callCtx) // cancelled by the peer itself: when the call ends, and in shutdown
 	p.incoming[req.ID] = incoming{cancel: cancel}
-	p.queue = append(p.queue, job{ctx: ctx, req: req, batch: b})
+	j := job{ctx: ctx, req: req, batch: b}
+	if p.opts.LendRequests && b == nil {
+		j.frame, fate = pooled, frameLent
+	}
+	p.queue = append(p.queue, j)
 	if b != nil {
 		b.remaining++
 	}
@@ -107,7 +118,7 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply, pooled []byte) (becom
 	case int(p.workers) < p.opts.MaxConcurrent:
 		p.workers++
 		if b == nil {
-			return true, nil
+			return true, fate, nil
 		}
 		p.addGoroutine()
 		go func() {
@@ -115,7 +126,7 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply, pooled []byte) (becom
 			p.work()
 		}()
 	}
-	return false, nil
+	return false, fate, nil
 }
 
 // workerLinger is how long a worker with nothing to do waits for more work
@@ -213,6 +224,9 @@ func (p *Peer) run(j job) {
 	case !queued && frame != nil:
 		p.recycle(frame) // not sent: cancelled, or the peer closed
 	}
+	// The answer is encoded and sent (or dropped): nothing refers to the
+	// lent request any longer.
+	recycleFrame(j.frame)
 }
 
 // call runs the handler for one call and turns its outcome into a

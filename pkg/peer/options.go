@@ -50,6 +50,21 @@ type Options struct {
 	// that is not valid JSON-RPC, instead of answering it with an error:
 	// for a peer that is a program and should never send one.
 	CloseOnInvalid bool
+	// LendRequests lends each call Handle serves its request: on a conn
+	// that reads into the peer's pools of buffers (a WebSocket), a call
+	// that comes alone in its frame is read into a pooled buffer, which
+	// goes back to the pools once the call's answer has been written (or
+	// the call ended without one). The request, its params and anything
+	// sliced from them are then valid only until the answer is written:
+	// the handler's result may refer to them (it is encoded into the
+	// answer first), but a handler that keeps any of it beyond that (a
+	// goroutine it starts, a cache, a log kept in memory) copies what it
+	// keeps. Notifications, the calls of a batch and calls an
+	// AsyncHandler takes are not lent (a Reply has its own rule: see
+	// Reply.Release). Without it, a call's bytes are the handler's to
+	// keep, and a 16 KiB call costs a fresh 16 KiB buffer for the garbage
+	// collector.
+	LendRequests bool
 	// OnCancel is called when the context of an outgoing call ends before
 	// its answer came. The call has already left the pending map; MCP sends
 	// notifications/cancelled from here.

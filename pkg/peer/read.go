@@ -42,12 +42,13 @@ func (p *Peer) readFrame() (f jsonrpc.Frame, pooled []byte, err error) {
 // pooledReader is implemented by conns that can read a frame into a buffer
 // of the pools of frames (frames.go), which goes back to the pools once
 // nothing refers to the frame: the reader gives back the answers to calls
-// whose done borrows them (GoBorrowing); the caller of CallBorrowing and
-// the one who took a call (Reply.Release) give back theirs. The peer asks
-// for one (pooled) while its frames are such messages (the conn to a
-// server), and a buffer of the frame's own size otherwise, which costs
-// less than a pooled buffer that is never given back (the calls of a
-// client, which their callee keeps).
+// whose done borrows them (GoBorrowing); the caller of CallBorrowing, the
+// one who took a call (Reply.Release) and a worker that answered a call a
+// peer lends (Options.LendRequests) give back theirs. The peer asks for
+// one (pooled) while its frames are such messages (the conn to a server),
+// and a buffer of the frame's own size otherwise, which costs less than a
+// pooled buffer that is never given back (the calls of a client, whose
+// callee keeps them, unless the peer lends them).
 type pooledReader interface {
 	// readPooled is Read; buf is the frame's buffer when it is a pooled one
 	// (nil otherwise).
@@ -66,7 +67,8 @@ const (
 	// done, which has returned): the reader gives it back.
 	frameReusable
 	// frameLent: its one message went to someone who gives the buffer
-	// back (the caller of CallBorrowing): the reader leaves it to them.
+	// back (the caller of CallBorrowing, the worker answering a call a
+	// peer lends): the reader leaves it to them.
 	frameLent
 )
 
@@ -208,7 +210,7 @@ func (p *Peer) handleFrame(f jsonrpc.Frame, pooled []byte) (becomeWorker bool, f
 		return false, frameKept, nil
 	}
 	if f.Batch || len(f.Messages) != 1 {
-		pooled = nil // a Reply or an Answer holds the frame of its message alone
+		pooled = nil // a Reply, an Answer or a worker holds the frame of its message alone
 	}
 	for _, m := range f.Messages {
 		switch m := m.(type) {
@@ -219,7 +221,7 @@ func (p *Peer) handleFrame(f jsonrpc.Frame, pooled []byte) (becomeWorker bool, f
 			if m.IsNotification() {
 				p.notification(m)
 			} else {
-				becomeWorker, handed = p.accept(m, b, pooled)
+				becomeWorker, fate, handed = p.accept(m, b, pooled)
 			}
 		}
 	}
