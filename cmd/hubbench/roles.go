@@ -180,9 +180,11 @@ func peerEcho(w http.ResponseWriter, r *http.Request) {
 // mcpEchoServer is the MCP server behind the hub: one tool, "echo", whose
 // result carries its arguments back as structured content, so that the
 // answer is as large as the call, like the echoes of the baselines. A call
-// with a progress token gets one progress report before its answer.
+// with a progress token gets one progress report before its answer. Its
+// requests are lent (the result refers to the arguments and is written
+// before their buffer goes back).
 func mcpEchoServer() *mcp.Server {
-	s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1.0.0"}, nil)
+	s := mcp.NewServer(mcp.Implementation{Name: "bench", Version: "1.0.0"}, &mcp.ServerOptions{LendRequests: true})
 	s.AddTool(&mcp.Tool{Name: "echo", Description: "Return the arguments."},
 		func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
 			_ = req.Progress(ctx, 1, 1, "") // nothing without a token

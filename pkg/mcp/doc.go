@@ -32,7 +32,10 @@
 // reconnects with backoff until its context ends, or Serve runs the server
 // on a connection of your own. A handler can report progress and log
 // through its request (ToolRequest.Log: for a request of 2026-07-28 only at
-// the level its _meta asks for).
+// the level its _meta asks for). A server answering large calls may lend
+// its handlers their requests (ServerOptions.LendRequests): their bytes go
+// back to a pool once the answer is written, and a handler copies what it
+// keeps beyond that.
 //
 // A server answers both eras on every connection; its ProtocolVersions
 // option restricts them (without a session-based version it answers

@@ -74,6 +74,12 @@ func legacy(opts *mcp.ClientOptions) *mcp.ClientOptions {
 func connectModern(t *testing.T, s *mcp.Server, opts *mcp.ClientOptions) (*mcp.Client, *mcp.ServerSession) {
 	t.Helper()
 	serverEnd, clientEnd := peer.Pipe(64)
+	return connectModernConn(t, s, serverEnd, clientEnd, opts)
+}
+
+// connectModernConn is connectModern on the two ends of a conn.
+func connectModernConn(t *testing.T, s *mcp.Server, serverEnd, clientEnd peer.Conn, opts *mcp.ClientOptions) (*mcp.Client, *mcp.ServerSession) {
+	t.Helper()
 	ss := s.Serve(context.Background(), serverEnd)
 	c, err := mcp.ConnectConn(testCtx(t), clientEnd, opts)
 	if err != nil {

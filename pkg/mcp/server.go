@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -79,6 +80,18 @@ type ServerOptions struct {
 	// the hub's subscriptions/listen stream holds one for as long as it is
 	// open.
 	MaxPending int
+	// LendRequests reads each request that comes alone in its frame on a
+	// WebSocket into a buffer of the peer's pools (peer.Options.LendRequests),
+	// given back once its answer is written: a server answering large
+	// tool calls then allocates no buffer per call for the garbage
+	// collector. The ownership rule: what a handler is given of a request
+	// (a ToolRequest's Params.Arguments, RequestMeta's raw members) is
+	// valid until the answer is written. The result may refer to it (a
+	// tool echoing its arguments as StructuredContent), being encoded
+	// first; a handler that keeps any of it beyond its return (a
+	// goroutine of its own, a cache) copies what it keeps. A task's work
+	// (RunAsTask) is given copies by the Server.
+	LendRequests bool
 	// Logger receives the server's own logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -378,6 +391,7 @@ func (s *Server) Serve(ctx context.Context, conn peer.Conn) *ServerSession {
 		Handler:       sessionHandler{ss},
 		MaxConcurrent: 64,
 		MaxPending:    cmp.Or(s.opts.MaxPending, DefaultMaxPending),
+		LendRequests:  s.opts.LendRequests,
 		Logger:        s.log,
 		OnCancel:      cancelNotifier(func() *peer.Peer { return ss.peer }),
 	})
@@ -1121,6 +1135,28 @@ type ToolRequest struct {
 	progressToken json.RawMessage
 	task          *taskRun          // the task this request's work runs in, if any
 	created       *CreateTaskResult // the task RunAsTask made of this request
+}
+
+// detach gives r copies of the bytes it holds of the frame its request
+// was read from, which go back to the pools once the call is answered
+// when the Server lends requests (ServerOptions.LendRequests): for work
+// that outlives the answer, a task's.
+func (r *ToolRequest) detach() {
+	params := *r.Params
+	params.Arguments = bytes.Clone(params.Arguments)
+	r.Params = &params
+	in := *r.in
+	req := *in.req
+	req.Params = bytes.Clone(req.Params)
+	in.req = &req
+	if in.meta != nil {
+		meta := *in.meta
+		meta.RawCapabilities = bytes.Clone(meta.RawCapabilities)
+		meta.ProgressToken = bytes.Clone(meta.ProgressToken)
+		in.meta = &meta
+	}
+	r.in = &in
+	r.progressToken = bytes.Clone(r.progressToken)
 }
 
 // Progress reports progress to the caller, if it asked for it (else it does

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -910,4 +913,69 @@ func TestServer_takesAHubsCallsBesideItsListenStream(t *testing.T) {
 		resp := recv(t, answers)
 		assert.Nil(t, resp.Error, "call %s", resp.ID)
 	}
+}
+
+// wsPair returns the two ends of a real WebSocket over loopback: the
+// accepted one (a server's, as the hub's would be) and the dialled one.
+func wsPair(t *testing.T) (*peer.WebSocket, *peer.WebSocket) {
+	t.Helper()
+	accepted := make(chan *peer.WebSocket, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ws, err := peer.Accept(w, r, nil); err == nil {
+			accepted <- ws
+		}
+	}))
+	t.Cleanup(srv.Close)
+	dialed, err := peer.Dial(testCtx(t), "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	return recv(t, accepted), dialed
+}
+
+// TestServer_lendRequests: a server that lends its requests, served over a
+// WebSocket (whose requests are then read into pooled buffers, given back
+// once answered), answers each of many 16 KiB tool calls with its own
+// arguments; and a task's work, which runs on after the call that made it
+// was answered and its buffer read into again, still sees that call's
+// arguments.
+func TestServer_lendRequests(t *testing.T) {
+	t.Parallel()
+	s := taskServer(t, &mcp.ServerOptions{LendRequests: true})
+	s.AddTool(&mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{StructuredContent: req.Params.Arguments}, nil
+	})
+	g := newGate()
+	slowTool(s, "slow", g.work)
+	serverEnd, clientEnd := wsPair(t)
+	opts := answering(nil)
+	opts.Tasks = true
+	c, _ := connectModernConn(t, s, serverEnd, clientEnd, opts)
+	ctx := testCtx(t)
+	args := func(i int) map[string]string {
+		return map[string]string{"text": strings.Repeat(string(rune('a'+i%26)), 16<<10)}
+	}
+	echo := func(i int) {
+		t.Helper()
+		res, err := c.CallTool(ctx, "echo", args(i), nil)
+		require.NoError(t, err)
+		want, _ := json.Marshal(args(i))
+		got, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(want), string(got), "call %d", i)
+	}
+	for i := range 3 {
+		echo(i)
+	}
+	_, task, err := c.StartTool(ctx, "slow", args(100), nil)
+	require.NoError(t, err)
+	require.NotNil(t, task)
+	work := recv(t, g.started)
+	for i := 3; i < 20; i++ {
+		echo(i)
+	}
+	want, _ := json.Marshal(args(100))
+	assert.JSONEq(t, string(want), string(work.Params.Arguments), "the task's arguments, once the call was answered")
+	close(g.release)
+	res, err := c.AwaitTask(ctx, task.TaskID)
+	require.NoError(t, err)
+	assert.Equal(t, "done", text(res))
 }

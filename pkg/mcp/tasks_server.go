@@ -226,6 +226,9 @@ func (e *taskEngine) start(ctx context.Context, r *ToolRequest, work ToolHandler
 	unlink := context.AfterFunc(e.ctx, func() { cancelCause(context.Cause(e.ctx)) })
 	t := &taskRun{e: e, id: rec.TaskID, work: work, used: map[string]bool{}}
 	t.req = *r
+	if e.s.opts.LendRequests {
+		t.req.detach() // the work outlives the answer, and with it the request's frame
+	}
 	t.req.task, t.req.progressToken, t.req.created = t, nil, nil
 	go func() {
 		defer e.release()
