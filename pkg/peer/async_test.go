@@ -236,7 +236,6 @@ func TestPeer_goBorrowing(t *testing.T) {
 	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
 		p := start(t, a, nil)
 		s := script{t, b}
-		payload := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 16<<10) }
 		borrow := func(i int) {
 			t.Helper()
 			got := make(chan string, 1)
@@ -245,10 +244,10 @@ func TestPeer_goBorrowing(t *testing.T) {
 				got <- string(resp.Result) // a copy, made before done returns
 			}))
 			req := s.recvRequest()
-			s.send(`{"jsonrpc":"2.0","id":` + req.ID.String() + `,"result":"` + payload(i) + `"}`)
+			s.send(`{"jsonrpc":"2.0","id":` + req.ID.String() + `,"result":"` + bigPayload(i) + `"}`)
 			select {
 			case r := <-got:
-				assert.Equal(t, `"`+payload(i)+`"`, r, "answer %d", i)
+				assert.Equal(t, `"`+bigPayload(i)+`"`, r, "answer %d", i)
 			case <-time.After(wait):
 				t.Fatal("no answer")
 			}
@@ -257,32 +256,44 @@ func TestPeer_goBorrowing(t *testing.T) {
 			t.Helper()
 			kept := make(chan *jsonrpc.Response, 1)
 			require.NoError(t, call(func(resp *jsonrpc.Response, err error) { kept <- resp }))
-			req := s.recvRequest()
-			s.send(`{"jsonrpc":"2.0","id":` + req.ID.String() + `,` + answer + `}`)
-			select {
-			case resp := <-kept:
-				return resp
-			case <-time.After(wait):
-				t.Fatal("no answer")
-				return nil
-			}
+			return answerNext(t, s, answer, kept)
 		}
 		for i := range 3 {
 			borrow(i)
 		}
 		result := keep(func(done func(*jsonrpc.Response, error)) error {
 			return p.Go(p.NextID(), "keep", nil, done)
-		}, `"result":"`+payload(100)+`"`)
+		}, `"result":"`+bigPayload(100)+`"`)
 		failure := keep(func(done func(*jsonrpc.Response, error)) error {
 			return p.GoBorrowing(p.NextID(), "fail", nil, nil, "", done)
-		}, `"error":{"code":-32000,"message":"no","data":"`+payload(200)+`"}`)
+		}, `"error":{"code":-32000,"message":"no","data":"`+bigPayload(200)+`"}`)
 		for i := 3; i < 20; i++ {
 			borrow(i)
 		}
-		assert.Equal(t, `"`+payload(100)+`"`, string(result.Result), "a result kept by Go's done")
+		assert.Equal(t, `"`+bigPayload(100)+`"`, string(result.Result), "a result kept by Go's done")
 		require.NotNil(t, failure.Error)
-		assert.Equal(t, `"`+payload(200)+`"`, string(failure.Error.Data), "an error kept by a borrowing done")
+		assert.Equal(t, `"`+bigPayload(200)+`"`, string(failure.Error.Data), "an error kept by a borrowing done")
 	})
+}
+
+// bigPayload is 16 KiB of one letter, the i-th of the alphabet (round
+// and round): the frames it is in come in buffers of the pools, and one
+// overwritten by another shows.
+func bigPayload(i int) string { return strings.Repeat(string(rune('a'+i%26)), 16<<10) }
+
+// answerNext answers the next call s receives with answer (the members
+// that follow its id) and returns what its caller then sent on got.
+func answerNext[T any](t *testing.T, s script, answer string, got <-chan T) T {
+	t.Helper()
+	req := s.recvRequest()
+	s.send(`{"jsonrpc":"2.0","id":` + req.ID.String() + `,` + answer + `}`)
+	select {
+	case v := <-got:
+		return v
+	case <-time.After(wait):
+		t.Fatal("no answer")
+		panic("unreachable")
+	}
 }
 
 // taker is an AsyncHandler that takes every call and hands it to the test.
@@ -310,10 +321,9 @@ func TestPeer_releasedCalls(t *testing.T) {
 		calls := make(taker, 1)
 		start(t, a, &peer.Options{Handler: calls})
 		s := script{t, b}
-		payload := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 16<<10) }
 		take := func(i int) taken {
 			t.Helper()
-			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"text":"%s"}}`, i, payload(i)))
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"text":"%s"}}`, i, bigPayload(i)))
 			select {
 			case tk := <-calls:
 				return tk
@@ -324,7 +334,7 @@ func TestPeer_releasedCalls(t *testing.T) {
 		}
 		answer := func(i int, tk taken, release bool) {
 			t.Helper()
-			assert.Equal(t, `{"text":"`+payload(i)+`"}`, string(tk.req.Params), "call %d", i)
+			assert.Equal(t, `{"text":"`+bigPayload(i)+`"}`, string(tk.req.Params), "call %d", i)
 			tk.reply.Send(json.RawMessage(`{}`), nil)
 			if release {
 				tk.reply.Release()
@@ -363,25 +373,16 @@ func TestPeer_callBorrowing(t *testing.T) {
 	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
 		p := start(t, a, nil)
 		s := script{t, b}
-		payload := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 16<<10) }
 		call := func(ans *peer.Answer, answer string) error {
 			t.Helper()
 			errc := make(chan error, 1)
 			go func() { errc <- p.CallBorrowing(context.Background(), "echo", nil, ans) }()
-			req := s.recvRequest()
-			s.send(`{"jsonrpc":"2.0","id":` + req.ID.String() + `,` + answer + `}`)
-			select {
-			case err := <-errc:
-				return err
-			case <-time.After(wait):
-				t.Fatal("no answer")
-				return nil
-			}
+			return answerNext(t, s, answer, errc)
 		}
 		borrow := func(i int, ans *peer.Answer) {
 			t.Helper()
-			require.NoError(t, call(ans, `"result":"`+payload(i)+`"`))
-			assert.Equal(t, `"`+payload(i)+`"`, string(ans.Result), "answer %d", i)
+			require.NoError(t, call(ans, `"result":"`+bigPayload(i)+`"`))
+			assert.Equal(t, `"`+bigPayload(i)+`"`, string(ans.Result), "answer %d", i)
 		}
 
 		for i := range 3 { // the answers that follow a borrowed one are read into pooled buffers
@@ -392,7 +393,7 @@ func TestPeer_callBorrowing(t *testing.T) {
 		var kept peer.Answer
 		borrow(100, &kept)
 		var failed peer.Answer
-		err := call(&failed, `"error":{"code":-32000,"message":"no","data":"`+payload(200)+`"}`)
+		err := call(&failed, `"error":{"code":-32000,"message":"no","data":"`+bigPayload(200)+`"}`)
 		var rpcErr *jsonrpc.Error
 		require.ErrorAs(t, err, &rpcErr)
 		assert.Nil(t, failed.Result, "an error lends nothing")
@@ -412,8 +413,8 @@ func TestPeer_callBorrowing(t *testing.T) {
 			ans.Release() // twice: nothing more is given back
 			released[buf] = true
 		}
-		assert.Equal(t, `"`+payload(100)+`"`, string(kept.Result), "an answer not released keeps its bytes")
-		assert.Equal(t, `"`+payload(200)+`"`, string(rpcErr.Data), "an error answer keeps its bytes")
+		assert.Equal(t, `"`+bigPayload(100)+`"`, string(kept.Result), "an answer not released keeps its bytes")
+		assert.Equal(t, `"`+bigPayload(200)+`"`, string(rpcErr.Data), "an error answer keeps its bytes")
 		kept.Release()
 		if pooledReads(t) {
 			assert.Positive(t, reused, "answers read into buffers earlier answers released")
@@ -450,14 +451,13 @@ func TestPeer_lendRequests(t *testing.T) {
 				return req.Params, nil
 			})})
 		s := script{t, b}
-		payload := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 16<<10) }
 		call := func(method string, i int) {
 			t.Helper()
-			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"text":"%s"}}`, i, method, payload(i)))
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"text":"%s"}}`, i, method, bigPayload(i)))
 		}
 		answer := func(i int) {
 			t.Helper()
-			assert.Equal(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"text":"%s"}}`, i, payload(i)), s.recv(), "answer %d", i)
+			assert.Equal(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"text":"%s"}}`, i, bigPayload(i)), s.recv(), "answer %d", i)
 		}
 		for i := range 3 { // the calls that follow a lent one are read into pooled buffers
 			call("echo", i)
