@@ -864,10 +864,13 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 		s.detach(st, att)
 		releaseAttachment(att)
 	}()
+	// The deadlines set below are the connection's, and stay on it once
+	// the handler returns: they guard net/http's last write of the
+	// response (what is still buffered, and an SSE stream's last chunk),
+	// and net/http clears them itself once the response is finished, before
+	// it reads the next request of a kept-alive connection (an HTTP/2
+	// stream's deadline ends with the stream).
 	wr := deadlineWriter{w: w}
-	// The deadlines set below are the connection's: clear them, or the
-	// next request on a kept-alive connection would inherit one.
-	defer wr.clear()
 	started := false
 	primes := s.primes(r.Header.Get(HeaderProtocolVersion))
 	var keepAlive <-chan time.Time
@@ -972,8 +975,11 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 		s.mu.Unlock()
 
 		// One deadline for this turn's header, write and flush, when
-		// there is something to send: the flush sends it.
-		if !started || len(buf) > 0 {
+		// there is something to send: the flush sends it. A turn that ends
+		// the response sets it even with nothing to send, for net/http's
+		// last chunk.
+		last := complete || closeReq || ended
+		if !started || len(buf) > 0 || last {
 			wr.deadline(s.h.opts.WriteTimeout)
 		}
 		if !started {
@@ -996,13 +1002,17 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 				return
 			}
 		}
-		if err := wr.ctl().Flush(); err != nil {
-			return
-		}
 		// A complete stream ends its response. Its events stay in the
 		// window: a write that succeeded may still have gone into a
 		// connection that was dying, and the client may come back for them.
-		if complete || closeReq || ended {
+		// What this turn wrote is not flushed: net/http writes it with the
+		// response's last chunk once the handler returns, in one write
+		// system call where a flush would make two, under the deadline
+		// just set.
+		if last {
+			return
+		}
+		if err := wr.ctl().Flush(); err != nil {
 			return
 		}
 		select {
@@ -1024,18 +1034,17 @@ func (s *StreamSession) pump(w http.ResponseWriter, r *http.Request, st *stream,
 
 // bufferedBody is the largest answer net/http holds in its buffer until the
 // handler returns (it then sets Content-Length and writes it): writing it
-// touches no socket, so it needs no write deadline (which, cleared as the
-// handler returns, would not cover net/http's own write anyway).
+// touches no socket, and no write deadline, a turn of the runtime's timers,
+// is set for it. A larger one's deadline guards net/http's last write too.
 const bufferedBody = 2048
 
-// deadlineWriter sets a response's write deadlines and clears them once
-// done, only if it set one: each costs a turn of the runtime's timers. Its
-// ResponseController is made when first needed (a JSON answer needs none).
+// deadlineWriter sets a response's write deadlines. Its ResponseController
+// is made when first needed (a small JSON answer needs none). The
+// deadlines are not cleared: see pump.
 type deadlineWriter struct {
 	w   http.ResponseWriter
 	rc  http.ResponseController // a value: made without an allocation of its own
 	has bool                    // rc is made
-	set bool
 }
 
 func (d *deadlineWriter) ctl() *http.ResponseController {
@@ -1046,14 +1055,7 @@ func (d *deadlineWriter) ctl() *http.ResponseController {
 }
 
 func (d *deadlineWriter) deadline(after time.Duration) {
-	d.set = true
 	_ = d.ctl().SetWriteDeadline(time.Now().Add(after))
-}
-
-func (d *deadlineWriter) clear() {
-	if d.set {
-		_ = d.rc.SetWriteDeadline(time.Time{})
-	}
 }
 
 // forgetStreamLocked drops a finished POST stream once nothing can resume

@@ -34,6 +34,13 @@ type httpServer struct {
 // waits for their peers.
 func serveHTTP(t *testing.T, s *mcp.Server, opts *mcp.StreamableOptions) *httpServer {
 	t.Helper()
+	return serveHTTPWith(t, s, opts, nil)
+}
+
+// serveHTTPWith is serveHTTP with prepare, when set, given the test server
+// before it starts (its listener, its http.Server).
+func serveHTTPWith(t *testing.T, s *mcp.Server, opts *mcp.StreamableOptions, prepare func(*httptest.Server)) *httpServer {
+	t.Helper()
 	var o mcp.StreamableOptions
 	if opts != nil {
 		o = *opts
@@ -56,7 +63,11 @@ func serveHTTP(t *testing.T, s *mcp.Server, opts *mcp.StreamableOptions) *httpSe
 		return nil
 	}
 	hs.handler = mcp.NewStreamableHandler(&o)
-	hs.Server = httptest.NewServer(hs.handler)
+	hs.Server = httptest.NewUnstartedServer(hs.handler)
+	if prepare != nil {
+		prepare(hs.Server)
+	}
+	hs.Start()
 	t.Cleanup(func() {
 		hs.handler.Close()
 		mu.Lock()
