@@ -112,6 +112,8 @@ type boundedBody struct {
 	header http.Header
 	req    *http.Request // net/http's, whose Body it replaced
 	in     bool
+	copied bool        // copy is taken
+	copy   requestCopy // room for the request's copy in serveHTTP: one allocation for both
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {

@@ -115,8 +115,29 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request, scope string) {
 	if r.Header.Get("Mcp-Session-Id") == "" && !h.scopeAllowed(w, who, scope) {
 		return
 	}
-	ctx := &requestContext{Context: r.Context(), info: requestInfo{who: who, scope: scope}}
-	h.streamable.ServeHTTP(w, r.WithContext(ctx))
+	rc := newRequestCopy(r)
+	rc.ctx = requestContext{Context: r.Context(), info: requestInfo{who: who, scope: scope}}
+	rc.req = *r.WithContext(&rc.ctx) // inlined: its copy is made on the stack, then into rc
+	h.streamable.ServeHTTP(w, &rc.req)
+}
+
+// requestCopy is a request copied for its context, which carries its
+// requestInfo for the StreamableHandler's hooks, and that context: one
+// allocation where Request.WithContext and the context would be two.
+type requestCopy struct {
+	req http.Request
+	ctx requestContext
+}
+
+// newRequestCopy returns room for r's copy: in r's bounded body when it
+// has one (boundBodies made it for this request, which a POST's copy then
+// shares), a new one otherwise.
+func newRequestCopy(r *http.Request) *requestCopy {
+	if b, ok := r.Body.(*boundedBody); ok && !b.copied {
+		b.copied = true
+		return &b.copy
+	}
+	return new(requestCopy)
 }
 
 // newStreamable returns the handler of every Streamable HTTP session of
