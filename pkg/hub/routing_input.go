@@ -207,6 +207,9 @@ type inputCall struct {
 	// (one allocation with the call's).
 	first     inputWaiter
 	firstCall sessionCall
+	// inFlight is the flight it is forwarded in (one allocation with the
+	// call's too); flight points to it once the call is started.
+	inFlight flight
 
 	mu       sync.Mutex
 	id       string       // its key in inputs.calls, once it asked for input: "" before

@@ -282,7 +282,7 @@ func (s *session) routeModern(req *jsonrpc.Request, m *mcp.RequestMeta, reply *p
 	}
 	return s.routeCall(req, reply, m, func(ctx context.Context, t *target, send func(json.RawMessage, error)) func() {
 		ic, first := h.inputs.start(ctx, s.owner, t.server, req, name, sessionCall{s: s, id: req.ID, meta: m}, send)
-		f := s.forwardCall(ctx, t, ic, req.Method, ic.finish)
+		f := s.forwardIn(ctx, &ic.inFlight, t, ic, req.Method, ic.finish)
 		ic.started(f)
 		return func() { ic.giveUp(first) }
 	})
