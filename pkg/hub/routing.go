@@ -112,11 +112,17 @@ func (s *session) forwardIn(ctx context.Context, f *flight, t *target, c caller,
 	h := s.hub
 	h.inflight.Add(1)
 	s.callStarted(t.server)
-	return h.forwardIn(ctx, f, t, c, method, func(raw json.RawMessage, err error) {
-		s.callEnded(t.server)
+	f.counted = s // uncounted as it ends (uncount), without a func wrapping done
+	return h.forwardIn(ctx, f, t, c, method, done)
+}
+
+// uncount ends the counts of a flight's call that session.forwardIn
+// started, before its done runs.
+func (f *flight) uncount(h *Hub, server string) {
+	if s := f.counted; s != nil {
+		s.callEnded(server)
 		h.inflight.Add(-1)
-		done(raw, err)
-	})
+	}
 }
 
 // caller is the downstream end of a routed call: the client's call it
@@ -623,6 +629,7 @@ func (h *Hub) forward(ctx context.Context, t *target, c caller, method string, d
 // forwardIn is forward in a new flight f that the caller made.
 func (h *Hub) forwardIn(ctx context.Context, f *flight, t *target, c caller, method string, done func(json.RawMessage, error)) *flight {
 	if h.draining.Load() {
+		f.uncount(h, t.server)
 		done(nil, errDraining)
 		f.ended = true
 		return f
@@ -802,6 +809,7 @@ func (h *Hub) goOn(f *flight, t *target, c caller, method string, done func(json
 func (h *Hub) ended(f *flight, t *target, c caller, method string, raw json.RawMessage, err error, done func(json.RawMessage, error)) {
 	h.stats.observe(f.trace, t, c, method, f.start, raw, err)
 	h.auditCall(t, c, method, f.start, err)
+	f.uncount(h, t.server)
 	done(raw, err)
 	if f.frees.Load() {
 		f.reply.Release() // answered: nothing refers to the client's params now
@@ -829,7 +837,8 @@ type flight struct {
 	pending error       // a cancellation that came before the call was sent
 	timer   *time.Timer
 
-	from sessionCall // a session's call's caller, when the flight holds it (HandleAsync)
+	from    sessionCall // a session's call's caller, when the flight holds it (HandleAsync)
+	counted *session    // the session whose counts of calls in flight include it (session.forwardIn)
 	// reply, when set, is how the call's done answers its client, which
 	// copies the answer into the client's frame before done returns: done
 	// borrows the answer, and a server's answer that nothing on its way
