@@ -64,7 +64,7 @@ func (s *session) offers(capability string) bool {
 // a session is of the stateless revision: its _meta names that revision or a
 // later one.
 func isModernRequest(req *jsonrpc.Request) bool {
-	if !mayHaveMeta(req.Params) {
+	if req.ParamsWithoutMeta() || !mayHaveMeta(req.Params) {
 		return false
 	}
 	meta, ok := jsonrpc.Member(req.Params, "_meta")

@@ -122,6 +122,9 @@ func (d *Decoder) Decode(data []byte) Frame {
 		if reply != nil {
 			return Frame{Replies: []*Response{reply}}
 		}
+		if r, ok := m.(*Request); ok && data[0] == '{' && !top.paramsMeta {
+			r.noteParamsWithoutMeta() // validate read every key of its params
+		}
 		d.msgs = append(d.msgs, m)
 		return Frame{Messages: d.msgs}
 	}

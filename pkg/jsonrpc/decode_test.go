@@ -190,3 +190,54 @@ func TestDecoder_reusesAndInterns(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() { d.Decode(frame) })
 	assert.LessOrEqual(t, allocs, 1.0, "a repeated call decodes with one allocation, the request itself")
 }
+
+// TestRequest_paramsWithoutMeta: the decoder says params hold no _meta only
+// when no key of theirs is, or may spell, _meta, and only for the params it
+// made.
+func TestRequest_paramsWithoutMeta(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, in string
+		want     bool
+	}{
+		{"no _meta", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"x","arguments":{"t":"_meta"}}}`, true},
+		{"_meta deeper", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"arguments":{"_meta":{}}}}`, true},
+		{"_meta beside params", `{"jsonrpc":"2.0","id":1,"method":"m","_meta":{},"x":{"_meta":1},"params":{"a":1}}`, true},
+		{"params an array", `{"jsonrpc":"2.0","id":1,"method":"m","params":[{"_meta":{}}]}`, true},
+		{"_meta", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"x","_meta":{"progressToken":1}}}`, false},
+		{"_meta first", `{"params":{"_meta":{}},"jsonrpc":"2.0","id":1,"method":"m"}`, false},
+		{"_meta spaced", `{"jsonrpc":"2.0","id":1,"method":"m","params":{ "a":1 , "_meta" : {} }}`, false},
+		{"_meta escaped", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_m\u0065ta":{}}}`, false},
+		{"any escaped key", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"a\/b":1}}`, false},
+		{"params escaped", `{"jsonrpc":"2.0","id":1,"method":"m","p\u0061rams":{"_meta":{}}}`, false},
+		{"many members", `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{}}}`, false},
+		{"no params", `{"jsonrpc":"2.0","id":1,"method":"m"}`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := jsonrpc.DecodeMessage([]byte(tt.in))
+			require.NoError(t, err)
+			req := m.(*jsonrpc.Request)
+			assert.Equal(t, tt.want, req.ParamsWithoutMeta())
+			if tt.want {
+				_, found := jsonrpc.Member(req.Params, "_meta")
+				require.False(t, found)
+			}
+		})
+	}
+
+	// Only the params the decoder made, and not a batch's.
+	m, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"b":2}}`))
+	require.NoError(t, err)
+	req := m.(*jsonrpc.Request)
+	require.True(t, req.ParamsWithoutMeta())
+	copied := *req
+	assert.True(t, copied.ParamsWithoutMeta(), "a copy has the same params")
+	copied.Params = json.RawMessage(`{"_meta":{}}`)
+	assert.False(t, copied.ParamsWithoutMeta(), "params replaced")
+	copied.Params = req.Params[:len(req.Params)-1]
+	assert.False(t, copied.ParamsWithoutMeta(), "params cut short")
+	assert.False(t, (&jsonrpc.Request{Method: "m", Params: json.RawMessage(`{}`)}).ParamsWithoutMeta(), "a request made in code")
+	f := jsonrpc.Decode([]byte(`[{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}}]`))
+	require.Len(t, f.Messages, 1)
+	assert.False(t, f.Messages[0].(*jsonrpc.Request).ParamsWithoutMeta(), "a batch's")
+}

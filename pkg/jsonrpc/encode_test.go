@@ -49,6 +49,9 @@ func TestEncode_roundTrip(t *testing.T) {
 			assert.True(t, json.Valid([]byte(wire)))
 			back, err := jsonrpc.DecodeMessage([]byte(wire))
 			require.NoError(t, err)
+			if r, ok := back.(*jsonrpc.Request); ok {
+				back = &jsonrpc.Request{ID: r.ID, Method: r.Method, Params: r.Params} // without what the decoder noted of its params
+			}
 			assert.Equal(t, tt.msg, back)
 		})
 	}

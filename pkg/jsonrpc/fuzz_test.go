@@ -19,6 +19,9 @@ func FuzzDecode(f *testing.F) {
 		`[{"jsonrpc":"2.0","method":"a","id":1},{"jsonrpc":"2.0","method":"b"},1,[]]`,
 		`[]`, `{`, `"\ud800"`, `{"jsonrpc":"2.0","method":"\u0000","id":1e400}`,
 		`{"jsonrpc":"2.0","method":"x","id":1,"id":2}`,
+		`{"jsonrpc":"2.0","method":"x","id":1,"params":{"a":{"_meta":1},"_meta":{"progressToken":"t"}}}`,
+		`{"jsonrpc":"2.0","method":"x","id":1,"params":{"_m\u0065ta":{}},"p\u0061rams":{}}`,
+		`{"jsonrpc":"2.0","method":"x","p\u0061rams":{"_meta":{}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -32,6 +35,14 @@ func FuzzDecode(f *testing.F) {
 		}
 		if len(first.Messages) == 0 {
 			return
+		}
+		// Params said to hold no _meta hold none.
+		for _, m := range first.Messages {
+			if r, ok := m.(*jsonrpc.Request); ok && r.ParamsWithoutMeta() {
+				if _, found := jsonrpc.Member(r.Params, "_meta"); found {
+					t.Fatalf("params said to hold no _meta hold one: %s", r.Params)
+				}
+			}
 		}
 		enc := jsonrpc.EncodeBatch(first.Messages)
 		second := lim.Decode(enc)

@@ -1,6 +1,9 @@
 package jsonrpc
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"math"
+)
 
 // Message is a JSON-RPC message: a [*Request] or a [*Response]. The set is
 // closed; no other type implements Message.
@@ -15,6 +18,12 @@ type Request struct {
 	ID     ID
 	Method string
 	Params json.RawMessage // nil when absent; otherwise an object or array
+
+	// metaFree, when not nil, is where the Params the decoder made start,
+	// and metaFreeLen their length: params that hold no _meta member
+	// (ParamsWithoutMeta).
+	metaFree    *byte
+	metaFreeLen uint32
 }
 
 // Response answers a call: exactly one of Result and Error is set. A nil
@@ -30,6 +39,24 @@ func (*Response) isMessage() {}
 
 // IsCall reports whether the request expects a response.
 func (r *Request) IsCall() bool { return r.ID.IsValid() }
+
+// ParamsWithoutMeta reports whether Params are known to hold no top-level
+// _meta member: they are the params of a message decoded alone (not in a
+// batch), in which the decoder, reading every key of params as it
+// validated them, found no key that is or may spell _meta. Otherwise (a
+// request made in code, Params replaced since, a batch's, a _meta found) it
+// reports false, and Params are to be read for the member as usual. Routers
+// ask it to skip a search of large params for a _meta they rarely hold.
+func (r *Request) ParamsWithoutMeta() bool {
+	return r.metaFree != nil && len(r.Params) > 0 && &r.Params[0] == r.metaFree && len(r.Params) == int(r.metaFreeLen)
+}
+
+// noteParamsWithoutMeta notes that Params, as they are, hold no _meta.
+func (r *Request) noteParamsWithoutMeta() {
+	if n := len(r.Params); n > 0 && uint64(n) <= math.MaxUint32 {
+		r.metaFree, r.metaFreeLen = &r.Params[0], uint32(n)
+	}
+}
 
 // IsNotification reports whether the request is a notification.
 func (r *Request) IsNotification() bool { return !r.ID.IsValid() }

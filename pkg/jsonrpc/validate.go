@@ -1,5 +1,7 @@
 package jsonrpc
 
+import "bytes"
+
 // Valid reports whether b is exactly one valid JSON value, as json.Valid
 // does, in one pass that crosses strings in large steps (see swar.go).
 // Arrays and objects nested deeper than 4095 levels are reported invalid.
@@ -15,6 +17,12 @@ type topMembers struct {
 	m   [8]struct{ key, val []byte }
 	key []byte // the key of the member being scanned
 	at  int    // where its value starts
+	// inParams says that the member being scanned may be params;
+	// paramsMeta, that a member of params (an object) may be _meta. Both
+	// are told from the key as written: a key with an escape may spell
+	// either, so it counts as both. A message whose paramsMeta is false
+	// has no _meta in its params (Request.ParamsWithoutMeta).
+	inParams, paramsMeta bool
 }
 
 func (t *topMembers) add(b []byte, end int) {
@@ -152,10 +160,21 @@ func scanMember(b []byte, i, depth int, top *topMembers) (int, bool) {
 		return i, false
 	}
 	i = skipSpace(b, i+1)
-	if depth == 1 && top != nil {
+	switch {
+	case top == nil:
+	case depth == 1:
 		top.key, top.at = key, i
+		top.inParams = mayBe(key, `"params"`)
+	case depth == 2 && top.inParams && mayBe(key, `"_meta"`):
+		top.paramsMeta = true
 	}
 	return i, true
+}
+
+// mayBe reports whether key, a member's key as written, may name the member
+// name (quoted): it does, or it holds an escape, which might spell it.
+func mayBe(key []byte, name string) bool {
+	return string(key) == name || bytes.IndexByte(key, '\\') >= 0
 }
 
 // scanString scans the string starting at b[i] and returns the index past it.
