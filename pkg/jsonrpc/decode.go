@@ -391,17 +391,24 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// skipString returns the index just past the string that starts at b[i].
+// skipString returns the index just past the string that starts at b[i]
+// (len(b) when it does not end). A string ends at its first quote that no
+// backslash escapes: one after an even run of backslashes (each escapes the
+// next). So one search for quotes, vectorised, crosses it; escapes are
+// looked at only where a quote is found.
 func skipString(b []byte, i int) int {
-	if end := plainString(b, i+1, false); end > 0 {
-		return end
-	}
-	for i = plainRun(b, i+1); i < len(b); i = plainRun(b, i+1) {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	for j := i + 1; j < len(b); j++ {
+		q := bytes.IndexByte(b[j:], '"')
+		if q < 0 {
+			break
+		}
+		j += q
+		k := j
+		for k > i+1 && b[k-1] == '\\' {
+			k--
+		}
+		if (j-k)%2 == 0 {
+			return j + 1
 		}
 	}
 	return len(b)

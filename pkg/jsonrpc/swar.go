@@ -14,6 +14,8 @@ import (
 // backslash and no control character cannot end or escape the string
 // (plainRun). The word tests only need to flag every word that holds such a
 // byte; a word flagged by mistake just goes the slow, byte-wise way.
+// Walks of JSON validated already (skipString) need no such look inside a
+// string: its end is the first quote after an even run of backslashes.
 
 const (
 	ones  = 0x0101010101010101
@@ -45,7 +47,7 @@ func plainRun(b []byte, i int) int {
 // (the index past its closing quote) when nothing in it is escaped and it
 // holds no control character, so that it needs no closer look; otherwise 0.
 // Strings that end within a word go the word-wise way at once.
-func plainString(b []byte, i int, checkControl bool) int {
+func plainString(b []byte, i int) int {
 	if i+8 > len(b) || special(binary.LittleEndian.Uint64(b[i:])) != 0 {
 		return 0
 	}
@@ -54,7 +56,7 @@ func plainString(b []byte, i int, checkControl bool) int {
 		return 0
 	}
 	s := b[i : i+q]
-	if bytes.IndexByte(s, '\\') >= 0 || checkControl && hasControl(s) {
+	if bytes.IndexByte(s, '\\') >= 0 || hasControl(s) {
 		return 0
 	}
 	return i + q + 1

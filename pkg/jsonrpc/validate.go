@@ -179,7 +179,7 @@ func mayBe(key []byte, name string) bool {
 
 // scanString scans the string starting at b[i] and returns the index past it.
 func scanString(b []byte, i int) (int, bool) {
-	if end := plainString(b, i+1, true); end > 0 {
+	if end := plainString(b, i+1); end > 0 {
 		return end, true
 	}
 	for i = plainRun(b, i+1); i < len(b); i = plainRun(b, i+1) {
