@@ -18,6 +18,14 @@ type runtimeStats struct {
 	HeapInuse  float64 // bytes in in-use heap spans
 	StackInuse float64 // bytes of goroutine stacks
 	Goroutines float64
+
+	// What the runtime holds from the OS, for the idle rows: the heap's
+	// live objects (and garbage not yet swept), its spans that hold none
+	// (HeapIdle, of which HeapReleased is returned to the OS), the stacks'
+	// spans with those free (StackSys), the runtime's own metadata
+	// (spans, caches, GC bitmaps, profiling buckets, other: MetaSys) and
+	// the heap size the next collection starts at (NextGC).
+	HeapAlloc, HeapIdle, HeapReleased, StackSys, MetaSys, NextGC float64
 }
 
 // statsSource reads a hub's runtime figures: from /metrics (Prometheus text:
@@ -103,6 +111,15 @@ func parseMetrics(text string) (runtimeStats, error) {
 	want["go_memstats_heap_inuse_bytes"] = &st.HeapInuse
 	want["go_goroutines"] = &st.Goroutines
 	want["go_memstats_stack_inuse_bytes"] = &st.StackInuse
+	want["go_memstats_heap_alloc_bytes"] = &st.HeapAlloc
+	want["go_memstats_heap_idle_bytes"] = &st.HeapIdle
+	want["go_memstats_heap_released_bytes"] = &st.HeapReleased
+	want["go_memstats_stack_sys_bytes"] = &st.StackSys
+	want["go_memstats_next_gc_bytes"] = &st.NextGC
+	meta := make([]float64, 5)
+	for i, name := range metaMetrics {
+		want[name] = &meta[i]
+	}
 	found := 0
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -127,35 +144,63 @@ func parseMetrics(text string) (runtimeStats, error) {
 	if len(want) > 0 {
 		return st, fmt.Errorf("/metrics lacks %d of the Go runtime metrics", len(want))
 	}
+	for _, v := range meta {
+		st.MetaSys += v
+	}
 	return st, nil
 }
+
+// metaMetrics are the runtime's metadata, summed into MetaSys: /metrics'
+// names, and runtime.MemStats' in the heap profile's text.
+var (
+	metaMetrics = []string{"go_memstats_mspan_sys_bytes", "go_memstats_mcache_sys_bytes", "go_memstats_gc_sys_bytes",
+		"go_memstats_buck_hash_sys_bytes", "go_memstats_other_sys_bytes"}
+	metaMemStats = []string{"MSpan", "MCache", "GCSys", "BuckHashSys", "OtherSys"}
+)
 
 // parsePprof reads the runtime figures from the text forms (debug=1) of the
 // heap profile, which ends with runtime.MemStats ("# Mallocs = 123"), and of
 // the goroutine profile ("goroutine profile: total 12").
 func parsePprof(heap, goroutine string) (runtimeStats, error) {
 	var st runtimeStats
-	field := func(name string) (float64, error) {
+	// field reads "# Name = v", or "# Name = inuse / sys": the first
+	// figure, or with sys set the last.
+	field := func(name string, sys bool) (float64, error) {
 		i := strings.Index(heap, "\n# "+name+" = ")
 		if i < 0 {
 			return 0, fmt.Errorf("heap profile lacks %s", name)
 		}
-		rest := heap[i+len(name)+6:]
-		if j := strings.IndexAny(rest, "/\n"); j >= 0 {
-			rest = rest[:j]
+		rest, _, _ := strings.Cut(heap[i+len(name)+6:], "\n")
+		inuse, total, _ := strings.Cut(rest, "/")
+		if sys {
+			return strconv.ParseFloat(strings.TrimSpace(total), 64)
 		}
-		return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		return strconv.ParseFloat(strings.TrimSpace(inuse), 64)
+	}
+	for _, f := range []struct {
+		name string
+		sys  bool
+		to   *float64
+	}{
+		{"Mallocs", false, &st.Mallocs}, {"HeapInuse", false, &st.HeapInuse}, {"Stack", false, &st.StackInuse},
+		{"HeapAlloc", false, &st.HeapAlloc}, {"HeapIdle", false, &st.HeapIdle}, {"HeapReleased", false, &st.HeapReleased},
+		{"Stack", true, &st.StackSys}, {"NextGC", false, &st.NextGC},
+	} {
+		v, err := field(f.name, f.sys)
+		if err != nil {
+			return st, err
+		}
+		*f.to = v
+	}
+	for _, name := range metaMemStats {
+		sys := name == "MSpan" || name == "MCache" // "inuse / sys"
+		v, err := field(name, sys)
+		if err != nil {
+			return st, err
+		}
+		st.MetaSys += v
 	}
 	var err error
-	if st.Mallocs, err = field("Mallocs"); err != nil {
-		return st, err
-	}
-	if st.HeapInuse, err = field("HeapInuse"); err != nil {
-		return st, err
-	}
-	if st.StackInuse, err = field("Stack"); err != nil { // "# Stack = inuse / sys"
-		return st, err
-	}
 	first, _, _ := strings.Cut(goroutine, "\n")
 	n, ok := strings.CutPrefix(first, "goroutine profile: total ")
 	if !ok {

@@ -40,11 +40,53 @@ type idleResult struct {
 	before, after       runtimeStats
 	statsOK             bool
 	connectRate         float64 // connect + initialize, idleConnectors at a time
+
+	// What RSS is made of (-idle-only): /proc's figures before and after
+	// (the peak, VmHWM, is the process's whole life's), and with peaks
+	// the most goroutines and stack bytes seen while the clients connected
+	// (sampled every idlePeakEvery; 0 when not sampled).
+	memBefore, memAfter benchlab.ProcMemory
+	peakGoroutines      float64
+	peakStacks          float64
 }
 
 // perConn is the RSS each connection added.
 func (ir *idleResult) perConn() float64 {
 	return float64(ir.rssAfter-ir.rssBefore) / float64(ir.conns)
+}
+
+// detailRows are what the RSS per connection is made of, each a name and
+// a figure per connection: /proc's split of RSS and its peak, the
+// runtime's classes of memory, and the peaks sampled while the clients
+// connected.
+func (ir *idleResult) detailRows() [][2]string {
+	n := float64(ir.conns)
+	per := func(after, before float64) string { return benchlab.FormatBytes((after - before) / n) }
+	b, a := ir.memBefore, ir.memAfter
+	rows := [][2]string{
+		{"RSS peak (VmHWM)", per(float64(a.PeakRSS), float64(b.RSS))},
+		{"RSS anonymous", per(float64(a.Anon), float64(b.Anon))},
+		{"RSS of files", per(float64(a.File), float64(b.File))},
+	}
+	if ir.statsOK {
+		sb, sa := ir.before, ir.after
+		rows = append(rows, [][2]string{
+			{"heap objects (live, unswept)", per(sa.HeapAlloc, sb.HeapAlloc)},
+			{"heap spans' unused room", per(sa.HeapInuse-sa.HeapAlloc, sb.HeapInuse-sb.HeapAlloc)},
+			{"heap free, kept", per(sa.HeapIdle-sa.HeapReleased, sb.HeapIdle-sb.HeapReleased)},
+			{"heap returned to the OS", per(sa.HeapReleased, sb.HeapReleased)},
+			{"stack spans", per(sa.StackSys, sb.StackSys)},
+			{"runtime metadata", per(sa.MetaSys, sb.MetaSys)},
+			{"next GC's heap goal", per(sa.NextGC, sb.NextGC)},
+		}...)
+	}
+	if ir.peakGoroutines > 0 {
+		rows = append(rows, [][2]string{
+			{"goroutines at the peak (total)", benchlab.FormatCount(int64(ir.peakGoroutines))},
+			{"stacks in use at the peak", per(ir.peakStacks, ir.before.StackInuse)},
+		}...)
+	}
+	return rows
 }
 
 // idleConnectors is how many clients connect at a time.
@@ -53,6 +95,11 @@ const idleConnectors = 32
 // idleQuiet is how long the connections are left alone, once the last has
 // initialized, before their cost is measured.
 const idleQuiet = 2 * time.Second
+
+// idlePeakEvery is how often the process's goroutines are read while its
+// clients connect, with -idle-peaks: each read is a scrape the process
+// answers, so they are not read in the measurements that judge it.
+const idlePeakEvery = 100 * time.Millisecond
 
 // idleProcess is a fresh process whose idle cost is measured, and where its
 // clients connect.
@@ -65,7 +112,9 @@ type idleProcess struct {
 // runIdle measures the idle cost of each kind on n connections, each on a
 // fresh process. With profiles set (a directory), the hubs are their twins,
 // and the heap profile and goroutines of each, idle, are written there.
-func runIdle(ctx context.Context, sup *benchlab.Supervisor, hubBin string, n int, profiles string, progress func(string)) ([]*idleResult, error) {
+// With peaks set, the goroutines of each process are sampled while its
+// clients connect.
+func runIdle(ctx context.Context, sup *benchlab.Supervisor, hubBin string, n int, profiles string, peaks bool, progress func(string)) ([]*idleResult, error) {
 	var out []*idleResult
 	for _, what := range []string{idleBare, idleWS, idleHTTP} {
 		p, err := startIdleProcess(ctx, sup, hubBin, what, profiles != "")
@@ -73,7 +122,7 @@ func runIdle(ctx context.Context, sup *benchlab.Supervisor, hubBin string, n int
 			return nil, fmt.Errorf("idle, %s: %w", what, err)
 		}
 		progress(fmt.Sprintf("idle: %s clients of a %s", benchlab.FormatCount(int64(n)), what))
-		ir, err := measureIdle(ctx, p, what, n, func() error {
+		ir, err := measureIdle(ctx, p, what, n, peaks, func() error {
 			if profiles == "" {
 				return nil
 			}
@@ -135,9 +184,10 @@ func writeIdleProfiles(ctx context.Context, addr, prefix string) error {
 // measureIdle connects n clients of its kind to p, waits for p's RSS to
 // settle, reads what they added and runs idle (which may profile p); it
 // closes them before it returns.
-func measureIdle(ctx context.Context, p *idleProcess, what string, n int, idle func() error) (*idleResult, error) {
+func measureIdle(ctx context.Context, p *idleProcess, what string, n int, peaks bool, idle func() error) (*idleResult, error) {
 	ir := &idleResult{what: what, conns: n}
 	ir.rssBefore, ir.before, ir.statsOK = processMemory(ctx, p.pid, p.stats)
+	ir.memBefore, _ = benchlab.Memory(p.pid)
 	closers := make([]func(), n)
 	defer func() {
 		_ = forEach(context.WithoutCancel(ctx), n, 64, func(i int) error {
@@ -152,11 +202,16 @@ func measureIdle(ctx context.Context, p *idleProcess, what string, n int, idle f
 		open = newHTTPSessionOpener()
 	}
 	began := time.Now()
+	stopPeaks := func() {}
+	if peaks && p.stats != nil {
+		stopPeaks = samplePeaks(ctx, p.stats, ir)
+	}
 	err := forEach(ctx, n, idleConnectors, func(i int) error {
 		var err error
 		closers[i], err = open(ctx, p.addr)
 		return err
 	})
+	stopPeaks()
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
@@ -176,7 +231,33 @@ func measureIdle(ctx context.Context, p *idleProcess, what string, n int, idle f
 	var ok bool
 	ir.rssAfter, ir.after, ok = processMemory(ctx, p.pid, p.stats)
 	ir.statsOK = ir.statsOK && ok
+	ir.memAfter, _ = benchlab.Memory(p.pid)
 	return ir, idle()
+}
+
+// samplePeaks reads the goroutines and stacks of the process behind stats
+// every idlePeakEvery, keeping the most into ir, until the function it
+// returns is called.
+func samplePeaks(ctx context.Context, stats *statsSource, ir *idleResult) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(idlePeakEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if st, err := stats.read(ctx); err == nil {
+				ir.peakGoroutines = max(ir.peakGoroutines, st.Goroutines)
+				ir.peakStacks = max(ir.peakStacks, st.StackInuse)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // openWebSocketClient connects an MCP client over WebSocket and

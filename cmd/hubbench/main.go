@@ -77,6 +77,9 @@ type options struct {
 	// fanoutOnly measures the fan-out and idle connections only, idleOnly
 	// idle connections only.
 	profileOnly, fanoutOnly, idleOnly bool
+	// idlePeaks samples the goroutines of the idle processes while their
+	// clients connect.
+	idlePeaks bool
 	// poolsOnly measures the connector pools only; pool is the children of
 	// the pool measured, base the revision whose hub the cost of leases is
 	// measured against ("" for none).
@@ -113,6 +116,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.profile, "profile", "auto", "CPU profiles of the hub at 64x16: auto (when its throughput target is missed, full runs only), off, or a directory to always write them to; with -idle-only, a directory for the heap profiles of idle hubs (their twins)")
 	fs.BoolVar(&o.fanoutOnly, "fanout-only", false, "measure the fan-out and idle connections only, print the table and write no report")
 	fs.BoolVar(&o.idleOnly, "idle-only", false, "measure idle connections only (a bare coder/websocket server, the hub's WebSocket clients and HTTP sessions), print the table and write no report")
+	fs.BoolVar(&o.idlePeaks, "idle-peaks", false, "with -idle-only: also read each process's goroutines and stacks while its clients connect (each read is a scrape it answers), and report their peaks")
 	fs.BoolVar(&o.profileOnly, "profile-only", false, "take the CPU profiles only (into -profile DIR, else a temporary directory), print their summaries and write no report")
 	fs.IntVar(&o.servers, "servers", 1, "MCP server processes behind each hub path, replicas of one server that the hub spreads calls over")
 	fs.StringVar(&o.calls, "calls", "", "measure the calls of these cells only, SHAPE/PAYLOAD comma-separated (1x1/100B,64x16/16KiB), print the table and write no report")
@@ -267,11 +271,12 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			}
 		}
 		if o.idleOnly {
+			rep.idleDetail = true
 			dir := ""
 			if o.profile != "auto" && o.profile != "off" {
 				dir = o.profile
 			}
-			if rep.idle, err = runIdle(ctx, sup, hubBin, cfg.idleConns, dir, progress); err != nil {
+			if rep.idle, err = runIdle(ctx, sup, hubBin, cfg.idleConns, dir, o.idlePeaks, progress); err != nil {
 				return err
 			}
 		}
@@ -381,7 +386,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		rep.fanout = append(append(rep.fanout, raw...), results...)
 	}
 
-	if rep.idle, err = runIdle(ctx, sup, hubBin, cfg.idleConns, "", progress); err != nil {
+	if rep.idle, err = runIdle(ctx, sup, hubBin, cfg.idleConns, "", false, progress); err != nil {
 		return err
 	}
 

@@ -54,6 +54,7 @@ type report struct {
 	cells      [][]*callResult // one per shape and payload; the baseline first
 	fanout     []*fanoutResult
 	idle       []*idleResult // idle.go
+	idleDetail bool          // -idle-only: what the idle RSS is made of, in rows of its own
 	churn      *churnResult
 	statsCost  *statsCostResult // statscost.go
 	pools      *poolsResult     // pools.go
@@ -342,6 +343,11 @@ func (r *report) table() *benchlab.Table {
 			t.Add("idle, "+ir.what, conns, "heap in use", "", "", "", "", "", "", "", "", "", "", heap)
 			t.Add("idle, "+ir.what, conns, "stacks", "", "", "", "", "", "", "", "", "", "", stacks)
 			t.Add("idle, "+ir.what, conns, "goroutines", "", "", "", "", "", "", "", "", "", "", gor)
+			if r.idleDetail {
+				for _, row := range ir.detailRows() {
+					t.Add("idle, "+ir.what, conns, row[0], "", "", "", "", "", "", "", "", "", "", row[1])
+				}
+			}
 		}
 	}
 	if c := r.churn; c != nil || len(r.idle) > 0 {

@@ -113,6 +113,33 @@ func RSSBytes(pid int) (int64, error) {
 	return parseKB(st["VmRSS"])
 }
 
+// ProcMemory is what /proc/PID/status says of a process's memory, in
+// bytes.
+type ProcMemory struct {
+	RSS     int64 // VmRSS
+	PeakRSS int64 // VmHWM: the most RSS was since the process started
+	Anon    int64 // RssAnon: of RSS, what no file backs (the heap, stacks)
+	File    int64 // RssFile: of RSS, mapped files (the executable's pages)
+}
+
+// Memory returns the memory figures of process pid.
+func Memory(pid int) (ProcMemory, error) {
+	st, err := procStatus(pid)
+	if err != nil {
+		return ProcMemory{}, err
+	}
+	var m ProcMemory
+	for _, f := range []struct {
+		name string
+		to   *int64
+	}{{"VmRSS", &m.RSS}, {"VmHWM", &m.PeakRSS}, {"RssAnon", &m.Anon}, {"RssFile", &m.File}} {
+		if *f.to, err = parseKB(st[f.name]); err != nil {
+			return m, fmt.Errorf("/proc/%d/status %s: %w", pid, f.name, err)
+		}
+	}
+	return m, nil
+}
+
 // parseKB reads "12345 kB" as bytes.
 func parseKB(s string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(s), " kB"), 10, 64)
