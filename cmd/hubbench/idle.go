@@ -217,7 +217,7 @@ func measureIdle(ctx context.Context, p *idleProcess, what string, n int, peaks 
 	}
 	ir.connectRate = float64(n) / time.Since(began).Seconds()
 	// Idle means quiet for a while: the hub parks the reader of a
-	// WebSocket quiet for 0.5 to 1 s, and a Streamable HTTP session
+	// WebSocket quiet for 0.1 to 0.2 s, and a Streamable HTTP session
 	// quiet for 1 s drops its maps of requests; measured sooner, the last
 	// thousands of connections are still in their setup.
 	select {

@@ -478,7 +478,7 @@ func (r *report) markdown() string {
 	w("  measured just before the hub's). Its allocations are not read (n/a): net/http/pprof's reading, with a\n")
 	w("  goroutine per subscriber, would cost more than what it measures.\n")
 	w("- Idle: RSS (/proc/PID/status VmRSS) of a fresh process before and after %s clients connect and initialize,\n", benchlab.FormatCount(int64(r.cfg.idleConns)))
-	w("  %d at a time, once they have been left alone for %v (the hub parks a quiet WebSocket's reader after 0.5 to 1 s, and a quiet\n", idleConnectors, idleQuiet)
+	w("  %d at a time, once they have been left alone for %v (the hub parks a quiet WebSocket's reader after 0.1 to 0.2 s, and a quiet\n", idleConnectors, idleQuiet)
 	w("  HTTP session drops its maps of requests after 1 s) and it stops moving; heap in use, goroutine stacks and goroutines from its\n")
 	w("  runtime counters where exposed.\n")
 	w("  WebSocket clients (MCP clients of pkg/mcp) stay connected; an HTTP session is initialize and\n")

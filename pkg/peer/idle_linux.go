@@ -25,11 +25,22 @@ import (
 // parks instead of waiting again. A busy connection never parks; its cost
 // is two uncontended locks before each wait. A ping or a pong between
 // messages sends the reader back to wait here (controlRead).
+//
+// The sweeper looks at the readers that are awake only: a parked one
+// leaves its list, and joins it again as it waits once more. So a sweep
+// costs in proportion to the connections that were recently busy, and a
+// hub whose connections are all parked has no sweeper running at all.
 
 // idleSweep is how often readers waiting are looked at: a reader quiet for
-// one to two of these parks. (A variable for the tests, which set it before
-// any sweep.)
-var idleSweep = 500 * time.Millisecond
+// one to two of these parks. Short, since what an idle connection costs in
+// the end follows the peak of its setup: a burst of connections (a
+// reconnect storm, a ramp of 7,000 a second) holds a reader's stack for
+// each connection that has not parked yet, and the heap keeps the pages
+// the stacks took once they are freed. A reader that parks and is resumed
+// costs an epoll registration and a goroutine start: nothing beside a gap
+// of this length between two frames. (A variable for the tests, which set
+// it before any sweep.)
+var idleSweep = 100 * time.Millisecond
 
 // idleSet is the package's sweeper and poller. Both goroutines run only
 // while there is something to sweep or to poll, so that none outlives the
@@ -40,7 +51,7 @@ type idleSet struct {
 	// mu guards everything below, and the fields of each corkConn that say
 	// so. Taken before a corkConn's waitMu, never after.
 	mu       sync.Mutex
-	watched  map[*corkConn]struct{} // accepted connections whose readers may park
+	watched  map[*corkConn]struct{} // accepted connections whose readers may park, awake
 	sweeping chan struct{}          // closed to stop the sweeper; nil while none runs
 	file     *os.File               // the epoll set; nil while nothing is parked
 	epfd     int
@@ -69,6 +80,20 @@ func (s *idleSet) watch(c *corkConn) bool {
 	return true
 }
 
+// unwatchLocked takes c off the sweeper's list, and stops the sweeper
+// once the list is empty.
+func (s *idleSet) unwatchLocked(c *corkConn) {
+	if !c.watched {
+		return
+	}
+	c.watched = false
+	delete(s.watched, c)
+	if len(s.watched) == 0 && s.sweeping != nil {
+		close(s.sweeping)
+		s.sweeping = nil
+	}
+}
+
 // sweep ends the waits of readers quiet since the sweep before the last,
 // every idleSweep, until stop is closed: no connection is watched.
 func (s *idleSet) sweep(stop chan struct{}) {
@@ -80,8 +105,12 @@ func (s *idleSet) sweep(stop chan struct{}) {
 			return
 		case <-t.C:
 		}
-		e := s.epoch.Add(1)
 		s.mu.Lock()
+		if s.sweeping != stop { // stopped as the tick came: a sweeper of its own may run since
+			s.mu.Unlock()
+			return
+		}
+		e := s.epoch.Add(1)
 		for c := range s.watched {
 			c.kickIfQuiet(e)
 		}
@@ -110,6 +139,7 @@ func (s *idleSet) park(c *corkConn, resume func()) bool {
 	}
 	c.resume = resume
 	s.parked[c.fd] = c
+	s.unwatchLocked(c) // nothing to sweep until it waits again
 	return true
 }
 
@@ -120,13 +150,7 @@ func (s *idleSet) forget(c *corkConn) (resume func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c.closed = true
-	if c.watched {
-		delete(s.watched, c)
-		if len(s.watched) == 0 && s.sweeping != nil {
-			close(s.sweeping)
-			s.sweeping = nil
-		}
-	}
+	s.unwatchLocked(c)
 	return s.unparkLocked(c)
 }
 

@@ -180,7 +180,9 @@ func TestIdle_parkedPeerKeepsNoFrame(t *testing.T) {
 }
 
 // TestIdle_parkedReadersHoldNoGoroutine: quiet accepted connections hold
-// no reader goroutine; dialled ones keep theirs.
+// no reader goroutine; dialled ones keep theirs. Nor does the package: with
+// every reader parked, the sweeper has nothing to look at, and stops.
+// (Not parallel: the sweeper is the package's.)
 func TestIdle_parkedReadersHoldNoGoroutine(t *testing.T) {
 	const n = 20
 	var conns []*WebSocket
@@ -198,6 +200,16 @@ func TestIdle_parkedReadersHoldNoGoroutine(t *testing.T) {
 		return true
 	})
 	assert.Equal(t, n, readers(), "the clients' readers only")
+	idle.mu.Lock()
+	for _, c := range conns {
+		assert.False(t, c.cork.watched, "a parked reader is not swept")
+	}
+	idle.mu.Unlock()
+	waitUntil(t, "the sweeper stops", func() bool {
+		idle.mu.Lock()
+		defer idle.mu.Unlock()
+		return len(idle.watched) == 0 && idle.sweeping == nil
+	})
 }
 
 // readers counts the goroutines waiting for a frame to read: in a conn's
