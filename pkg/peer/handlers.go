@@ -132,8 +132,12 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply, pooled []byte) (becom
 // workerLinger is how long a worker with nothing to do waits for more work
 // before it exits: long enough that a busy peer keeps its workers (starting
 // a goroutine and growing its stack for every call cost more than the call
-// itself), short enough that an idle peer soon holds none.
-const workerLinger = 500 * time.Millisecond
+// itself), short enough that an idle peer soon holds none. No longer than
+// a quiet WebSocket's reader waits before it parks (idleSweep): in a burst
+// of connections (a reconnect storm), the worker that answered each one's
+// initialize holds the stack that answering grew until it leaves, and the
+// heap keeps the pages of the most stacks held at once.
+const workerLinger = 100 * time.Millisecond
 
 // work runs queued calls, waiting a little for more when the queue is empty,
 // then exits.
