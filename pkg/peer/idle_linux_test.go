@@ -49,8 +49,8 @@ func servePair(t *testing.T, opts *WebSocketOptions) (server, client *Peer, sc *
 	a, b := wsPairInternal(t)
 	if opts != nil {
 		a.opts = opts.withDefaults()
-		if a.timer != nil && a.opts.PingInterval > 0 {
-			a.timer.Reset(a.opts.PingInterval)
+		if a.opts.PingInterval > 0 {
+			pings.schedule(a, time.Now().Add(a.opts.PingInterval))
 		}
 	}
 	notes = make(chan string, 16)

@@ -114,9 +114,13 @@ type WebSocket struct {
 
 	mu      sync.Mutex
 	closed  bool
-	timer   *time.Timer
 	pinging sync.WaitGroup
 	local   *CloseError // why this side closed, if it did
+
+	// When the next keepalive ping is due, and where the conn is in the
+	// sweeper's heap (-1 when not there); guarded by pings.mu.
+	pingAt  time.Time
+	pingIdx int
 }
 
 var (
@@ -212,10 +216,10 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*WebSocket, error
 
 // NewWebSocket wraps an established coder/websocket connection.
 func NewWebSocket(ws *websocket.Conn, opts *WebSocketOptions) *WebSocket {
-	c := &WebSocket{ws: ws, opts: opts.withDefaults()}
+	c := &WebSocket{ws: ws, opts: opts.withDefaults(), pingIdx: -1}
 	ws.SetReadLimit(c.opts.ReadLimit)
 	if c.opts.PingInterval > 0 {
-		c.timer = time.AfterFunc(c.opts.PingInterval, c.keepalive)
+		pings.start(c)
 	}
 	return c
 }
@@ -223,8 +227,9 @@ func NewWebSocket(ws *websocket.Conn, opts *WebSocketOptions) *WebSocket {
 // Subprotocol returns the negotiated subprotocol ("" when none).
 func (c *WebSocket) Subprotocol() string { return c.ws.Subprotocol() }
 
-// keepalive runs on the ping timer's goroutine: one ping, then the next
-// timer, or the end of the connection when no pong comes back in time.
+// keepalive runs on a goroutine of its own as the conn's ping is due (the
+// keepalive sweeper starts it): one ping, then the next one scheduled, or
+// the end of the connection when no pong comes back in time.
 func (c *WebSocket) keepalive() {
 	c.mu.Lock()
 	if c.closed {
@@ -244,7 +249,7 @@ func (c *WebSocket) keepalive() {
 	}
 	c.mu.Lock()
 	if !c.closed {
-		c.timer.Reset(c.opts.PingInterval)
+		pings.schedule(c, time.Now().Add(c.opts.PingInterval))
 	}
 	c.mu.Unlock()
 }
@@ -402,9 +407,7 @@ func (c *WebSocket) closeLocal(why *CloseError, handshake bool) error {
 	}
 	c.closed = true
 	c.local = why
-	if c.timer != nil {
-		c.timer.Stop()
-	}
+	pings.remove(c)
 	c.mu.Unlock()
 
 	if handshake {
