@@ -94,6 +94,10 @@
 //   - idle_linux.go (idle_other.go elsewhere): the reader of a quiet
 //     accepted WebSocket leaves, and one is started again when the socket
 //     is readable: an idle connection holds no goroutine.
+//   - keepalive.go: the WebSocket conns' pings, sent by one sweeper of the
+//     process as each comes due, the first of each conn spread over its
+//     interval so that clients that connected together are not pinged
+//     together.
 //
 // # Locks
 //

@@ -22,6 +22,8 @@ import (
 
 // pingSet is the package's keepalive sweeper.
 type pingSet struct {
+	// mu guards everything below, and each conn's pingAt and pingIdx.
+	// Taken under a WebSocket's mu, never before it.
 	mu     sync.Mutex
 	due    pingHeap      // conns waiting for their next ping, earliest first
 	wake   chan struct{} // tells the sweeper that due changed; nil while none runs
