@@ -48,6 +48,7 @@ type remoteInstance struct {
 	heard    uint64    // our broker epoch when we last heard from it
 	waiting  []func()  // sends held until we hear from it in this epoch
 	deaf     bool      // its last heartbeat said its subscriptions are down
+	left     bool      // it said goodbye on the registry
 }
 
 // hearing is what a message from another instance says of its
@@ -72,6 +73,8 @@ type cluster struct {
 	served   map[servedID]canceler // calls, subs, sreqs and relayed requests we serve for others: how to end them
 	relays   map[uint64]*relay     // HTTP requests we relayed to their session's owner, by number
 	partial  map[string]*snapParts // snapshots in parts still coming, by instance
+	silent   map[string]time.Time  // instances dropped for their silence lately, by when (awaitOwner)
+	joined   chan struct{}         // closed, and replaced, when an instance not known is heard
 	brokerUp bool
 	epoch    uint64    // counts our broker (re)connections
 	upSince  time.Time // when the broker connection was last (re)established
@@ -94,6 +97,8 @@ func newCluster(h *Hub) *cluster {
 		served:  map[servedID]canceler{},
 		relays:  map[uint64]*relay{},
 		partial: map[string]*snapParts{},
+		silent:  map[string]time.Time{},
+		joined:  make(chan struct{}),
 		dirty:   make(chan struct{}, 1),
 		state:   make(chan bool, 2),
 		inboxes: map[string]string{},
@@ -299,7 +304,9 @@ func (c *cluster) excuse(stalled time.Duration, now time.Time) {
 // (the broker's shard down for this instance alone, a one-way partition),
 // and this instance, which hears no one, drops them all as before. While
 // the broker is down nothing comes back and silence is judged against now,
-// as the others are unreachable anyway.
+// as the others are unreachable anyway. An instance dropped for its
+// silence, unless it said goodbye, is noted as such for missedHeartbeats
+// intervals: the requests for its sessions wait for it (awaitOwner).
 func (c *cluster) expire(now time.Time) {
 	interval := c.hub.cfg.HeartbeatInterval
 	limit := time.Duration(missedHeartbeats) * interval
@@ -311,10 +318,18 @@ func (c *cluster) expire(now time.Time) {
 			judged = lagged
 		}
 	}
-	var gone []string
+	var gone, lagging []string
 	for id, r := range c.remotes {
 		if judged.Sub(r.lastSeen) > limit {
 			gone = append(gone, id)
+			if !r.left {
+				lagging = append(lagging, id) // maybe: see awaitOwner
+			}
+		}
+	}
+	for id, at := range c.silent {
+		if now.Sub(at) > limit {
+			delete(c.silent, id)
 		}
 	}
 	c.mu.Unlock()
@@ -322,6 +337,11 @@ func (c *cluster) expire(now time.Time) {
 		c.hub.log.Warn("instance went silent; dropping its servers", "peer", shortID(id))
 		c.drop(id)
 	}
+	c.mu.Lock()
+	for _, id := range lagging {
+		c.silent[id] = now
+	}
+	c.mu.Unlock()
 }
 
 // sayGoodbye tells the others that this instance leaves: in the inbox of
@@ -348,7 +368,10 @@ func (c *cluster) sayGoodbye() {
 // should that one be lost, once its heartbeats are missed (expire).
 func (c *cluster) leaving(id string) {
 	c.mu.Lock()
-	_, known := c.remotes[id]
+	r, known := c.remotes[id]
+	if known {
+		r.left = true
+	}
 	c.mu.Unlock()
 	if known {
 		c.hub.reg.setRemote(id, nil, nil)
@@ -362,6 +385,7 @@ func (c *cluster) drop(id string) {
 	_, known := c.remotes[id]
 	delete(c.remotes, id)
 	delete(c.partial, id)
+	delete(c.silent, id)
 	c.mu.Unlock()
 	c.endExchanges(id, errInstanceGone, true)
 	if known {
@@ -550,6 +574,9 @@ func (c *cluster) heard(instance string, now time.Time, hears hearing) *remoteIn
 	if r == nil {
 		r = &remoteInstance{}
 		c.remotes[instance] = r
+		delete(c.silent, instance)
+		close(c.joined) // wakes the requests waiting for their session's owner (awaitOwner)
+		c.joined = make(chan struct{})
 	}
 	r.lastSeen = now
 	if hears != hearsAsBefore {
@@ -698,6 +725,48 @@ func (c *cluster) settled() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.brokerUp && time.Since(c.upSince) > time.Duration(missedHeartbeats)*c.hub.cfg.HeartbeatInterval
+}
+
+// awaitOwner waits until instance, which owns a session this instance was
+// asked to serve, is one it hears from, and reports whether it is. One
+// dropped for its silence lately may be alive all the same: the silence
+// was a lag (a stall, a backlog on either side), and it is heard again in
+// a moment. A request for its session waits for it then, for
+// missedHeartbeats intervals after the drop at most, rather than be told
+// that the session is gone (404), which makes its client give the session
+// up. One never heard, or while the broker is down, is not known at once.
+func (c *cluster) awaitOwner(ctx context.Context, instance string) bool {
+	limit := time.Duration(missedHeartbeats) * c.hub.cfg.HeartbeatInterval
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		c.mu.Lock()
+		_, known := c.remotes[instance]
+		at, lagging := c.silent[instance]
+		up, joined := c.brokerUp, c.joined
+		c.mu.Unlock()
+		wait := time.Until(at.Add(limit))
+		switch {
+		case known:
+			return true
+		case !lagging, !up, wait <= 0:
+			return false
+		case timer == nil:
+			timer = time.NewTimer(wait)
+		default:
+			timer.Reset(wait)
+		}
+		select {
+		case <-joined:
+		case <-timer.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // hasRemotes reports whether this instance knows another.

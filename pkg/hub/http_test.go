@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-mcp/switchboard/internal/demo"
+	"github.com/switchboard-mcp/switchboard/internal/redistest"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
@@ -271,4 +272,39 @@ func TestHTTP_noAffinity(t *testing.T) {
 	}
 	assert.Positive(t, scrape(t, relay, `switchboard_http_relayed_total{side="sent"}`), "requests landed on the other instance")
 	assert.Positive(t, scrape(t, owner, `switchboard_http_relayed_total{side="served"}`), "and its owner served them")
+}
+
+// TestHTTP_ownerDroppedForALagIsWaitedFor: an instance that dropped the
+// owner of a session for a silence that was only a lag (its heartbeats
+// judged missed under load) relays the session's next request once it
+// hears the owner again, instead of answering 404, which would make the
+// client give up a session that is alive. The session of an instance that
+// left is still 404.
+func TestHTTP_ownerDroppedForALagIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	// Heartbeats a second apart: the owner is not heard again by chance
+	// between the drop and the request.
+	cfg := Config{HeartbeatInterval: time.Second}
+	a, b := startHubOn(t, rs, prefix, cfg), startHubOn(t, rs, prefix, cfg)
+	for _, th := range []*testHub{a, b} {
+		require.Eventually(t, func() bool { return len(th.remoteInstances()) == 1 }, wait, 10*time.Millisecond)
+	}
+	s := openRawHTTP(t, a.srv.URL+"/mcp", nil)
+	require.True(t, strings.HasPrefix(s.header.Get(mcp.HeaderSessionID), a.ID()+":"), "the session is A's")
+
+	// B judges A silent: the time of a stall on A's side, at B's next
+	// heartbeat.
+	b.cluster.expire(time.Now().Add(10 * cfg.HeartbeatInterval))
+	require.False(t, b.cluster.knows(a.ID()), "B dropped A")
+	status, _, body := post(t, b.srv.URL+"/mcp", s.header, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	assert.Equal(t, http.StatusOK, status, "the request waited for A, alive, to be heard again: %s", body)
+	assert.True(t, b.cluster.knows(a.ID()))
+
+	// A leaves: its sessions are gone.
+	a.Close()
+	require.Eventually(t, func() bool { return !b.cluster.knows(a.ID()) }, wait, 10*time.Millisecond)
+	status, _, body = post(t, b.srv.URL+"/mcp", s.header, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	assert.Equal(t, http.StatusNotFound, status, body)
 }

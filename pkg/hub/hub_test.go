@@ -34,10 +34,16 @@ var defaultTransport = http.DefaultTransport.(*http.Transport).Clone()
 
 const wait = 10 * time.Second
 
-// testLogger shows the hub's logs with -v when SWITCHBOARD_TEST_LOG is set.
+// testLogger shows the hub's logs with -v when SWITCHBOARD_TEST_LOG is set:
+// from the level it names (debug, info, warn, error; debug for any other
+// value), so that a long run under load can keep the warnings alone.
 func testLogger() *slog.Logger {
-	if os.Getenv("SWITCHBOARD_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if v := os.Getenv("SWITCHBOARD_TEST_LOG"); v != "" {
+		var level slog.Level
+		if level.UnmarshalText([]byte(v)) != nil {
+			level = slog.LevelDebug
+		}
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	}
 	return slog.New(slog.DiscardHandler)
 }

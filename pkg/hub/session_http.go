@@ -104,11 +104,7 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, r *http.Request, scope string) {
 	}
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		if owner := h.sessionOwner(id); owner != h.id {
-			if owner == "" {
-				http.Error(w, "404 not found: unknown or expired session", http.StatusNotFound)
-				return
-			}
-			h.relayHTTP(w, r, owner)
+			h.relayToOwner(w, r, owner)
 			return
 		}
 	}
@@ -169,20 +165,32 @@ func (h *Hub) newSessionID() string {
 	return h.id + ":" + hex.EncodeToString(b[:])
 }
 
-// sessionOwner returns the instance that owns an HTTP session: this one,
-// another one of the cluster, or "" for none known.
+// sessionOwner returns the instance that an HTTP session's id names as its
+// owner: this one for an id that names none.
 func (h *Hub) sessionOwner(id string) string {
 	owner, _, ok := strings.Cut(id, ":")
 	if !ok {
 		return h.id // not one of ours: the handler says it is unknown
 	}
-	if owner == h.id {
-		return owner
+	return owner
+}
+
+// relayToOwner serves a request for a session that another instance owns
+// through it, once this instance hears from it (awaitOwner). The session
+// of an instance it does not hear is gone (404), unless the broker is
+// down: then the instance is out of reach, maybe for a moment, and the
+// client is told to come back (503) rather than to give its session up.
+func (h *Hub) relayToOwner(w http.ResponseWriter, r *http.Request, owner string) {
+	switch {
+	case h.cluster.awaitOwner(r.Context(), owner):
+		h.relayHTTP(w, r, owner)
+	case r.Context().Err() != nil: // the client left
+	case !h.cluster.isBrokerUp():
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "503 the hub instance that holds this session is out of reach: the broker is unavailable", http.StatusServiceUnavailable)
+	default:
+		http.Error(w, "404 not found: unknown or expired session", http.StatusNotFound)
 	}
-	if h.cluster.knows(owner) {
-		return owner
-	}
-	return ""
 }
 
 // openHTTPSession starts the session of an initialize POST.
