@@ -319,7 +319,12 @@ func TestCluster_relayedStreamOfAClientThatStopsReading(t *testing.T) {
 	t.Parallel()
 	rs := redistest.Start(t)
 	prefix := redistest.Prefix(t)
-	cfg := Config{StreamWriteTimeout: 300 * time.Millisecond, SessionIdleTimeout: 2 * time.Second, HeartbeatInterval: time.Second}
+	// The session idles from the moment A lets go of its stream until the
+	// client resumes it: under load (GOMAXPROCS=1, every core spinning)
+	// that took up to 1.7 s, and an idle timeout of 2 s left no margin: the
+	// session could end first, and the resumption be 404.
+	const idle = 5 * time.Second
+	cfg := Config{StreamWriteTimeout: 300 * time.Millisecond, SessionIdleTimeout: idle, HeartbeatInterval: time.Second}
 	a, b := startHubOn(t, rs, prefix, cfg), startHubOn(t, rs, prefix, cfg)
 	smallBuffers(t, b.srv.Listener)
 	for _, th := range []*testHub{a, b} {
@@ -378,7 +383,7 @@ func TestCluster_relayedStreamOfAClientThatStopsReading(t *testing.T) {
 		}
 	}
 	resumed.Body.Close()
-	require.Eventually(t, func() bool { return a.streamable.Sessions() == 0 }, wait, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return a.streamable.Sessions() == 0 }, idle+wait, 10*time.Millisecond,
 		"the session, with no stream left, idles out")
 
 	server.write(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","data":"for everyone"}}`)
