@@ -34,17 +34,17 @@ const (
 
 // idleResult is the cost of connected, initialized clients that do nothing.
 type idleResult struct {
-	what                string // idleBare, idleWS or idleHTTP
-	conns               int
-	rssBefore, rssAfter int64
-	before, after       runtimeStats
-	statsOK             bool
-	connectRate         float64 // connect + initialize, idleConnectors at a time
+	what          string // idleBare, idleWS or idleHTTP
+	conns         int
+	before, after runtimeStats
+	statsOK       bool
+	connectRate   float64 // connect + initialize, idleConnectors at a time
 
-	// What RSS is made of (-idle-only): /proc's figures before and after
-	// (the peak, VmHWM, is the process's whole life's), and with peaks
-	// the most goroutines and stack bytes seen while the clients connected
-	// (sampled every idlePeakEvery; 0 when not sampled).
+	// /proc's figures of the process's memory before and after: its RSS,
+	// and what RSS is made of (-idle-only; the peak, VmHWM, is the
+	// process's whole life's); and with peaks the most goroutines and
+	// stack bytes seen while the clients connected (sampled every
+	// idlePeakEvery; 0 when not sampled).
 	memBefore, memAfter benchlab.ProcMemory
 	peakGoroutines      float64
 	peakStacks          float64
@@ -52,7 +52,7 @@ type idleResult struct {
 
 // perConn is the RSS each connection added.
 func (ir *idleResult) perConn() float64 {
-	return float64(ir.rssAfter-ir.rssBefore) / float64(ir.conns)
+	return float64(ir.memAfter.RSS-ir.memBefore.RSS) / float64(ir.conns)
 }
 
 // detailRows are what the RSS per connection is made of, each a name and
@@ -186,8 +186,7 @@ func writeIdleProfiles(ctx context.Context, addr, prefix string) error {
 // closes them before it returns.
 func measureIdle(ctx context.Context, p *idleProcess, what string, n int, peaks bool, idle func() error) (*idleResult, error) {
 	ir := &idleResult{what: what, conns: n}
-	ir.rssBefore, ir.before, ir.statsOK = processMemory(ctx, p.pid, p.stats)
-	ir.memBefore, _ = benchlab.Memory(p.pid)
+	ir.memBefore, ir.before, ir.statsOK = processMemory(ctx, p.pid, p.stats)
 	closers := make([]func(), n)
 	defer func() {
 		_ = forEach(context.WithoutCancel(ctx), n, 64, func(i int) error {
@@ -229,9 +228,8 @@ func measureIdle(ctx context.Context, p *idleProcess, what string, n int, peaks 
 		return nil, err
 	}
 	var ok bool
-	ir.rssAfter, ir.after, ok = processMemory(ctx, p.pid, p.stats)
+	ir.memAfter, ir.after, ok = processMemory(ctx, p.pid, p.stats)
 	ir.statsOK = ir.statsOK && ok
-	ir.memAfter, _ = benchlab.Memory(p.pid)
 	return ir, idle()
 }
 
@@ -325,14 +323,14 @@ func newHTTPSessionOpener() func(ctx context.Context, addr string) (func(), erro
 	}
 }
 
-// processMemory reads a process's RSS and, from stats when it has them,
-// its runtime figures.
-func processMemory(ctx context.Context, pid int, stats *statsSource) (rss int64, st runtimeStats, ok bool) {
-	rss, _ = benchlab.RSSBytes(pid)
+// processMemory reads a process's memory from /proc and, from stats when
+// it has them, its runtime figures.
+func processMemory(ctx context.Context, pid int, stats *statsSource) (mem benchlab.ProcMemory, st runtimeStats, ok bool) {
+	mem, _ = benchlab.Memory(pid)
 	if stats != nil {
 		var err error
 		st, err = stats.read(ctx)
 		ok = err == nil
 	}
-	return rss, st, ok
+	return mem, st, ok
 }

@@ -35,9 +35,9 @@ func TestVerdicts_targets(t *testing.T) {
 				rateRatio: 0.6, p99Ratio: 9},
 		},
 		idle: []*idleResult{
-			{what: idleBare, conns: 10000, rssAfter: 10000 * 30 << 10}, // the floor: no target
-			{what: idleWS, conns: 10000, rssBefore: 0, rssAfter: 10000 * 20 << 10},
-			{what: idleHTTP, conns: 1000, rssBefore: 1 << 20, rssAfter: 1<<20 + 1000*8<<10},
+			{what: idleBare, conns: 10000, memAfter: benchlab.ProcMemory{RSS: 10000 * 30 << 10}}, // the floor: no target
+			{what: idleWS, conns: 10000, memAfter: benchlab.ProcMemory{RSS: 10000 * 20 << 10}},
+			{what: idleHTTP, conns: 1000, memBefore: benchlab.ProcMemory{RSS: 1 << 20}, memAfter: benchlab.ProcMemory{RSS: 1<<20 + 1000*8<<10}},
 		},
 	}
 	vs := r.verdicts()
