@@ -306,7 +306,9 @@ func (c *cluster) excuse(stalled time.Duration, now time.Time) {
 // the broker is down nothing comes back and silence is judged against now,
 // as the others are unreachable anyway. An instance dropped for its
 // silence, unless it said goodbye, is noted as such for missedHeartbeats
-// intervals: the requests for its sessions wait for it (awaitOwner).
+// intervals: the requests for its sessions wait for it (awaitOwner), and
+// the exchanges in flight with it (calls either way, relayed requests) go
+// on: they end only if it is not heard again within those intervals.
 func (c *cluster) expire(now time.Time) {
 	interval := c.hub.cfg.HeartbeatInterval
 	limit := time.Duration(missedHeartbeats) * interval
@@ -327,21 +329,26 @@ func (c *cluster) expire(now time.Time) {
 			}
 		}
 	}
+	var lost []string
 	for id, at := range c.silent {
 		if now.Sub(at) > limit {
 			delete(c.silent, id)
+			lost = append(lost, id)
 		}
 	}
 	c.mu.Unlock()
+	for _, id := range lost { // not heard again: gone after all
+		c.endExchanges(id, errInstanceGone, true)
+		c.hub.tasks.instanceGone(id)
+	}
 	for _, id := range gone {
 		c.hub.log.Warn("instance went silent; dropping its servers", "peer", shortID(id))
-		c.drop(id)
+		if slices.Contains(lagging, id) {
+			c.dropSilent(id, now)
+		} else {
+			c.drop(id)
+		}
 	}
-	c.mu.Lock()
-	for _, id := range lagging {
-		c.silent[id] = now
-	}
-	c.mu.Unlock()
 }
 
 // sayGoodbye tells the others that this instance leaves: in the inbox of
@@ -380,19 +387,48 @@ func (c *cluster) leaving(id string) {
 
 // drop forgets an instance: its servers, its calls and what it asked of us.
 func (c *cluster) drop(id string) {
-	h := c.hub
+	known := c.forget(id, time.Time{})
+	c.endExchanges(id, errInstanceGone, true)
+	c.unlist(id, known)
+	if known {
+		c.hub.tasks.instanceGone(id) // its tasks' followers hear they failed
+	}
+}
+
+// dropSilent forgets an instance that went silent at now, which may only
+// lag (expire): its servers, and the requests held for it, never sent.
+// What is under way with it (its calls, what it asked of us, the tasks it
+// holds) waits for it: expire ends that if it is not heard again within
+// missedHeartbeats intervals.
+func (c *cluster) dropSilent(id string, now time.Time) {
+	known := c.forget(id, now)
+	c.endHeld(id, errInstanceGone)
+	c.unlist(id, known)
+}
+
+// forget takes an instance off the cluster, noting it as silent since
+// silentAt unless that is zero, and reports whether it was known.
+func (c *cluster) forget(id string, silentAt time.Time) bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	_, known := c.remotes[id]
 	delete(c.remotes, id)
 	delete(c.partial, id)
-	delete(c.silent, id)
-	c.mu.Unlock()
-	c.endExchanges(id, errInstanceGone, true)
-	if known {
-		h.reg.setRemote(id, nil, nil)
-		h.tasks.instanceGone(id) // its tasks' followers hear they failed
+	if silentAt.IsZero() {
+		delete(c.silent, id)
+	} else {
+		c.silent[id] = silentAt
 	}
-	h.subs.dropInstance(id)
+	return known
+}
+
+// unlist takes a forgotten instance's servers off the lists (when it was
+// known) and its subscriptions off this instance's.
+func (c *cluster) unlist(id string, known bool) {
+	if known {
+		c.hub.reg.setRemote(id, nil, nil)
+	}
+	c.hub.subs.dropInstance(id)
 }
 
 // publishSnapshot publishes this instance's replicas: in one message, or,
@@ -586,12 +622,7 @@ func (c *cluster) heard(instance string, now time.Time, hears hearing) *remoteIn
 	var failed []*outCall
 	switch {
 	case r.deaf:
-		for n, oc := range c.calls {
-			if oc.instance == instance && !oc.started { // held, not sent
-				failed = append(failed, oc)
-				delete(c.calls, n)
-			}
-		}
+		failed = c.takeHeldLocked(instance)
 		r.waiting = nil
 	case c.brokerUp && r.heard != c.epoch:
 		r.heard = c.epoch
@@ -715,6 +746,16 @@ func (c *cluster) knows(instance string) bool {
 	defer c.mu.Unlock()
 	_, known := c.remotes[instance]
 	return known
+}
+
+// mayHear reports whether instance is one this instance hears, or one
+// dropped for its silence lately, which may be heard again (expire).
+func (c *cluster) mayHear(instance string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, known := c.remotes[instance]
+	_, silent := c.silent[instance]
+	return known || silent
 }
 
 // settled reports whether this instance has been in the cluster long

@@ -86,6 +86,30 @@ func (c *cluster) endExchanges(instance string, err error, all bool) {
 	}
 }
 
+// endHeld fails the requests held for instance, never sent (they waited
+// to hear from it), with err.
+func (c *cluster) endHeld(instance string, err error) {
+	c.mu.Lock()
+	failed := c.takeHeldLocked(instance)
+	c.mu.Unlock()
+	for _, oc := range failed {
+		oc.done(nil, err)
+	}
+}
+
+// takeHeldLocked takes the requests held for instance, never sent, out of
+// the calls in flight, and returns them. c.mu is held.
+func (c *cluster) takeHeldLocked(instance string) []*outCall {
+	var held []*outCall
+	for n, oc := range c.calls {
+		if oc.instance == instance && !oc.started {
+			held = append(held, oc)
+			delete(c.calls, n)
+		}
+	}
+	return held
+}
+
 // servedID names a request another instance sent us: its sender, and the
 // sender's number for it.
 type servedID struct {

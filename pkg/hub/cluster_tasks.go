@@ -503,12 +503,13 @@ func (ts *tasks) localState(id string) *taskRecord {
 // holderGone reports whether the instance holding a hub-held task's call
 // is gone: this one when it does not hold it (it restarted, keeping its
 // id), or one this instance does not hear, once it has been in the cluster
-// long enough to have heard every live one.
+// long enough to have heard every live one. One dropped for its silence
+// lately may be heard again: its tasks wait for it, as its calls do.
 func (ts *tasks) holderGone(rec *taskRecord) bool {
 	if rec.Instance == ts.h.id {
 		return ts.localHeld(rec.ID) == nil
 	}
-	return ts.h.cluster.settled() && !ts.h.cluster.knows(rec.Instance)
+	return ts.h.cluster.settled() && !ts.h.cluster.mayHear(rec.Instance)
 }
 
 // errHolderGone is how a hub-held task ends whose instance is gone.

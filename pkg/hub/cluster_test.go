@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -256,6 +257,72 @@ func TestCluster_expireAfterMissedHeartbeats(t *testing.T) {
 	assert.True(t, c.knows("other"), "silent for exactly %d heartbeats: kept", missedHeartbeats)
 	c.expire(seen.Add(limit + time.Millisecond))
 	assert.False(t, c.knows("other"), "silent for longer: dropped")
+}
+
+// TestCluster_exchangesWithALaggingInstanceWaitForIt: an instance dropped
+// for its silence may only lag; the requests sent to it and relayed to it
+// go on, and so do the tasks whose call it holds; they end (errInstanceGone,
+// a lost relay, a failed task) only once it has not been heard for
+// missedHeartbeats intervals more. A request held for it, never
+// sent, fails at the drop, as before.
+func TestCluster_exchangesWithALaggingInstanceWaitForIt(t *testing.T) {
+	t.Parallel()
+	c, seen := heardOther(t)
+	limit := time.Duration(missedHeartbeats) * time.Hour
+	c.mu.Lock()
+	c.upSince = seen.Add(-limit - time.Hour) // settled: one it does not hear is gone
+	c.mu.Unlock()
+	held := &taskRecord{ID: "t", Instance: "other"}
+	ended := map[string]error{}
+	var mu sync.Mutex
+	call := func(name string, started bool) *outCall {
+		return &outCall{instance: "other", started: started, sent: make(chan struct{}), done: func(_ json.RawMessage, err error) {
+			mu.Lock()
+			ended[name] = err
+			mu.Unlock()
+		}}
+	}
+	rl := &relay{instance: "other", parts: make(chan *httpPart, 1), lost: make(chan struct{})}
+	c.mu.Lock()
+	c.calls[1], c.calls[2] = call("sent", true), call("held", false)
+	c.relays[3] = rl
+	c.mu.Unlock()
+	endedNow := func(name string) (error, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		err, ok := ended[name]
+		return err, ok
+	}
+
+	dropped := seen.Add(limit + time.Millisecond)
+	echo(c, dropped)
+	c.expire(dropped)
+	require.False(t, c.knows("other"), "dropped for its silence")
+	_, ok := endedNow("sent")
+	assert.False(t, ok, "the call sent to it waits for it")
+	select {
+	case <-rl.lost:
+		t.Fatal("the request relayed to it was given up at the drop")
+	default:
+	}
+	assert.False(t, c.hub.tasks.holderGone(held), "the task whose call it holds waits for it")
+	err, ok := endedNow("held")
+	require.True(t, ok, "the request held for it fails at the drop")
+	assert.Equal(t, mcp.CodeConnectionClosed, rpcCode(err))
+
+	c.expire(dropped.Add(limit))
+	_, ok = endedNow("sent")
+	assert.False(t, ok, "still within missedHeartbeats intervals of the drop")
+	c.expire(dropped.Add(limit + time.Millisecond))
+	err, ok = endedNow("sent")
+	require.True(t, ok, "not heard again in time: the call fails")
+	assert.Equal(t, mcp.CodeConnectionClosed, rpcCode(err))
+	select {
+	case <-rl.lost:
+	default:
+		t.Fatal("the relayed request is given up with it")
+	}
+	assert.True(t, c.hub.tasks.holderGone(held), "and the task fails")
 }
 
 // heardOther starts an instance whose own heartbeat ticks never run (the

@@ -308,3 +308,75 @@ func TestHTTP_ownerDroppedForALagIsWaitedFor(t *testing.T) {
 	status, _, body = post(t, b.srv.URL+"/mcp", s.header, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
 	assert.Equal(t, http.StatusNotFound, status, body)
 }
+
+// TestHTTP_exchangesOutliveALag: what is under way with an instance when
+// another drops it for a silence that was only a lag goes on: a request of
+// a session relayed to its owner gets its answer, where it was a 502, and
+// a call to a server on the dropped instance gets its result, where it
+// failed ("instance left").
+func TestHTTP_exchangesOutliveALag(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	cfg := Config{HeartbeatInterval: time.Second} // A is not heard again by chance at once
+	a, b := startHubOn(t, rs, prefix, cfg), startHubOn(t, rs, prefix, cfg)
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	s := mcp.NewServer(mcp.Implementation{Name: "w", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "work"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("finished")}}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	a.runServer(s, "w")
+	b.waitServer("w", 1)
+	require.Eventually(t, func() bool { return b.cluster.knows(a.ID()) }, wait, 10*time.Millisecond)
+
+	session := openRawHTTP(t, a.srv.URL+"/mcp", nil)
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	relayed := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/mcp",
+			strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"w__work"}}`))
+		req.Header = session.header.Clone()
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := scrapeClient.Do(req)
+		if err != nil {
+			relayed <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		relayed <- answer{status: resp.StatusCode, body: string(body), err: err}
+	}()
+	called := make(chan error, 1)
+	c := b.client(nil)
+	go func() {
+		res, err := c.CallTool(ctxFor(t), "w__work", nil, nil)
+		if err == nil && res.Content[0].Text != "finished" {
+			err = fmt.Errorf("result %q", res.Content[0].Text)
+		}
+		called <- err
+	}()
+	within(t, started, "the first call at the server")
+	within(t, started, "the second call at the server")
+
+	// B judges A silent while both are under way: the time of a stall on
+	// A's side, at B's next heartbeat.
+	b.cluster.expire(time.Now().Add(10 * cfg.HeartbeatInterval))
+	require.False(t, b.cluster.knows(a.ID()), "B dropped A")
+	close(release)
+	got := within(t, relayed, "the relayed request's answer")
+	require.NoError(t, got.err)
+	assert.Equal(t, http.StatusOK, got.status, got.body)
+	assert.Contains(t, got.body, "finished")
+	assert.NoError(t, within(t, called, "the call's result"), "the call to A's server")
+}
