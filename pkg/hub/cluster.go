@@ -775,7 +775,10 @@ func (c *cluster) settled() bool {
 // a moment. A request for its session waits for it then, for
 // missedHeartbeats intervals after the drop at most, rather than be told
 // that the session is gone (404), which makes its client give the session
-// up. One never heard, or while the broker is down, is not known at once.
+// up. So does a request for one never heard while this instance has not
+// yet heard everyone (it started, or its broker connection came back, less
+// than missedHeartbeats intervals ago: settled). While the broker is down
+// none is known.
 func (c *cluster) awaitOwner(ctx context.Context, instance string) bool {
 	limit := time.Duration(missedHeartbeats) * c.hub.cfg.HeartbeatInterval
 	var timer *time.Timer
@@ -787,14 +790,17 @@ func (c *cluster) awaitOwner(ctx context.Context, instance string) bool {
 	for {
 		c.mu.Lock()
 		_, known := c.remotes[instance]
-		at, lagging := c.silent[instance]
+		until, lagging := c.silent[instance]
+		if !lagging {
+			until = c.upSince // not heard yet, maybe
+		}
 		up, joined := c.brokerUp, c.joined
 		c.mu.Unlock()
-		wait := time.Until(at.Add(limit))
+		wait := time.Until(until.Add(limit))
 		switch {
 		case known:
 			return true
-		case !lagging, !up, wait <= 0:
+		case !up, wait <= 0:
 			return false
 		case timer == nil:
 			timer = time.NewTimer(wait)

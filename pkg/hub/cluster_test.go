@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -323,6 +324,44 @@ func TestCluster_exchangesWithALaggingInstanceWaitForIt(t *testing.T) {
 		t.Fatal("the relayed request is given up with it")
 	}
 	assert.True(t, c.hub.tasks.holderGone(held), "and the task fails")
+}
+
+// TestCluster_anOwnerNotHeardYetIsWaitedFor: an instance that has not yet
+// heard everyone (it started, or its broker connection came back, less
+// than missedHeartbeats intervals ago) waits for the owner of a session it
+// was asked to serve, rather than answer 404 for a session that is alive;
+// one it has not heard once settled is none. Time here is synctest's.
+func TestCluster_anOwnerNotHeardYetIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(&Hub{cfg: Config{HeartbeatInterval: time.Second}})
+		c.brokerUp, c.upSince = true, time.Now() // just started
+		found := make(chan bool, 1)
+		go func() { found <- c.awaitOwner(context.Background(), "newcomer") }()
+		synctest.Wait()
+		select {
+		case ok := <-found:
+			t.Fatalf("awaitOwner answered %v before the owner was heard", ok)
+		default:
+		}
+		c.heard("newcomer", time.Now(), hearsNow)
+		assert.True(t, <-found, "heard while this instance settles: found")
+
+		start := time.Now()
+		assert.False(t, c.awaitOwner(context.Background(), "nobody"), "never heard: none")
+		assert.Equal(t, time.Duration(missedHeartbeats)*time.Second, time.Since(start), "once settled")
+		assert.False(t, c.awaitOwner(context.Background(), "nobody"), "settled: none at once")
+		assert.Zero(t, time.Since(start)-time.Duration(missedHeartbeats)*time.Second)
+	})
+}
+
+// settle makes th's instance one that has been in the cluster long
+// enough to have heard every live instance (cluster.settled).
+func (th *testHub) settle() {
+	c := th.cluster
+	c.mu.Lock()
+	c.upSince = c.upSince.Add(-time.Duration(missedHeartbeats+1) * c.hub.cfg.HeartbeatInterval)
+	c.mu.Unlock()
 }
 
 // heardOther starts an instance whose own heartbeat ticks never run (the

@@ -176,10 +176,12 @@ func (h *Hub) sessionOwner(id string) string {
 }
 
 // relayToOwner serves a request for a session that another instance owns
-// through it, once this instance hears from it (awaitOwner). The session
-// of an instance it does not hear is gone (404), unless the broker is
-// down: then the instance is out of reach, maybe for a moment, and the
-// client is told to come back (503) rather than to give its session up.
+// through it, once this instance hears from it (awaitOwner: one dropped
+// for a silence, or not heard yet by an instance that just joined, is
+// waited for a few heartbeats). The session of an instance it does not
+// hear is gone (404), unless the broker is down: then the instance is out
+// of reach, maybe for a moment, and the client is told to come back (503)
+// rather than to give its session up.
 func (h *Hub) relayToOwner(w http.ResponseWriter, r *http.Request, owner string) {
 	switch {
 	case h.cluster.awaitOwner(r.Context(), owner):
