@@ -321,17 +321,7 @@ func TestHTTP_exchangesOutliveALag(t *testing.T) {
 	cfg := Config{HeartbeatInterval: time.Second} // A is not heard again by chance at once
 	a, b := startHubOn(t, rs, prefix, cfg), startHubOn(t, rs, prefix, cfg)
 	started, release := make(chan struct{}, 2), make(chan struct{})
-	s := mcp.NewServer(mcp.Implementation{Name: "w", Version: "1"}, nil)
-	s.AddTool(&mcp.Tool{Name: "work"}, func(ctx context.Context, req *mcp.ToolRequest) (*mcp.CallToolResult, error) {
-		started <- struct{}{}
-		select {
-		case <-release:
-			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("finished")}}, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	})
-	a.runServer(s, "w")
+	a.runServer(slowServer(release, started), "w")
 	b.waitServer("w", 1)
 	require.Eventually(t, func() bool { return b.cluster.knows(a.ID()) }, wait, 10*time.Millisecond)
 
@@ -344,7 +334,7 @@ func TestHTTP_exchangesOutliveALag(t *testing.T) {
 	relayed := make(chan answer, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/mcp",
-			strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"w__work"}}`))
+			strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"w__slow","arguments":{}}}`))
 		req.Header = session.header.Clone()
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -360,8 +350,8 @@ func TestHTTP_exchangesOutliveALag(t *testing.T) {
 	called := make(chan error, 1)
 	c := b.client(nil)
 	go func() {
-		res, err := c.CallTool(ctxFor(t), "w__work", nil, nil)
-		if err == nil && res.Content[0].Text != "finished" {
+		res, err := c.CallTool(ctxFor(t), "w__slow", map[string]any{}, nil)
+		if err == nil && res.Content[0].Text != "slow and done" {
 			err = fmt.Errorf("result %q", res.Content[0].Text)
 		}
 		called <- err
@@ -377,6 +367,6 @@ func TestHTTP_exchangesOutliveALag(t *testing.T) {
 	got := within(t, relayed, "the relayed request's answer")
 	require.NoError(t, got.err)
 	assert.Equal(t, http.StatusOK, got.status, got.body)
-	assert.Contains(t, got.body, "finished")
+	assert.Contains(t, got.body, "slow and done")
 	assert.NoError(t, within(t, called, "the call's result"), "the call to A's server")
 }
