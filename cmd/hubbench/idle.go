@@ -117,6 +117,7 @@ type idleProcess struct {
 func runIdle(ctx context.Context, sup *benchlab.Supervisor, hubBin string, n int, profiles string, peaks bool, progress func(string)) ([]*idleResult, error) {
 	var out []*idleResult
 	for _, what := range []string{idleBare, idleWS, idleHTTP} {
+		mark := sup.Mark()
 		p, err := startIdleProcess(ctx, sup, hubBin, what, profiles != "")
 		if err != nil {
 			return nil, fmt.Errorf("idle, %s: %w", what, err)
@@ -131,6 +132,7 @@ func runIdle(ctx context.Context, sup *benchlab.Supervisor, hubBin string, n int
 		if err != nil {
 			return nil, fmt.Errorf("idle, %s: %w", what, err)
 		}
+		sup.StopSince(mark) // its clients are gone: the next kind's process is measured alone
 		out = append(out, ir)
 	}
 	return out, nil

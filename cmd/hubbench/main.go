@@ -337,22 +337,33 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		if rep.churn, err = runChurn(ctx, cfg, env.solo, progress); err != nil {
 			return err
 		}
-		if rep.pools, err = runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress); err != nil {
+		if rep.pools, err = stage(sup, func() (*poolsResult, error) {
+			return runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress)
+		}); err != nil {
 			return fmt.Errorf("connector pools: %w", err)
 		}
-		if rep.catalog, err = runCatalog(ctx, cfg, sup, root, hubBin, tmp, progress); err != nil {
+		if rep.catalog, err = stage(sup, func() (*catalogResult, error) {
+			return runCatalog(ctx, cfg, sup, root, hubBin, tmp, progress)
+		}); err != nil {
 			return fmt.Errorf("catalog: %w", err)
 		}
-		if rep.tracing, err = runTracing(ctx, cfg, sup, root, hubBin, tmp, o.base, progress); err != nil {
+		if rep.tracing, err = stage(sup, func() (*tracingResult, error) {
+			return runTracing(ctx, cfg, sup, root, hubBin, tmp, o.base, progress)
+		}); err != nil {
 			return fmt.Errorf("the cost of tracing: %w", err)
 		}
-		if rep.connect, err = runConnect(ctx, cfg, sup, root, tmp, hubBin, progress); err != nil {
+		if rep.connect, err = stage(sup, func() (*connectResult, error) {
+			return runConnect(ctx, cfg, sup, root, tmp, hubBin, progress)
+		}); err != nil {
 			return fmt.Errorf("hub connect: %w", err)
 		}
-		if rep.cache, err = runCache(ctx, cfg, sup, root, hubBin, progress); err != nil {
+		if rep.cache, err = stage(sup, func() (*cacheResult, error) {
+			return runCache(ctx, cfg, sup, root, hubBin, progress)
+		}); err != nil {
 			return fmt.Errorf("caching client: %w", err)
 		}
 	}
+	fanoutMark := sup.Mark()
 	fresh, err := startHub(ctx, sup, "hub (fan-out)", hubBin, "")
 	if err != nil {
 		return err
@@ -385,6 +396,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		}
 		rep.fanout = append(append(rep.fanout, raw...), results...)
 	}
+	sup.StopSince(fanoutMark)
 
 	if rep.idle, err = runIdle(ctx, sup, hubBin, cfg.idleConns, "", false, progress); err != nil {
 		return err
@@ -665,4 +677,13 @@ func profileOnly(ctx context.Context, o *options, cfg *config, sup *benchlab.Sup
 		fmt.Fprintf(stdout, "## %s\n%s\n%s\n\n%s\n\n", p.heading(), p.file, p.allocFile, p.top)
 	}
 	return nil
+}
+
+// stage runs one part of a full run: the processes it starts end with it,
+// so that none of them wakes (keepalives, heartbeats, sweeps, collections)
+// while a later part measures. The processes of the calls, which the
+// fan-out uses again, run to the end.
+func stage[T any](sup *benchlab.Supervisor, run func() (T, error)) (T, error) {
+	defer sup.StopSince(sup.Mark())
+	return run()
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -168,6 +169,33 @@ func (s *Supervisor) StopAll() {
 	for _, rs := range redis {
 		rs.Stop()
 	}
+	stop(children)
+}
+
+// Mark returns a mark of the children started so far, for StopSince.
+func (s *Supervisor) Mark() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.children)
+}
+
+// StopSince stops the children started after mark (Mark), as StopAll
+// does: a part of a run ends with the processes it started, which then
+// wake no more while the next part measures.
+func (s *Supervisor) StopSince(mark int) {
+	s.mu.Lock()
+	var children []*Child
+	if mark < len(s.children) {
+		children = slices.Clone(s.children[mark:])
+		s.children = s.children[:mark]
+	}
+	s.mu.Unlock()
+	stop(children)
+}
+
+// stop stops children: SIGTERM, then SIGKILL for those still running after
+// stopGrace; it returns once all are reaped.
+func stop(children []*Child) {
 	for _, c := range children {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	}

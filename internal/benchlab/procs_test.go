@@ -65,6 +65,31 @@ func TestSupervisor_children(t *testing.T) {
 	assert.NotContains(t, sup.CPUByProcess(), "listener")
 }
 
+// TestSupervisor_stopSince: the children a part of a run started end with
+// it; those started before it go on until StopAll.
+func TestSupervisor_stopSince(t *testing.T) {
+	t.Parallel()
+	sup := &Supervisor{}
+	defer sup.StopAll()
+	ctx := context.Background()
+	start := func(name string) *Child {
+		c, _, err := sup.Start(ctx, name, []string{"/bin/sh", "-c", "exec sleep 60"}, nil, nil)
+		require.NoError(t, err)
+		return c
+	}
+	before := start("before")
+	mark := sup.Mark()
+	during := start("during")
+	sup.StopSince(mark)
+	assert.True(t, during.exited(), "stopped and reaped")
+	assert.False(t, before.exited(), "started before the mark: still running")
+	assert.NotContains(t, sup.CPUByProcess(), "during")
+	sup.StopSince(sup.Mark()) // nothing since
+	assert.False(t, before.exited())
+	sup.StopAll()
+	assert.True(t, before.exited())
+}
+
 // TestWaitHTTP: ready once the URL answers 200.
 func TestWaitHTTP(t *testing.T) {
 	t.Parallel()
