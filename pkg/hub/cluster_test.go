@@ -539,10 +539,13 @@ func TestCluster_redisOutage(t *testing.T) {
 	assert.Less(t, resumed, 2*time.Second)
 	assert.Equal(t, http.StatusOK, readyz(t, a))
 
-	// The subscription was renewed at the server's instance by itself.
+	// The subscription was renewed at the server's instance by itself, and
+	// its server subscribed again (coordOf counts a coordination before
+	// its replica is told: an update before that had no subscriber
+	// upstream, and the test waited for it in vain under load).
 	require.Eventually(t, func() bool {
 		_, replicas := b.subs.coordOf(demo.CounterURI)
-		return replicas == 1
+		return replicas == 1 && b.subs.told(demo.CounterURI)
 	}, wait, 10*time.Millisecond, "A asked B again for its subscription")
 	require.NoError(t, call("far__increment"))
 	notes.wait(t, mcp.NotificationResourceUpdated, 1, func(p json.RawMessage) bool {
