@@ -307,8 +307,9 @@ func (c *cluster) excuse(stalled time.Duration, now time.Time) {
 // as the others are unreachable anyway. An instance dropped for its
 // silence, unless it said goodbye, is noted as such for missedHeartbeats
 // intervals: the requests for its sessions wait for it (awaitOwner), and
-// the exchanges in flight with it (calls either way, relayed requests) go
-// on: they end only if it is not heard again within those intervals.
+// what is under way with it (calls either way, relayed requests, tasks,
+// subscriptions kept for its clients) goes on: that ends only if it is
+// not heard again within those intervals (dropSilent).
 func (c *cluster) expire(now time.Time) {
 	interval := c.hub.cfg.HeartbeatInterval
 	limit := time.Duration(missedHeartbeats) * interval
@@ -339,6 +340,7 @@ func (c *cluster) expire(now time.Time) {
 	c.mu.Unlock()
 	for _, id := range lost { // not heard again: gone after all
 		c.endExchanges(id, errInstanceGone, true)
+		c.hub.subs.dropInstance(id)
 		c.hub.tasks.instanceGone(id)
 	}
 	for _, id := range gone {
@@ -389,7 +391,10 @@ func (c *cluster) leaving(id string) {
 func (c *cluster) drop(id string) {
 	known := c.forget(id, time.Time{})
 	c.endExchanges(id, errInstanceGone, true)
-	c.unlist(id, known)
+	if known {
+		c.hub.reg.setRemote(id, nil, nil)
+	}
+	c.hub.subs.dropInstance(id)
 	if known {
 		c.hub.tasks.instanceGone(id) // its tasks' followers hear they failed
 	}
@@ -398,12 +403,15 @@ func (c *cluster) drop(id string) {
 // dropSilent forgets an instance that went silent at now, which may only
 // lag (expire): its servers, and the requests held for it, never sent.
 // What is under way with it (its calls, what it asked of us, the tasks it
-// holds) waits for it: expire ends that if it is not heard again within
-// missedHeartbeats intervals.
+// holds, the subscriptions this instance keeps for its clients, which it
+// would not know to ask again) waits for it: expire ends that if it is not
+// heard again within missedHeartbeats intervals.
 func (c *cluster) dropSilent(id string, now time.Time) {
 	known := c.forget(id, now)
 	c.endHeld(id, errInstanceGone)
-	c.unlist(id, known)
+	if known {
+		c.hub.reg.setRemote(id, nil, nil)
+	}
 }
 
 // forget takes an instance off the cluster, noting it as silent since
@@ -420,15 +428,6 @@ func (c *cluster) forget(id string, silentAt time.Time) bool {
 		c.silent[id] = silentAt
 	}
 	return known
-}
-
-// unlist takes a forgotten instance's servers off the lists (when it was
-// known) and its subscriptions off this instance's.
-func (c *cluster) unlist(id string, known bool) {
-	if known {
-		c.hub.reg.setRemote(id, nil, nil)
-	}
-	c.hub.subs.dropInstance(id)
 }
 
 // publishSnapshot publishes this instance's replicas: in one message, or,

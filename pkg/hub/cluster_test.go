@@ -326,6 +326,41 @@ func TestCluster_exchangesWithALaggingInstanceWaitForIt(t *testing.T) {
 	assert.True(t, c.hub.tasks.holderGone(held), "and the task fails")
 }
 
+// TestCluster_subscriptionsOutliveALag: an instance that drops another for
+// a silence that was only a lag keeps the subscriptions it keeps for that
+// one's clients, which would not know to ask again (it never left, and it
+// says no hello): its clients go on hearing of updates. They were released
+// at the drop, and the resource unsubscribed upstream for good.
+func TestCluster_subscriptionsOutliveALag(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	cfg := Config{HeartbeatInterval: time.Second} // A is not heard again by chance at once
+	a, b := startHubOn(t, rs, prefix, cfg), startHubOn(t, rs, prefix, cfg)
+	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
+	a.waitServer("far", 1)
+	require.Eventually(t, func() bool { return b.cluster.knows(a.ID()) }, wait, 10*time.Millisecond)
+	notes := newNotes()
+	c := a.client(&mcp.ClientOptions{OnNotification: notes.add})
+	require.NoError(t, c.Subscribe(ctxFor(t), demo.CounterURI))
+	require.Eventually(t, func() bool {
+		instances, replicas := b.subs.coordOf(demo.CounterURI)
+		return instances == 1 && replicas == 1 && b.subs.told(demo.CounterURI)
+	}, wait, 10*time.Millisecond, "B keeps the counter subscribed for A")
+
+	b.cluster.expire(time.Now().Add(10 * cfg.HeartbeatInterval)) // a stall on A's side, at B's next heartbeat
+	require.False(t, b.cluster.knows(a.ID()), "B dropped A")
+	instances, replicas := b.subs.coordOf(demo.CounterURI)
+	assert.Equal(t, 1, instances, "B still keeps the subscription for A")
+	assert.Equal(t, 1, replicas)
+	assert.True(t, b.subs.told(demo.CounterURI), "and did not unsubscribe upstream")
+	_, err := c.CallTool(ctxFor(t), "far__increment", nil, nil)
+	require.NoError(t, err)
+	notes.wait(t, mcp.NotificationResourceUpdated, 1, func(p json.RawMessage) bool {
+		return string(p) == `{"uri":"demo://counter"}`
+	})
+}
+
 // TestCluster_anOwnerNotHeardYetIsWaitedFor: an instance that has not yet
 // heard everyone (it started, or its broker connection came back, less
 // than missedHeartbeats intervals ago) waits for the owner of a session it
