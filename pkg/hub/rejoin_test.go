@@ -11,7 +11,8 @@ import (
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
 
-// An instance that stops hearing another drops it, and with it the
+// An instance that stops hearing another drops it, and with it (once it
+// has not heard it again for missedHeartbeats intervals more) the
 // subscriptions it kept for it; the other may still hear the first all
 // along (a Redis Cluster shard down for one of them, or a partition one
 // way), so it has no reason to ask again. The subscription used to stay
@@ -36,11 +37,16 @@ func TestSubscriptions_renewedWhenTheCoordinatorRejoins(t *testing.T) {
 	_, replicas := b.subs.coordOf(demo.CounterURI)
 	require.Equal(t, 1, replicas, "B keeps the subscription for A")
 
-	// B hears nothing, and misses A's heartbeats: it drops A, and releases
-	// what it kept for it. A hears B all along and keeps its servers.
+	// B hears nothing, and misses A's heartbeats: it drops A, keeps what
+	// it kept for it for missedHeartbeats intervals (A may only lag), then
+	// releases it. A hears B all along and keeps its servers.
 	hb.deaf.Store(true)
-	b.cluster.expire(time.Now().Add(2*missedHeartbeats*time.Hour + time.Minute))
+	dropped := time.Now().Add(2*missedHeartbeats*time.Hour + time.Minute)
+	b.cluster.expire(dropped)
 	require.False(t, b.cluster.knows(a.ID()), "B dropped A")
+	_, replicas = b.subs.coordOf(demo.CounterURI)
+	require.Equal(t, 1, replicas, "B keeps A's subscription while A may only lag")
+	b.cluster.expire(dropped.Add(missedHeartbeats*time.Hour + time.Minute))
 	_, replicas = b.subs.coordOf(demo.CounterURI)
 	require.Zero(t, replicas, "B dropped A's subscription")
 	require.Len(t, a.reg.view().servers["far"], 1, "A still lists B's server")
