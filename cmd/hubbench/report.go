@@ -453,6 +453,7 @@ func (r *report) markdown() string {
 	for _, v := range r.verdicts() {
 		w("- %s\n", v)
 	}
+	w("%s", r.distances())
 	w("\n## Method\n\n")
 	w("- Calls: for each shape and payload, every path gets its connections, then %d rounds in which the paths take\n", r.cfg.rounds)
 	w("  turns (the first one rotating) so that the machine's drift hits all alike. Each connection keeps its calls in\n")

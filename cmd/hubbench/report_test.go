@@ -96,3 +96,36 @@ func TestSetFloors(t *testing.T) {
 	assert.InDelta(t, 0.625, web.vsWS, 1e-9, "median of 0.5 and 0.75")
 	assert.Zero(t, raw.cpuFloor)
 }
+
+// TestDistances: the distance of each HTTP row to its floor, split into
+// net/http's own work, a WebSocket call's cost to the hub and the rest;
+// and hub connect's p50 at 1x1 split into the connector's share and the
+// hops beyond the hub's HTTP face.
+func TestDistances(t *testing.T) {
+	t.Parallel()
+	row := func(ep string, sh shape, cpu time.Duration, mallocs float64, p50 time.Duration) *callResult {
+		return &callResult{endpoint: ep, shape: sh, payload: payloads[0], cpu: cpu * 10, total: 10, mallocs: mallocs * 10, mallocsOK: true,
+			sum: benchlab.Latencies{P50: p50}}
+	}
+	big, one := shape{64, 16}, shape{1, 1}
+	r := &report{
+		cells: [][]*callResult{
+			{row(epRawHTTP, big, 20*time.Microsecond, 30, 0), row(epHub, big, 12*time.Microsecond, 21, 0),
+				row(epHTTP, big, 50*time.Microsecond, 54, 0), row(epHTTPModern, big, 60*time.Microsecond, 72, 0)},
+			{row(epHTTP, one, time.Millisecond, 53, 220*time.Microsecond)},
+		},
+		connect: &connectResult{cells: [][]*callResult{{row(epBackend, one, 0, 0, 160*time.Microsecond),
+			row(epConnect, one, 0, 0, 480*time.Microsecond), row(epPipe, one, 0, 0, 470*time.Microsecond)}}},
+	}
+	got := r.distances()
+	assert.Contains(t, got, "## Where the distance to the floors comes from (issue 28)")
+	assert.Contains(t, got, "alone, is 30.0 µs a call; net/http's own work and a WebSocket call's cost to the hub add up to 32.0 µs.")
+	assert.Contains(t, got, "| hub http (json) | 50.0 µs | 20.0 µs | 12.0 µs | 18.0 µs | 54.0 | 3.00 |")
+	assert.Contains(t, got, "| hub http 2026 (json) | 60.0 µs | 20.0 µs | 12.0 µs | 28.0 µs | 72.0 | 21.0 |")
+	assert.NotContains(t, got, "hub http (sse) |", "a row the run does not have")
+	assert.Contains(t, got, "relay in the connector's place in\n470 µs: the connector's own share of the latency is the difference, 10.0 µs.")
+	assert.Contains(t, got, "takes 220 µs, 1.38x the backend's")
+	assert.Contains(t, got, "rest, 250 µs, is the two hops more")
+	assert.Contains(t, got, "The target, 1.3x the backend's, is 208 µs.")
+	assert.Empty(t, (&report{}).distances(), "nothing to split: no section")
+}
