@@ -393,11 +393,9 @@ func (c *cluster) drop(id string) {
 	c.endExchanges(id, errInstanceGone, true)
 	if known {
 		c.hub.reg.setRemote(id, nil, nil)
-	}
-	c.hub.subs.dropInstance(id)
-	if known {
 		c.hub.tasks.instanceGone(id) // its tasks' followers hear they failed
 	}
+	c.hub.subs.dropInstance(id)
 }
 
 // dropSilent forgets an instance that went silent at now, which may only
