@@ -326,6 +326,29 @@ func TestCluster_exchangesWithALaggingInstanceWaitForIt(t *testing.T) {
 	assert.True(t, c.hub.tasks.holderGone(held), "and the task fails")
 }
 
+// lagPair starts two instances on one redis-server that heard each other,
+// their heartbeats a second apart: one that the other drops for a lag
+// (dropForALag) is not heard again by chance at once.
+func lagPair(t *testing.T) (a, b *testHub) {
+	t.Helper()
+	rs := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	cfg := Config{HeartbeatInterval: time.Second}
+	a, b = startHubOn(t, rs, prefix, cfg), startHubOn(t, rs, prefix, cfg)
+	for _, th := range []*testHub{a, b} {
+		require.Eventually(t, func() bool { return len(th.remoteInstances()) == 1 }, wait, 10*time.Millisecond)
+	}
+	return a, b
+}
+
+// dropForALag makes th drop other as it would for a stall on other's side
+// (its heartbeats judged missed), at th's next heartbeat.
+func (th *testHub) dropForALag(other *testHub) {
+	th.t.Helper()
+	th.cluster.expire(time.Now().Add(10 * th.cfg.HeartbeatInterval))
+	require.False(th.t, th.cluster.knows(other.ID()), "%s dropped %s", shortID(th.ID()), shortID(other.ID()))
+}
+
 // TestCluster_subscriptionsOutliveALag: an instance that drops another for
 // a silence that was only a lag keeps the subscriptions it keeps for that
 // one's clients, which would not know to ask again (it never left, and it
@@ -333,13 +356,9 @@ func TestCluster_exchangesWithALaggingInstanceWaitForIt(t *testing.T) {
 // at the drop, and the resource unsubscribed upstream for good.
 func TestCluster_subscriptionsOutliveALag(t *testing.T) {
 	t.Parallel()
-	rs := redistest.Start(t)
-	prefix := redistest.Prefix(t)
-	cfg := Config{HeartbeatInterval: time.Second} // A is not heard again by chance at once
-	a, b := startHubOn(t, rs, prefix, cfg), startHubOn(t, rs, prefix, cfg)
+	a, b := lagPair(t)
 	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
 	a.waitServer("far", 1)
-	require.Eventually(t, func() bool { return b.cluster.knows(a.ID()) }, wait, 10*time.Millisecond)
 	notes := newNotes()
 	c := a.client(&mcp.ClientOptions{OnNotification: notes.add})
 	require.NoError(t, c.Subscribe(ctxFor(t), demo.CounterURI))
@@ -348,8 +367,7 @@ func TestCluster_subscriptionsOutliveALag(t *testing.T) {
 		return instances == 1 && replicas == 1 && b.subs.told(demo.CounterURI)
 	}, wait, 10*time.Millisecond, "B keeps the counter subscribed for A")
 
-	b.cluster.expire(time.Now().Add(10 * cfg.HeartbeatInterval)) // a stall on A's side, at B's next heartbeat
-	require.False(t, b.cluster.knows(a.ID()), "B dropped A")
+	b.dropForALag(a)
 	instances, replicas := b.subs.coordOf(demo.CounterURI)
 	assert.Equal(t, 1, instances, "B still keeps the subscription for A")
 	assert.Equal(t, 1, replicas)

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/switchboard-mcp/switchboard/internal/demo"
-	"github.com/switchboard-mcp/switchboard/internal/redistest"
 	"github.com/switchboard-mcp/switchboard/pkg/jsonrpc"
 	"github.com/switchboard-mcp/switchboard/pkg/mcp"
 )
@@ -282,22 +281,10 @@ func TestHTTP_noAffinity(t *testing.T) {
 // left is still 404.
 func TestHTTP_ownerDroppedForALagIsWaitedFor(t *testing.T) {
 	t.Parallel()
-	rs := redistest.Start(t)
-	prefix := redistest.Prefix(t)
-	// Heartbeats a second apart: the owner is not heard again by chance
-	// between the drop and the request.
-	cfg := Config{HeartbeatInterval: time.Second}
-	a, b := startHubOn(t, rs, prefix, cfg), startHubOn(t, rs, prefix, cfg)
-	for _, th := range []*testHub{a, b} {
-		require.Eventually(t, func() bool { return len(th.remoteInstances()) == 1 }, wait, 10*time.Millisecond)
-	}
+	a, b := lagPair(t)
 	s := openRawHTTP(t, a.srv.URL+"/mcp", nil)
 	require.True(t, strings.HasPrefix(s.header.Get(mcp.HeaderSessionID), a.ID()+":"), "the session is A's")
-
-	// B judges A silent: the time of a stall on A's side, at B's next
-	// heartbeat.
-	b.cluster.expire(time.Now().Add(10 * cfg.HeartbeatInterval))
-	require.False(t, b.cluster.knows(a.ID()), "B dropped A")
+	b.dropForALag(a)
 	status, _, body := post(t, b.srv.URL+"/mcp", s.header, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	assert.Equal(t, http.StatusOK, status, "the request waited for A, alive, to be heard again: %s", body)
 	assert.True(t, b.cluster.knows(a.ID()))
@@ -316,14 +303,10 @@ func TestHTTP_ownerDroppedForALagIsWaitedFor(t *testing.T) {
 // failed ("instance left").
 func TestHTTP_exchangesOutliveALag(t *testing.T) {
 	t.Parallel()
-	rs := redistest.Start(t)
-	prefix := redistest.Prefix(t)
-	cfg := Config{HeartbeatInterval: time.Second} // A is not heard again by chance at once
-	a, b := startHubOn(t, rs, prefix, cfg), startHubOn(t, rs, prefix, cfg)
+	a, b := lagPair(t)
 	started, release := make(chan struct{}, 2), make(chan struct{})
 	a.runServer(slowServer(release, started), "w")
 	b.waitServer("w", 1)
-	require.Eventually(t, func() bool { return b.cluster.knows(a.ID()) }, wait, 10*time.Millisecond)
 
 	session := openRawHTTP(t, a.srv.URL+"/mcp", nil)
 	type answer struct {
@@ -359,10 +342,7 @@ func TestHTTP_exchangesOutliveALag(t *testing.T) {
 	within(t, started, "the first call at the server")
 	within(t, started, "the second call at the server")
 
-	// B judges A silent while both are under way: the time of a stall on
-	// A's side, at B's next heartbeat.
-	b.cluster.expire(time.Now().Add(10 * cfg.HeartbeatInterval))
-	require.False(t, b.cluster.knows(a.ID()), "B dropped A")
+	b.dropForALag(a) // while both are under way
 	close(release)
 	got := within(t, relayed, "the relayed request's answer")
 	require.NoError(t, got.err)
