@@ -330,18 +330,25 @@ func (c *cluster) expire(now time.Time) {
 			}
 		}
 	}
+	// One not heard again in time is gone after all: what was under way
+	// with it ends, taken under the lock that heard takes, so that nothing
+	// begun with it once it is heard again is ended with the rest.
 	var lost []string
+	var ended []exchanges
 	for id, at := range c.silent {
 		if now.Sub(at) > limit {
 			delete(c.silent, id)
 			lost = append(lost, id)
+			ended = append(ended, c.takeExchangesLocked(id, true))
 		}
 	}
 	c.mu.Unlock()
-	for _, id := range lost { // not heard again: gone after all
-		c.endExchanges(id, errInstanceGone, true)
-		c.hub.subs.dropInstance(id)
-		c.hub.tasks.instanceGone(id)
+	for i, id := range lost {
+		ended[i].end(errInstanceGone, true)
+		if !c.knows(id) { // else heard again meanwhile: what it asked of us since is its own
+			c.hub.subs.dropInstance(id)
+			c.hub.tasks.instanceGone(id)
+		}
 	}
 	for _, id := range gone {
 		c.hub.log.Warn("instance went silent; dropping its servers", "peer", shortID(id))

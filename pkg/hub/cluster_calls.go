@@ -54,17 +54,32 @@ func (c *cluster) interrupt(instance string) {
 // its hello), unless the caller is gone (all).
 func (c *cluster) endExchanges(instance string, err error, all bool) {
 	c.mu.Lock()
-	var failed []*outCall
+	ex := c.takeExchangesLocked(instance, all)
+	c.mu.Unlock()
+	ex.end(err, all)
+}
+
+// exchanges are what takeExchangesLocked took out of the cluster's maps:
+// the calls we sent, to fail, and those we serve, to cancel.
+type exchanges struct {
+	failed  []*outCall
+	cancels []canceler
+}
+
+// takeExchangesLocked takes the exchanges with instance ("" for all) out of
+// the cluster's maps, as endExchanges describes, and ends the relayed
+// requests at once (closing their lost channel). c.mu is held.
+func (c *cluster) takeExchangesLocked(instance string, all bool) exchanges {
+	var ex exchanges
 	for n, oc := range c.calls {
 		if (instance == "" || oc.instance == instance) && (all || oc.started) {
-			failed = append(failed, oc)
+			ex.failed = append(ex.failed, oc)
 			delete(c.calls, n)
 		}
 	}
-	var cancels []canceler
 	for key, cancel := range c.served {
 		if instance == "" || servedBy(key, instance) {
-			cancels = append(cancels, cancel)
+			ex.cancels = append(ex.cancels, cancel)
 		}
 	}
 	for n, rl := range c.relays {
@@ -73,15 +88,20 @@ func (c *cluster) endExchanges(instance string, err error, all bool) {
 			close(rl.lost)
 		}
 	}
-	c.mu.Unlock()
-	for _, oc := range failed {
+	return ex
+}
+
+// end fails the calls with err and cancels the requests served (with
+// context.Canceled when all: no one is left to answer).
+func (ex exchanges) end(err error, all bool) {
+	for _, oc := range ex.failed {
 		oc.done(nil, err)
 	}
 	cause := err
 	if all {
-		cause = context.Canceled // no one to answer
+		cause = context.Canceled
 	}
-	for _, cancel := range cancels {
+	for _, cancel := range ex.cancels {
 		cancel.cancel(cause)
 	}
 }
