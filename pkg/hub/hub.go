@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -497,8 +498,21 @@ func shortID(id string) string {
 // ID returns the instance's ID.
 func (h *Hub) ID() string { return h.id }
 
-// nextID returns a number unique on this instance.
-func (h *Hub) nextID() string { return strconv.FormatInt(h.seq.Add(1), 10) }
+// nextKey returns this instance's id, a slash and a number unique on this
+// instance: a key that names a session or a replica across the cluster,
+// made in one allocation. The number alone is keyID's slice of it.
+func (h *Hub) nextKey() string {
+	var num [20]byte
+	var b strings.Builder
+	b.Grow(len(h.id) + 1 + len(num))
+	b.WriteString(h.id)
+	b.WriteByte('/')
+	b.Write(strconv.AppendInt(num[:0], h.seq.Add(1), 10))
+	return b.String()
+}
+
+// keyID returns the number a key of nextKey ends with.
+func (h *Hub) keyID(key string) string { return key[len(h.id)+1:] }
 
 // Drain shuts the instance down gracefully: /readyz reports it, new
 // connections are refused (503) and new routed requests too, the requests in

@@ -84,7 +84,7 @@ func (h *Hub) serveServer(w http.ResponseWriter, r *http.Request) {
 	}
 	rp := &replica{
 		hub:     h,
-		id:      h.id + "/" + h.nextID(),
+		id:      h.nextKey(),
 		who:     who,
 		release: release,
 		calls:   map[jsonrpc.ID]*upstreamCall{},

@@ -106,9 +106,9 @@ const sessionMaxConcurrent = 64
 // newSession makes the session of a client that the admission let in, on
 // conn. Start it with start.
 func (h *Hub) newSession(conn peer.Conn, who *principal, release func(), transport, scope string) *session {
-	s := &session{hub: h, id: h.nextID(), who: who, owner: who.identity(), overHTTP: transport == "http", dashboard: !who.has(RoleClient), scope: scope,
+	key := h.nextKey()
+	s := &session{hub: h, id: h.keyID(key), clientKey: key, who: who, owner: who.identity(), overHTTP: transport == "http", dashboard: !who.has(RoleClient), scope: scope,
 		limit: h.bucketFor(who), release: release, since: time.Now().UnixNano()}
-	s.clientKey = h.id + "/" + s.id
 	s.peer = peer.New(conn, &peer.Options{
 		Handler:       s, // a peer.Handler, a peer.AsyncHandler and peer.Hooks
 		MaxConcurrent: min(sessionMaxConcurrent, h.cfg.MaxInFlight),
