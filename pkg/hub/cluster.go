@@ -321,13 +321,10 @@ func (c *cluster) expire(now time.Time) {
 			judged = lagged
 		}
 	}
-	var gone, lagging []string
+	gone := map[string]bool{} // whether each may only lag: it did not say goodbye (see awaitOwner)
 	for id, r := range c.remotes {
 		if judged.Sub(r.lastSeen) > limit {
-			gone = append(gone, id)
-			if !r.left {
-				lagging = append(lagging, id) // maybe: see awaitOwner
-			}
+			gone[id] = !r.left
 		}
 	}
 	// One not heard again in time is gone after all: what was under way
@@ -350,9 +347,9 @@ func (c *cluster) expire(now time.Time) {
 			c.hub.tasks.instanceGone(id)
 		}
 	}
-	for _, id := range gone {
+	for id, lagging := range gone {
 		c.hub.log.Warn("instance went silent; dropping its servers", "peer", shortID(id))
-		if slices.Contains(lagging, id) {
+		if lagging {
 			c.dropSilent(id, now)
 		} else {
 			c.drop(id)
@@ -623,19 +620,17 @@ func (c *cluster) heard(instance string, now time.Time, hears hearing) *remoteIn
 		r.deaf = hears == hearsNot
 	}
 	var release []func()
-	var failed []*outCall
+	var held exchanges
 	switch {
 	case r.deaf:
-		failed = c.takeHeldLocked(instance)
+		held.failed = c.takeHeldLocked(instance)
 		r.waiting = nil
 	case c.brokerUp && r.heard != c.epoch:
 		r.heard = c.epoch
 		release, r.waiting = r.waiting, nil
 	}
 	c.mu.Unlock()
-	for _, oc := range failed {
-		oc.done(nil, errNotListening)
-	}
+	held.end(errNotListening, false)
 	for _, fn := range release {
 		fn()
 	}

@@ -110,11 +110,9 @@ func (ex exchanges) end(err error, all bool) {
 // to hear from it), with err.
 func (c *cluster) endHeld(instance string, err error) {
 	c.mu.Lock()
-	failed := c.takeHeldLocked(instance)
+	held := exchanges{failed: c.takeHeldLocked(instance)}
 	c.mu.Unlock()
-	for _, oc := range failed {
-		oc.done(nil, err)
-	}
+	held.end(err, false)
 }
 
 // takeHeldLocked takes the requests held for instance, never sent, out of
