@@ -50,16 +50,20 @@ func firstPing(interval time.Duration, n uint64) time.Duration {
 // start schedules c's first ping.
 func (s *pingSet) start(c *WebSocket) {
 	s.mu.Lock()
-	n := s.starts
+	defer s.mu.Unlock()
+	s.scheduleLocked(c, time.Now().Add(firstPing(c.opts.PingInterval, s.starts)))
 	s.starts++
-	s.mu.Unlock()
-	s.schedule(c, time.Now().Add(firstPing(c.opts.PingInterval, n)))
 }
 
 // schedule makes c due for a ping at at, starting the sweeper if need be.
 func (s *pingSet) schedule(c *WebSocket, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.scheduleLocked(c, at)
+}
+
+// scheduleLocked is schedule with s.mu held.
+func (s *pingSet) scheduleLocked(c *WebSocket, at time.Time) {
 	c.pingAt = at
 	if c.pingIdx >= 0 {
 		heap.Fix(&s.due, c.pingIdx)
