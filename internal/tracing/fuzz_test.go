@@ -20,6 +20,8 @@ var metaSeeds = []string{
 	`{"a":{"_meta":{"traceparent":"` + testTraceparent + `"}}}`,
 	`{"_meta":{"trace\u0070arent":"` + testTraceparent + `"}}`,
 	` { "_meta" : { } , "b" : "\"}" } `,
+	`{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"p"}}`,
+	`{"_meta":{"note":"baggage"},"arguments":{"_meta":{}}}`,
 }
 
 // FuzzExtractMeta holds metaFields (one pass over _meta, nothing else

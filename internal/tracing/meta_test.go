@@ -109,6 +109,37 @@ func TestInjectMeta(t *testing.T) {
 	}
 }
 
+// A context with a traceparent alone (what the hub's own spans carry) is
+// written into params in one allocation, _meta or none: first into a _meta
+// without trace keys (a 2026-07-28 server's request has the hub's), where
+// the general way rebuilt _meta member by member. Params it would have to
+// search further go the general way, with the same outcome.
+func TestInjectMeta_traceparentOnly(t *testing.T) {
+	tr := on()
+	ctx := remoteParent(context.Background())
+	tp := `"traceparent":"` + testTraceparent + `"`
+	for _, tc := range []struct {
+		name, params, want string
+		allocs             float64
+	}{
+		{"no _meta", `{"name":"echo"}`, `{"name":"echo","_meta":{` + tp + `}}`, 1},
+		{"the hub's _meta", `{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+			`{"name":"echo","_meta":{` + tp + `,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, 1},
+		{"empty _meta", `{"_meta": { } ,"name":"echo"}`, `{"_meta": {` + tp + ` } ,"name":"echo"}`, 1},
+		{"a trace key: rebuilt", `{"_meta":{"k":1,"traceparent":"x"}}`, `{"_meta":{"k":1,` + tp + `}}`, -1},
+		{"two _meta: rebuilt", `{"_meta":{"a":1},"_meta":{"b":2}}`, `{"_meta":{"b":2,` + tp + `},"_meta":{"b":2,` + tp + `}}`, -1},
+		{"only the arguments' _meta", `{"arguments":{"_meta":{}}}`, `{"arguments":{"_meta":{}},"_meta":{` + tp + `}}`, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			params := []byte(tc.params)
+			assert.Equal(t, tc.want, string(tr.InjectMeta(ctx, params)))
+			if tc.allocs > 0 {
+				assert.Equal(t, tc.allocs, testing.AllocsPerRun(100, func() { tr.InjectMeta(ctx, params) }))
+			}
+		})
+	}
+}
+
 // A stale tracestate or baggage in _meta never rides with the new
 // traceparent: a context without them removes them.
 func TestInjectMeta_removesStaleKeys(t *testing.T) {
