@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"strings"
@@ -403,7 +404,14 @@ func (s Span) endWith(result []byte, err error) {
 	s.s.End()
 }
 
+// isToolError reports whether result is a tool result with isError true. A
+// search for the name rules out most results (an escape might spell it:
+// those are walked anyway) without walking them member by member, as each
+// of a call's spans would.
 func isToolError(result []byte) bool {
+	if !bytes.Contains(result, []byte("isError")) && !bytes.Contains(result, []byte(`\u`)) {
+		return false
+	}
 	v, ok := jsonrpc.Member(result, "isError")
 	return ok && string(v) == "true"
 }
