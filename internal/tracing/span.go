@@ -227,7 +227,7 @@ func (s *span) eachAttribute(fn func(attribute.KeyValue)) {
 		str(attrResourceURI, s.subject)
 	}
 	if op.ID.IsValid() && !op.ID.IsNull() {
-		str(attrRequestID, idString(op.ID))
+		str(attrRequestID, op.ID.Text()) // a string unquoted, a number's literal text
 	}
 	str(attrSessionID, op.Session)
 	str(attrClientID, op.Client)
@@ -271,16 +271,6 @@ func clean(s string) string {
 	}
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return s
-}
-
-// idString is an id as jsonrpc.request.id wants it: a string's value
-// unquoted, a number's literal text.
-func idString(id jsonrpc.ID) string {
-	s := id.String()
-	if id.IsString() {
-		s, _ = jsonrpc.Unquote([]byte(s))
 	}
 	return s
 }

@@ -55,6 +55,19 @@ func (id ID) Int64() (int64, bool) {
 	return id.n, true
 }
 
+// Text returns the ID as plain text: a string's value (unquoted), a
+// number's literal; "" when absent or null. It costs no allocation but for
+// an integer beyond 99.
+func (id ID) Text() string {
+	switch {
+	case id.kind == idString || id.kind == idNumber && id.s != "":
+		return id.s
+	case id.kind == idNumber:
+		return strconv.FormatInt(id.n, 10)
+	}
+	return ""
+}
+
 // String returns the ID as JSON text: a quoted string, a number, "null", or ""
 // when absent. It is meant for logs.
 func (id ID) String() string {

@@ -27,6 +27,20 @@ func TestID_keepsItsForm(t *testing.T) {
 	}
 }
 
+// Text is an id as a log or a span records it: a string's value, a number's
+// literal text, nothing for null or absent.
+func TestID_text(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{`7`: "7", `-12345`: "-12345", `18446744073709551616`: "18446744073709551616",
+		`1.5`: "1.5", `"a\"b"`: `a"b`, `"\u00e9"`: "é", `""`: "", `null`: ""} {
+		var id jsonrpc.ID
+		require.NoError(t, json.Unmarshal([]byte(raw), &id), raw)
+		assert.Equal(t, want, id.Text(), raw)
+	}
+	assert.Equal(t, "", jsonrpc.ID{}.Text())
+	assert.Equal(t, "123456", jsonrpc.Int64ID(123456).Text())
+}
+
 func TestID_mapKey(t *testing.T) {
 	t.Parallel()
 	m := map[jsonrpc.ID]int{}
