@@ -67,7 +67,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pkg/jsonrpc
 	@for f in FuzzValidate FuzzTopMembers FuzzMember FuzzSetMember FuzzWithoutMembers; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/jsonrpc || exit 1; done
-	@for f in FuzzParseObject FuzzURITemplate FuzzServerRequest FuzzSSEReader FuzzEventID FuzzStreamablePOST FuzzAccept FuzzTaskRequest FuzzTraceHeaders FuzzParamHeaders FuzzModernRequest FuzzInputResponse FuzzParseRequestMeta FuzzDecorate; do \
+	@for f in FuzzParseObject FuzzURITemplate FuzzServerRequest FuzzSSEReader FuzzEventID FuzzStreamablePOST FuzzAccept FuzzTaskRequest FuzzTraceHeaders FuzzParamHeaders FuzzModernRequest FuzzInputResponse FuzzParseRequestMeta FuzzDecorate FuzzWithoutMeta; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/mcp || exit 1; done
 	@for f in FuzzStdio; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/peer || exit 1; done

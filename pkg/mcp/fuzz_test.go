@@ -85,6 +85,60 @@ func FuzzParseObject(f *testing.F) {
 	})
 }
 
+// FuzzWithoutMeta holds WithoutMeta (one pass, no decoding) to what
+// encoding/json makes of the same params: the members of _meta that drop
+// picks are gone, and _meta too when nothing is left of it; every other
+// member is as it was; params without anything to drop come back as they
+// are.
+func FuzzWithoutMeta(f *testing.F) {
+	for _, seed := range []string{
+		``, `{}`, `null`, `[]`, `{"a":1}`, `{"_meta":{}}`, `{"_meta":5}`, `{"_meta":null}`,
+		`{"name":"t","_meta":{"x/a":1,"progressToken":"p"},"arguments":{"_meta":{"x/b":2}}}`,
+		`{"_meta":{"x/a":1},"name":"t"}`, `{"_meta":{"x/a":[{}],"x/b":"}"}}`,
+		` { "_meta" : { "k" : 1 , "x/\u0061" : 2 } } `, `{"\u005fmeta":{"x/a":1}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	drop := func(name []byte) bool { return bytes.HasPrefix(name, []byte("x/")) }
+	f.Fuzz(func(t *testing.T, params []byte) {
+		out := mcp.WithoutMeta(params, drop)
+		var in map[string]any
+		if json.Unmarshal(params, &in) != nil || in == nil || duplicateMeta(params) {
+			return // the hub passes params that decoded, as objects
+		}
+		want := maps.Clone(in)
+		changed := false
+		if meta, ok := in["_meta"].(map[string]any); ok {
+			kept := maps.Clone(meta)
+			maps.DeleteFunc(kept, func(k string, _ any) bool { return drop([]byte(k)) })
+			changed = len(kept) < len(meta)
+			want["_meta"] = kept
+			if changed && len(kept) == 0 {
+				delete(want, "_meta")
+			}
+		}
+		if !changed {
+			require.Equal(t, string(params), string(out), "nothing to drop: params as they came")
+			return
+		}
+		var got map[string]any
+		require.NoError(t, json.Unmarshal(out, &got), "%s -> %s", params, out)
+		assert.Equal(t, want, got, "%s -> %s", params, out)
+	})
+}
+
+// duplicateMeta reports whether params have _meta more than once, whose
+// reading differs between parsers (encoding/json takes the last).
+func duplicateMeta(params []byte) bool {
+	n := 0
+	for name := range jsonrpc.Members(params) {
+		if string(name) == "_meta" {
+			n++
+		}
+	}
+	return n > 1
+}
+
 // simpleExpr is an expression of levels 1 to 3: an optional operator and a
 // list of variable names.
 var simpleExpr = regexp.MustCompile(`^[+#./;?&]?[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$`)

@@ -100,25 +100,50 @@ func (o Object) Raw() json.RawMessage {
 }
 
 // WithoutMeta returns params without the members of its _meta that drop
-// picks, and _meta itself when nothing is left in it; everything else byte
-// for byte and in its order (no decoding: a router strips its own hints
-// this way). It returns params itself when nothing is dropped.
+// picks, and _meta itself when nothing is left in it; everything else in
+// its order, each value byte for byte (no decoding: a router strips its own
+// hints this way). It returns params itself when nothing is dropped. One
+// pass over params writes the copy, in one allocation (a _meta found,
+// edited and set again took three passes and three).
 func WithoutMeta(params []byte, drop func(name []byte) bool) []byte {
-	meta, ok := jsonrpc.Member(params, "_meta")
-	if !ok {
-		return params
+	out := make([]byte, 1, len(params)+1)
+	out[0] = '{'
+	dropped := false
+	for name, v := range jsonrpc.Members(params) {
+		mark := len(out)
+		out = appendName(out, name)
+		if string(name) != "_meta" || len(v) == 0 || v[0] != '{' {
+			out = append(out, v...)
+			continue
+		}
+		out = append(out, '{')
+		kept := false
+		for mname, mv := range jsonrpc.Members(v) {
+			if drop(mname) {
+				dropped = true
+				continue
+			}
+			out = append(appendName(out, mname), mv...)
+			kept = true
+		}
+		if !kept {
+			out = out[:mark] // nothing left in _meta: it goes too
+			continue
+		}
+		out = append(out, '}')
 	}
-	kept, dropped := jsonrpc.WithoutMembers(meta, drop)
 	if !dropped {
 		return params
 	}
-	if len(kept) == len("{}") {
-		out, _ := jsonrpc.WithoutMembers(params, func(name []byte) bool { return string(name) == "_meta" })
-		return out
+	return append(out, '}')
+}
+
+// appendName appends a member's name and colon to an object being written,
+// after a comma unless it is the first member (no value ends with '{').
+func appendName(b, name []byte) []byte {
+	if b[len(b)-1] != '{' {
+		b = append(b, ',')
 	}
-	out, err := jsonrpc.SetMember(params, "_meta", kept)
-	if err != nil {
-		return params
-	}
-	return out
+	b = jsonrpc.AppendString(b, string(name))
+	return append(b, ':')
 }
