@@ -179,10 +179,11 @@
 //
 // # Locks
 //
-// Locks are short and never held while writing to a socket (queuing a
-// message for a peer's writer is not writing), calling a peer or the
-// broker. Each guards the fields written beside it. When two are held,
-// they are taken in this order, and in no other:
+// Locks are short and never held while writing to a socket, calling a peer
+// or the broker. Queuing a message for a peer's writer is not writing: the
+// peer's own lock (pkg/peer's Peer.mu), which calls out to nothing, may be
+// taken under any lock here. When two are held, they are taken in this
+// order, and in no other:
 //
 //	registry.mu     (a change is derived and announced under it, in order:
 //	                the view's observers run holding it)
@@ -191,7 +192,9 @@
 //	  -> Hub.changedMu                  a view was swapped in (viewChanged)
 //	  -> Hub.mu -> replica.mu           sessions listed; a client's roots
 //	                                    changed (rootsChanged)
-//	  -> session.mu                     the list_changed a client is owed
+//	  -> session.mu -> listening.mu     the list_changed a client is owed;
+//	                                    a listen stream counted as it is
+//	                                    registered or dropped (session_listen.go)
 //	  -> coalescer.mu                   its list_changed fired
 //	  -> subscriptions.mu               subscriptions moved with the view
 //	inputCall.mu
@@ -204,14 +207,66 @@
 //	heldCall.mu -> tasks.mu             a hub-held task's result counted
 //	                                    against its owner's bytes
 //
-// Every other mutex is a leaf: nothing else is taken while it is held.
-// They are cluster.mu and cluster.inboxMu (cluster.go), subscriptions.mu,
-// session.mu, flight.mu (routing.go), inputs.mu, leases.mu,
-// elicitations.mu, departures.mu, closers.mu (replica_modern.go),
-// catalogKeeper.mu (catalog.go), Tokens.mu, bucket.mu, coalescer.mu,
-// internTable.mu (cluster_wire.go), recorder.mu, stats.mu, stats.rmu,
-// callLog.mu, principalCache.mu and knownTokens.mu (auth_oauth.go), and
-// tasks.mu but for the pair above (cluster_tasks.go).
+// Every mutex of the package, what it guards (the fields written beside it)
+// and what may be taken under it; a leaf takes nothing:
+//
+//	registry.mu          every replica, local and remote, and the places
+//	                     kept for servers that left; one view change at a
+//	                     time. Under it: the view's observers' locks above
+//	Hub.changedMu        the channel closed after each view change; a leaf
+//	Hub.mu               the sessions, the replicas, connections and rate
+//	                     limits by token, closed. Under it: replica.mu,
+//	                     bucket.mu
+//	replica.mu           a server connection's calls in flight, progress
+//	                     tokens, held progress and updates, re-listing.
+//	                     Under it: bucket.mu
+//	session.mu           a client's listen streams, resource holds and
+//	                     subscriptions, clientInfo, capabilities, owed
+//	                     list_changed, calls in flight by server, and its
+//	                     coalescers once made. Under it: listening.mu
+//	listening.mu         listen streams by principal and list
+//	                     (session_modern.go); a leaf
+//	inputCall.mu         a call that waits for a modern client's input: its
+//	                     rounds, the server's requests, its answer. Under
+//	                     it: inputs.mu, Hub.mu
+//	inputs.mu            those calls by id (routing_input.go); a leaf
+//	heldCall.mu          a hub-held call's state, requests and task record
+//	                     (routing_heldtasks.go). Under it: tasks.mu
+//	tasks.mu             the task records written here, each principal's
+//	                     tasks and bytes, listen streams following tasks,
+//	                     servers' tasks polled for them (cluster_tasks.go);
+//	                     a leaf
+//	coalescer.mu         a coalescer's windows (coalesce.go); a leaf
+//	subscriptions.mu     resource subscriptions: this instance's, by
+//	                     session and token, and those asked of and kept
+//	                     for the cluster; a leaf
+//	bucket.mu            a token bucket (admission.go); a leaf
+//	cluster.mu           the other instances, the exchanges with them,
+//	                     relayed requests, snapshots in parts, the
+//	                     broker's state (cluster.go); a leaf
+//	cluster.inboxMu      each instance's inbox topic; a leaf
+//	flight.mu            a forwarded call's one end, its attempt and timer
+//	                     (routing.go); a leaf
+//	leases.mu            the calls waiting for a leased replica, and each
+//	                     replica's holder (routing_lease.go); a leaf
+//	elicitations.mu      where each URL-mode elicitation went; a leaf
+//	departures.mu        the servers that left lately
+//	                     (registry_departures.go); a leaf
+//	closers.mu           servers that closed on server/discover
+//	                     (replica_modern.go); a leaf
+//	catalogKeeper.mu     one catalog load at a time, and the file's state
+//	                     (catalog.go); a leaf
+//	Tokens.mu            credentials made in process (auth.go); a leaf
+//	principalCache.mu    principals of verified access tokens
+//	knownTokens.mu       access tokens that verified (both auth_oauth.go);
+//	                     leaves
+//	internTable.mu       strings interned for envelopes (cluster_wire.go);
+//	                     a leaf
+//	recorder.mu          a new item's counters added (stats.go); a leaf
+//	stats.mu             the statistics loop and its windows; a leaf
+//	stats.rmu            the other instances' summaries; a leaf
+//	callLog.mu           the call log's marks and the other instances'
+//	                     entries (stats_calls.go); a leaf
 //
 // One change of a modern server's listen stream holds a turn across its
 // round trip to the server (upstreamListen, replica_modern.go), and so
