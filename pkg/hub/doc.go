@@ -46,6 +46,7 @@
 //
 // Files are named by wing; ls reads as this map.
 //
+//	doc.go                 this map
 //	hub.go                 Config, Hub, drain and close
 //	http.go                the HTTP mux, bodies under a deadline, readiness,
 //	                       the dashboard's login and logout
