@@ -8,7 +8,7 @@
 //     redis-server, through internal/redistest), waits for them to be
 //     ready by polling with a deadline (Poll, WaitHTTP), never by sleeping,
 //     counts their CPU time and stops them all, even when the supervisor
-//     crashes (Pdeathsig on Linux: sysproc_*.go);
+//     crashes (Pdeathsig on Linux, through internal/deathsig);
 //   - procfs.go: CPU time, machine busy time and RSS from /proc, and the
 //     limit of open files;
 //   - cpusplit.go: a CPUSplit of measured windows: how busy the machine
