@@ -8,10 +8,12 @@ import (
 	"github.com/switchboard-mcp/switchboard/internal/benchlab"
 )
 
-// What the distance to each floor of issue 28's HTTP and `hub connect`
-// targets is made of, from the rows of the same run: the report says it
-// beside the verdicts, so that a MISS comes with its reasons in figures
-// (docs/performance.md tells the profiles behind them).
+// What the distance to each floor of the Streamable HTTP and `hub connect`
+// targets (the hub's CPU per HTTP call against net/http alone; hub
+// connect's 1x1 p50 against the backend served directly) is made of, from
+// the rows of the same run: the report says it beside the verdicts, so
+// that a MISS comes with its reasons in figures (docs/performance.md tells
+// the profiles behind them).
 
 // row returns the calls row of an endpoint at a shape and payload, or nil.
 func (r *report) row(endpoint string, sh shape, pl payload) *callResult {

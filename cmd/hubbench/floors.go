@@ -34,7 +34,7 @@ const (
 	targetFanoutP99One = 1.5  // ... p99 over raw, at most
 	targetFanoutRawTwo = 0.6  // fan-out to 10,000 over two instances: rate over raw, at least
 	targetHTTPRate     = 0.5  // 64x16 HTTP calls/s over WebSocket calls/s through the hub, at least
-	targetHTTPRate28   = 0.45 // the same, as issue 28 restates it (net/http alone makes about 0.5x)
+	targetHTTPRate28   = 0.45 // the same, for every HTTP face, both eras, beside targetHTTPCPU (net/http alone makes about 0.5x)
 	targetHTTPCPU      = 1.5  // 64x16 hub CPU per HTTP call over net/http's alone per request, at most
 )
 

@@ -18,8 +18,8 @@ const (
 	targetFanoutTwo  = 150 * time.Millisecond // ... spread over two
 	targetFanoutRate = 300_000.0              // notifications delivered per second, at least
 	targetIdleRSS    = 20 << 10               // RSS per idle connection, at most
-	targetIdleWS     = 10 << 10               // ... per idle WebSocket client, at most (issue 28)
-	targetIdleHTTP   = 8 << 10                // ... per idle Streamable HTTP session, at most (issue 28)
+	targetIdleWS     = 10 << 10               // ... per idle WebSocket client, at most
+	targetIdleHTTP   = 8 << 10                // ... per idle Streamable HTTP session, at most
 	targetSubs       = 10_000                 // subscribers and connections the targets are stated for
 )
 
