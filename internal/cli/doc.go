@@ -21,4 +21,19 @@
 //
 // The logic is elsewhere: this package turns flags into the options of
 // pkg/hub, internal/connect and internal/stdio, and decides nothing else.
+//
+// # Files
+//
+//	doc.go                this overview
+//	cli.go                Main, Run, Env; the subcommands' dispatch, flags
+//	                      and their SWITCHBOARD_* variables, help and usage
+//	serve.go              hub serve: pkg/hub's Config, tokens, OAuth, the
+//	                      broker, reload on SIGHUP
+//	connect.go            hub connect: the servers and their options, tokens
+//	                      and secrets kept off the command line
+//	stdio.go              hub stdio
+//	stdstreams_unix.go    standard input and output, when pipes or sockets,
+//	                      made so that closing them ends a read or a write
+//	                      in progress (hub stdio ends on a signal)
+//	stdstreams_other.go   elsewhere, as they are
 package cli

@@ -51,4 +51,15 @@
 // resumption: the fixture, behind a WebSocket, cannot close a client's
 // stream at the hub (pkg/hub's TestHTTP_resumesADroppedStream resumes one
 // instead).
+//
+// # Files
+//
+//	doc.go     this overview
+//	server.go  NewServer: the fixture's tools, resources and prompts
+//	input.go   the 2026-07-28 scenarios' tools: stateless ones, and input
+//	           requests whose state travels sealed in requestState
+//	tasks.go   the tasks extension's tools
+//	http.go    Handler: the fixture over Streamable HTTP, refusing hosts
+//	           and origins that are not loopback
+//	stdio.go   ServeStdio: the fixture as a child of hub connect
 package conformance

@@ -109,4 +109,27 @@
 // pipe from it end and kills everything under it, the command, what the
 // command started, and what detached itself from the group (on Linux the
 // keeper is their subreaper).
+//
+// # Files
+//
+//	doc.go              this overview
+//	connect.go          Server, Options, Run: each server's session with the
+//	                    hub, dialed again after a loss
+//	config.go           LoadConfig: a desktop client's file of servers
+//	pool.go             Pool: the runs of one server kept at once, one more
+//	                    when all are busy, those beyond Min retired idle
+//	relay.go            one run's messages between the hub and the server
+//	child.go            a stdio server's run: its process and streams; no
+//	                    secret of the connector's in its environment
+//	keeper.go           the keeper, which kills what a child started should
+//	                    the connector die
+//	process_linux.go    process groups and signals on Linux, and the
+//	process_unix.go     other unix systems;
+//	process_other.go    elsewhere, the child alone
+//	upstream_http.go    an upstream over Streamable HTTP or HTTP+SSE
+//	upstream_oauth.go   an upstream's own access tokens, never the hub's
+//	oauth.go            OAuthClient: the connector's access tokens
+//	oauth_refresh.go    the refresh token grant, its rotated token written
+//	                    back to its file
+//	trace.go            the connector's hop, traced (Options.Tracing)
 package connect

@@ -5,4 +5,10 @@
 //
 // The connector's keepers, the test helpers' processes (redis-server,
 // Jaeger) and the benchmark's children all start this way.
+//
+// # Files
+//
+//	doc.go                this overview
+//	deathsig_linux.go     Attr: Pdeathsig set to SIGKILL
+//	deathsig_other.go     Attr: nil, elsewhere
 package deathsig

@@ -45,4 +45,10 @@
 // prompts, since the hub may offer something else now. A hub that refuses
 // the credentials (HTTP 401 or 403) ends Serve with an error: retrying would
 // not help.
+//
+// # Files
+//
+//	doc.go      this overview
+//	gateway.go  Serve, Options: the client's side, the hub's, and what is
+//	            replayed to a hub dialed again
 package stdio

@@ -44,4 +44,23 @@
 //   - An invalid message that looks like a response is answered with a null
 //     id, never with its own id: that id belongs to the peer's outgoing
 //     requests, and an error under it would be taken for their answer.
+//
+// # Files
+//
+//	doc.go       this overview
+//	message.go   Message, Request, Response; NewResult, NewErrorResponse,
+//	             Appender, Marshal
+//	id.go        ID: a string, a number as its literal text, or null;
+//	             comparable, a map key
+//	errors.go    Code, Error and the standard errors; ErrorCoder, ErrorOf,
+//	             CodeOf
+//	decode.go    Limits, Frame, Decode, Decoder (one connection's, reusing
+//	             and interning), DecodeMessage: a frame, single or a batch
+//	validate.go  Valid: JSON checked in one pass, without allocating, noting
+//	             a top-level object's members
+//	swar.go      strings crossed a word at a time, or whole
+//	encode.go    messages appended as JSON (AppendJSON, a method renamed in
+//	             passing), Encode, SizeHint
+//	member.go    a raw object's members read and edited as bytes: Member,
+//	             Members, Unquote, Splice, SetMember, WithoutMembers
 package jsonrpc
