@@ -137,4 +137,43 @@
 // of its own, without a session. DialSSE is the client end of the older
 // HTTP+SSE transport (2024-11-05), which Connect falls back to when a
 // server refuses the initialize POST.
+//
+// # Files
+//
+//	doc.go                 this overview
+//	protocol.go            protocol versions, method names, error codes,
+//	                       _meta keys, logging levels
+//	types.go               the messages' params and results, capabilities,
+//	                       content
+//	object.go              Object: a message decoded one level deep
+//	encode.go              arguments and structured results spliced in raw
+//	methods.go             the method table: each method's direction, era
+//	                       and relay, read by the hub's dispatch and metrics
+//	modern.go              2026-07-28: _meta, resultType, cache hints,
+//	                       InputRequiredResult
+//	input.go               input requests (SEP-2322), served in both eras
+//	listen.go              subscriptions/listen
+//	headers.go             Mcp-Param-* headers of a tool's arguments
+//	                       (SEP-2243)
+//	trace.go               trace context in _meta
+//	schema.go              SchemaFor: a tool's input schema from a Go type
+//	uritemplate.go         URITemplate: RFC 6570 templates matched
+//	server.go              Server, ServerSession, the tool, resource and
+//	                       prompt handlers; dialing out to the hub
+//	client.go              Client: both eras, its lists, calls and handlers
+//	client_modern.go       a 2026-07-28 Client: discover, input rounds,
+//	                       listen streams
+//	tasks.go               the tasks extension's types (SEP-2663)
+//	tasks_server.go        a Server's side: RunAsTask, the runs, tasks/*
+//	tasks_client.go        a Client's side: AwaitTask, StartTool, GetTask,
+//	                       UpdateTask, CancelTask
+//	tasks_store.go         TaskStore, TaskRecord, MemoryTaskStore
+//	streamable.go          Streamable HTTP's server side: the handler,
+//	                       StreamableOptions, its requests' checks
+//	streamable_session.go  StreamSession: one session's conn, its POST and
+//	                       GET streams, resumption
+//	streamable_client.go   DialStreamable: the client conn
+//	sse.go                 Server-Sent Events written and read
+//	sse_client.go          the HTTP+SSE transport of 2024-11-05, client side
+//	inbox.go               what an HTTP client conn received and why it ended
 package mcp

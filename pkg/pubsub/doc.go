@@ -178,4 +178,26 @@
 // closed; Close waits for a running Handler to return, so a Handler must
 // watch its context if it may block, and must close neither its own
 // Subscription nor its Broker. No goroutine of a broker outlives its Close.
+//
+// # Files
+//
+//	doc.go              this overview
+//	broker.go           Broker, Handler, Subscription, AsyncPublisher,
+//	                    DropCounter, Store: the contract of every backend
+//	subscription.go     a subscription's bounded queue and the goroutine
+//	                    that drains it into its Handler, shared by both
+//	watch.go            Watch: connection-state changes to each watcher,
+//	                    in order, never blocking the broker
+//	memory.go           Memory: the broker of one process
+//	redis.go            Redis: options, publishing, subscribing, leases,
+//	                    readiness, close
+//	redis_cluster.go    Redis Cluster: sharded pub/sub and the slot map
+//	redis_shard.go      a shard: the subscriber connection to one node and
+//	                    its channels, kept, checked and reconnected
+//	redis_conn.go       the subscriber connections' own RESP2
+//	redis_pub.go        a single server's publisher connection, batches
+//	                    written on it directly
+//	redis_pub_unix.go   whether the server closed it, found by a peek
+//	redis_pub_other.go  elsewhere, found by the next batch
+//	redis_store.go      the Store on Redis keys that expire by themselves
 package pubsub
