@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -106,6 +107,9 @@ func (o Object) Raw() json.RawMessage {
 // pass over params writes the copy, in one allocation (a _meta found,
 // edited and set again took three passes and three).
 func WithoutMeta(params []byte, drop func(name []byte) bool) []byte {
+	if !bytes.Contains(params, []byte(`_meta"`)) && !bytes.Contains(params, []byte(`\u`)) {
+		return params // no _meta (an escape might spell one: those are walked)
+	}
 	out := make([]byte, 1, len(params)+1)
 	out[0] = '{'
 	dropped := false
