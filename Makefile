@@ -85,6 +85,8 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./pkg/catalog || exit 1; done
 	@for f in FuzzIndex; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./internal/search || exit 1; done
+	@for f in FuzzParseGoBench; do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZOTHER) ./cmd/hubbench || exit 1; done
 
 ## lint: gofmt and go vet (e2e/gosdk too)
 lint:

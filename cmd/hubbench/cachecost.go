@@ -47,11 +47,8 @@ type cacheOutcome struct {
 // runCache measures the caching client before and after the list TTL.
 func runCache(ctx context.Context, cfg *config, sup *benchlab.Supervisor, root, hubBin string, progress func(string)) (*cacheResult, error) {
 	script := filepath.Join(root, "e2e", "bench", "cachecalls.mjs")
-	if _, err := exec.LookPath("node"); err != nil {
-		return &cacheResult{why: "node is not on PATH (the caching client is the TypeScript SDK's)"}, nil
-	}
-	if _, err := os.Stat(filepath.Join(root, "e2e", "node_modules", "@modelcontextprotocol", "client")); err != nil {
-		return &cacheResult{why: "e2e/node_modules has no @modelcontextprotocol/client: run make deps"}, nil
+	if why := missingNode(root, "e2e", "@modelcontextprotocol/client"); why != "" {
+		return &cacheResult{why: why}, nil
 	}
 	hubs := make([]*hubRef, 2)
 	for i, extra := range [][]string{{"--list-ttl=-1s"}, nil} {
@@ -157,6 +154,19 @@ func (r *report) cacheMethod() string {
 		"changes (its listChanged option opens subscriptions/listen) and calling listTools() then callTool() in a loop, "+
 		"against a hub with `--list-ttl=-1s` (every list ttlMs 0) and one with the default TTL, in %d alternating rounds; "+
 		"the ratio is the median of the per-round ratios (%s).\n", cacheWorkers, len(c.before), fmtRatios(ratios(c.after, c.before)))
+}
+
+// missingNode says why a part run under node cannot run: node is not on
+// PATH, or the npm package pkg is not installed in dir (from root); ""
+// when both are there. make deps installs them.
+func missingNode(root, dir, pkg string) string {
+	if _, err := exec.LookPath("node"); err != nil {
+		return "node is not on PATH: run make deps"
+	}
+	if _, err := os.Stat(filepath.Join(root, dir, "node_modules", filepath.FromSlash(pkg), "package.json")); err != nil {
+		return dir + "/node_modules has no " + pkg + ": run make deps"
+	}
+	return ""
 }
 
 // ratios is a[i] / b[i].

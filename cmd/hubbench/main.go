@@ -94,6 +94,8 @@ type options struct {
 	// cacheOnly the caching client only, and httpOnly the Streamable HTTP
 	// rows (100 B, 1x1 and 64x16) with their WebSocket and net/http floors.
 	connectOnly, cacheOnly, httpOnly bool
+	// authOnly measures the cost of access tokens only (authcost.go).
+	authOnly bool
 	// calls, when set, measures the calls of these cells only
 	// ("1x1/100B,64x16/16KiB"), and paths, when set, only these paths
 	// beside the raw echo (their names, comma-separated).
@@ -127,6 +129,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.pool, "pool", 8, "children of the connector pool measured")
 	fs.BoolVar(&o.connectOnly, "connect-only", false, "measure hub connect against its floors only (the backend served directly, a raw pipe relay), print the table and write no report")
 	fs.BoolVar(&o.cacheOnly, "cache-only", false, "measure the caching TypeScript client's calls/s with and without the list TTL only (needs make deps), print the table and write no report")
+	fs.BoolVar(&o.authOnly, "auth-only", false, "measure the cost of access tokens only (pkg/hub's BenchmarkStreamableCallAuth and BenchmarkAuthenticateWarm against oidc-provider; needs make deps), print the table and write no report")
 	fs.BoolVar(&o.httpOnly, "http-only", false, "measure the Streamable HTTP rows (100 B, 1x1 and 64x16) beside their WebSocket and net/http floors only, print the table and write no report")
 	fs.StringVar(&o.base, "base", "main", "git revision whose hub the cost of leases and of tracing is measured against (built from git archive); empty for none")
 	fs.BoolVar(&o.tracingOnly, "tracing-only", false, "measure the cost of tracing only (this tree's hub off, on at 100% and at 1%, against the base's), print the table and write no report")
@@ -138,7 +141,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 			return nil, err
 		}
 	}
-	if o.fanoutOnly || o.poolsOnly || o.catalogOnly || o.tracingOnly || o.connectOnly || o.cacheOnly || o.httpOnly || o.idleOnly || o.calls != "" {
+	if o.fanoutOnly || o.poolsOnly || o.catalogOnly || o.tracingOnly || o.connectOnly || o.cacheOnly || o.authOnly || o.httpOnly || o.idleOnly || o.calls != "" {
 		o.out = "-"
 		if !o.idleOnly || o.profile == "auto" {
 			o.profile = "off" // -idle-only -profile DIR profiles the idle hubs' twins
@@ -254,7 +257,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		cat.print(stdout)
 		return nil
 	}
-	if o.poolsOnly || o.tracingOnly || o.connectOnly || o.cacheOnly || o.idleOnly {
+	if o.poolsOnly || o.tracingOnly || o.connectOnly || o.cacheOnly || o.authOnly || o.idleOnly {
 		if o.poolsOnly {
 			if rep.pools, err = runPools(ctx, cfg, sup, root, hubBin, tmp, o.base, o.pool, progress); err != nil {
 				return fmt.Errorf("connector pools: %w", err)
@@ -285,10 +288,17 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 				return fmt.Errorf("caching client: %w", err)
 			}
 		}
+		if o.authOnly {
+			if rep.auth, err = runAuth(ctx, cfg, root, progress); err != nil {
+				return fmt.Errorf("access tokens: %w", err)
+			}
+		}
 		sup.StopAll()
 		printOnly(stdout, rep)
-		if m := rep.tracingMethod(); m != "" {
-			fmt.Fprintln(stdout, m)
+		for _, m := range []string{rep.tracingMethod(), rep.authMethod()} {
+			if m != "" {
+				fmt.Fprintln(stdout, m)
+			}
 		}
 		return nil
 	}
@@ -361,6 +371,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 			return runCache(ctx, cfg, sup, root, hubBin, progress)
 		}); err != nil {
 			return fmt.Errorf("caching client: %w", err)
+		}
+		if rep.auth, err = runAuth(ctx, cfg, root, progress); err != nil {
+			return fmt.Errorf("access tokens: %w", err)
 		}
 	}
 	fanoutMark := sup.Mark()
@@ -546,7 +559,7 @@ func commandLine(o *options) string {
 	if o.servers != 1 {
 		parts = append(parts, "-servers", strconv.Itoa(o.servers))
 	}
-	for flag, on := range map[string]bool{"-pools-only": o.poolsOnly, "-connect-only": o.connectOnly, "-cache-only": o.cacheOnly, "-http-only": o.httpOnly} {
+	for flag, on := range map[string]bool{"-pools-only": o.poolsOnly, "-connect-only": o.connectOnly, "-cache-only": o.cacheOnly, "-auth-only": o.authOnly, "-http-only": o.httpOnly} {
 		if on {
 			parts = append(parts, flag)
 		}

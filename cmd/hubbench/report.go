@@ -62,6 +62,7 @@ type report struct {
 	tracing    *tracingResult   // tracing.go
 	connect    *connectResult   // connect.go
 	cache      *cacheResult     // cachecost.go
+	auth       *authResult      // authcost.go
 	profiles   []*profileResult
 	profileDir string
 	notes      []string // what could not be measured, and why
@@ -239,6 +240,7 @@ func (r *report) verdicts() []verdict {
 	if v, ok := r.cacheVerdict(); ok {
 		out = append(out, v)
 	}
+	out = append(out, r.authVerdicts()...)
 	return out
 }
 
@@ -308,6 +310,7 @@ func (r *report) table() *benchlab.Table {
 	r.tracingRows(t)
 	r.connectRows(t)
 	r.cacheRows(t)
+	r.authRows(t)
 	if len(r.fanout) > 0 {
 		t.Section("fan-out: one notifications/resources/updated, server send -> each subscriber (p999/max: max)")
 		for _, f := range r.fanout {
@@ -491,6 +494,7 @@ func (r *report) markdown() string {
 	w("%s", r.tracingMethod())
 	w("%s", r.connectMethod())
 	w("%s", r.cacheMethod())
+	w("%s", r.authMethod())
 	w("- Processes: `bin/hub` (built from this tree, run with `SWITCHBOARD_RATE_LIMIT=-1`: the per-connection rate\n")
 	w("  limit is a policy, not a cost), redis-server (`--save '' --appendonly no`), and hubbench itself\n")
 	w("  in hidden roles: `-role echo-server`, `-role peer-server`, `-role mcp-server`, `-role fanout-server`, and for profiles only\n")
