@@ -602,8 +602,10 @@ func (rp *replica) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
 	return true
 }
 
-// awaitClient is routeToClient for a worker (a request in a batch, which
-// takes no AsyncHandler): it waits for the answer.
+// awaitClient is routeToClient for a worker: it waits for the answer. The
+// method table names it for every request that goes to a client, though
+// HandleAsync takes all of them, those of a batch too: a caller of Handle
+// gets the same routing.
 func (rp *replica) awaitClient(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	return await(ctx, func(done func(json.RawMessage, error)) func(error) {
 		return rp.routeToClient(req, done)

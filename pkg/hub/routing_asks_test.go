@@ -19,8 +19,10 @@ import (
 
 // askingServer is a session-based server whose tool "ask" asks the model
 // of the client calling it (sampling/createMessage, naming the call),
-// "times" times at once, and answers with what the first answer said. It
-// reports each request it sends, and each refused.
+// "times" times at once, and answers with what the first answer said; or,
+// with "batch", asks once in a JSON-RPC batch of its own, and waits for the
+// call's end (the answer is not waited for). It reports each request it
+// sends, and each refused.
 type askingServer struct {
 	p       *peer.Peer
 	asked   chan struct{}
@@ -54,6 +56,15 @@ func (as *askingServer) handle(ctx context.Context, req *jsonrpc.Request) (any, 
 		}
 		params := json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"?"}}],"maxTokens":5,` +
 			`"_meta":{"` + mcp.MetaRelatedRequest + `":` + req.ID.String() + `}}`)
+		if _, batch := jsonrpc.Member(args, "batch"); batch {
+			frame := `[{"jsonrpc":"2.0","id":"batch-` + req.ID.String() + `","method":"` + mcp.MethodSamplingCreateMessage + `","params":` + string(params) + `}]`
+			if err := as.p.SendEncoded([]byte(frame)); err != nil {
+				return nil, err
+			}
+			as.asked <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
 		answers := make([]mcp.CreateMessageResult, times)
 		errs := make([]error, times)
 		var wg sync.WaitGroup
@@ -103,11 +114,12 @@ func silentClient(t *testing.T, th *testHub, args string) {
 
 // TestAsks_silentClientsStallNoOne: a server's requests wait on the
 // clients they go to without holding what the server's other requests
-// need. Twenty clients that never answer (ten sessions that do not answer
-// sampling, ten 2026-07-28 clients that never retry) leave another
-// client's sampling round trip, and the server's own ping to the hub, as
-// fast as ever (they used to wait for the call timeout: the server's
-// requests ran on 16 handlers, each held until its client answered). A
+// need. Forty clients that never answer (ten sessions that do not answer
+// sampling, twenty more asked in batches of the server's, ten 2026-07-28
+// clients that never retry) leave another client's sampling round trip,
+// and the server's own ping to the hub, as fast as ever (they used to wait
+// for the call timeout: the server's requests ran on 16 handlers, each
+// held until its client answered; a batch's, until the batches did not). A
 // server that asks one client more than it may hold at once is refused
 // (-32004) beyond the bound, so that the hub holds a bounded number for
 // each client (and, by the peer's MaxPending, for each server).
@@ -124,7 +136,13 @@ func TestAsks_silentClientsStallNoOne(t *testing.T) {
 	for range silent {
 		silentClient(t, th, `{}`)
 	}
-	as.waitAsked(t, 2*silent)
+	// And more batches of the server's requests than it has handlers: a
+	// batch's requests wait on their clients as others do.
+	const batched = 20
+	for range batched {
+		silentClient(t, th, `{"batch":true}`)
+	}
+	as.waitAsked(t, 2*silent+batched)
 
 	bystander := th.client(&mcp.ClientOptions{Sampling: func(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 		return &mcp.CreateMessageResult{Role: "assistant", Content: mcp.TextContent("at once"), Model: "m"}, nil

@@ -477,3 +477,88 @@ func TestPeer_lendRequests(t *testing.T) {
 		}
 	})
 }
+
+// TestPeer_asyncBatch: the calls of a batch go to the AsyncHandler too, so
+// that a batch waiting on its answers holds no worker: the batch is
+// answered once every call in it is answered (in any order, whoever
+// answered it) or cancelled, with the answers of those answered; a result
+// lent to Send is copied, as the batch is encoded later; a call the
+// handler leaves goes to a worker as before; and meanwhile the workers
+// serve other calls.
+func TestPeer_asyncBatch(t *testing.T) {
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, a, b peer.Conn) {
+		calls := make(taker, 8)
+		start(t, a, &peer.Options{Handler: leaveSome{calls}, MaxConcurrent: 1})
+		s := script{t, b}
+		take := func() taken {
+			t.Helper()
+			select {
+			case tk := <-calls:
+				return tk
+			case <-time.After(wait):
+				t.Fatal("a call of the batch did not reach the AsyncHandler")
+				return taken{}
+			}
+		}
+
+		s.send(`[{"jsonrpc":"2.0","id":1,"method":"wait"},{"jsonrpc":"2.0","id":2,"method":"wait"},` +
+			`{"jsonrpc":"2.0","id":3,"method":"wait"},{"jsonrpc":"2.0","id":4,"method":"sync"}]`)
+		one, two, three := take(), take(), take()
+		// The one worker is free: a call alone is served while the batch waits.
+		s.send(`{"jsonrpc":"2.0","id":9,"method":"sync"}`)
+		assert.Equal(t, `{"jsonrpc":"2.0","id":9,"result":"sync"}`, s.recv())
+
+		lent := []byte(`{"n":3}`)
+		three.reply.Send(lent, nil)
+		copy(lent, `{"n":0}`) // the caller's buffer, reused once Send returned
+		two.reply.Send(nil, jsonrpc.Errorf(jsonrpc.ErrInvalidParams, "no"))
+		s.send(`{"jsonrpc":"2.0","method":"cancel","params":{"requestId":1}}`)
+		select {
+		case <-cancelledOnce(one.reply):
+		case <-time.After(wait):
+			t.Fatal("the cancelled call's OnCancel did not run")
+		}
+		got := s.recv()
+		var answers []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(got), &answers), got)
+		byID := map[string]map[string]any{}
+		for _, a := range answers {
+			byID[fmt.Sprint(a["id"])] = a
+		}
+		assert.Len(t, answers, 3, "the cancelled call has no answer: %s", got)
+		assert.Equal(t, map[string]any{"n": float64(3)}, byID["3"]["result"], "a lent result copied: %s", got)
+		assert.NotNil(t, byID["2"]["error"], got)
+		assert.Equal(t, "sync", byID["4"]["result"], "the call left to a worker: %s", got)
+
+		one.reply.Send(json.RawMessage(`"late"`), nil) // after its cancellation: dropped
+		s.send(`{"jsonrpc":"2.0","id":10,"method":"sync"}`)
+		assert.Equal(t, `{"jsonrpc":"2.0","id":10,"result":"sync"}`, s.recv(), "nothing else was sent")
+	})
+}
+
+// leaveSome takes the calls "wait" (to the test, through taker) and leaves
+// the others to Handle, which answers "sync", or cancels the call a
+// "cancel" notification names.
+type leaveSome struct{ taker }
+
+func (l leaveSome) Handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	if req.Method == "cancel" {
+		var p struct{ RequestID jsonrpc.ID }
+		json.Unmarshal(req.Params, &p)
+		peer.FromContext(ctx).Cancel(p.RequestID)
+		return nil, nil
+	}
+	return "sync", nil
+}
+
+func (l leaveSome) HandleAsync(req *jsonrpc.Request, reply *peer.Reply) bool {
+	return req.Method == "wait" && l.taker.HandleAsync(req, reply)
+}
+
+// cancelledOnce returns a channel closed when reply's call is cancelled.
+func cancelledOnce(reply *peer.Reply) <-chan struct{} {
+	ch := make(chan struct{})
+	reply.OnCancel(func() { close(ch) })
+	return ch
+}

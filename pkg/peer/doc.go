@@ -32,7 +32,8 @@
 // at once; further calls wait in a queue, up to Options.MaxPending, and calls
 // beyond that are refused at once with Options.Overloaded. Answers go out as
 // handlers finish, in any order; an incoming batch is answered with one array
-// once every call in it is answered. Notifications are handled on the read
+// once every call in it is answered, by a handler or through an
+// [AsyncHandler]'s Reply (which takes a batch's calls as any others). Notifications are handled on the read
 // loop, one at a time and in order, which keeps a progress report ahead of the
 // response that follows it. [Peer.Cancel] cancels an incoming call's context;
 // its answer is then not sent. With Options.LendRequests a handler is lent

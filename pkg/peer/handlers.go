@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"runtime/debug"
@@ -80,20 +81,29 @@ func (p *Peer) accept(req *jsonrpc.Request, b *batchReply, pooled []byte) (becom
 	if p.incoming == nil {
 		p.incoming = make(map[jsonrpc.ID]incoming, 1)
 	}
-	if async, ok := p.opts.Handler.(AsyncHandler); ok && b == nil {
-		reply := &Reply{p: p, id: req.ID}
+	if async, ok := p.opts.Handler.(AsyncHandler); ok {
+		reply := &Reply{p: p, id: req.ID, batch: b}
 		if pooled != nil {
 			reply.frame, reply.holds = pooled, 2 // the reader's and the caller's (Release)
 		}
 		p.incoming[req.ID] = incoming{reply: reply}
+		if b != nil {
+			b.remaining++ // until its answer, or its cancellation, joins the batch's
+		}
 		p.mu.Unlock()
 		if async.HandleAsync(req, reply) {
+			if b != nil {
+				return false, frameKept, nil // a batch's frame is kept (pooled is nil)
+			}
 			return false, frameKept, reply
 		}
 		p.mu.Lock()
 		if in, ok := p.incoming[req.ID]; !ok || in.reply != reply {
 			p.mu.Unlock() // cancelled or closed meanwhile
 			return false, frameKept, nil
+		}
+		if b != nil {
+			b.remaining-- // counted again as a worker's job below
 		}
 	}
 	defer p.mu.Unlock()
@@ -320,6 +330,10 @@ func (p *Peer) Cancel(id jsonrpc.ID) bool {
 	if in.reply != nil {
 		delete(p.incoming, id) // no answer will be sent
 		hook = in.reply.cancelled()
+		if b := in.reply.batch; b != nil {
+			b.remaining--
+			p.flushBatchLocked(b)
+		}
 	}
 	p.mu.Unlock()
 	if hook != nil {
@@ -332,21 +346,23 @@ func (p *Peer) Cancel(id jsonrpc.ID) bool {
 // it takes are answered later, from any goroutine, without holding a worker
 // goroutine while they wait.
 //
-// HandleAsync runs on the read loop, in arrival order, for every call that
-// is not part of a batch. It must not block. It returns false to leave the
-// call to Handle on a worker, as usual; or true, having taken the call: it
-// then answers exactly once with reply.Send (an answer after a cancellation
-// or a close is dropped), and may tell the peer with reply.Release once it
+// HandleAsync runs on the read loop, in arrival order, for every call, a
+// batch's too. It must not block. It returns false to leave the call to
+// Handle on a worker, as usual; or true, having taken the call: it then
+// answers exactly once with reply.Send (an answer after a cancellation or a
+// close is dropped), and may tell the peer with reply.Release once it
 // refers to req no longer, which lets the peer read into its frame's
-// buffer again.
+// buffer again. A batch is answered once every call in it is answered or
+// cancelled, whoever took them.
 type AsyncHandler interface {
 	HandleAsync(req *jsonrpc.Request, reply *Reply) bool
 }
 
 // Reply answers one call an AsyncHandler took.
 type Reply struct {
-	p  *Peer
-	id jsonrpc.ID
+	p     *Peer
+	id    jsonrpc.ID
+	batch *batchReply // the batch the call came in, nil for a call alone
 
 	mu       sync.Mutex
 	onCancel func()
@@ -447,6 +463,10 @@ func (r *Reply) Send(result json.RawMessage, err error) {
 		resp = jsonrpc.NewErrorResponse(r.id, err)
 	}
 	p := r.p
+	if r.batch != nil {
+		r.sendInBatch(resp)
+		return
+	}
 	frame := p.encodeResponse(resp)
 	p.mu.Lock()
 	in, ok := p.incoming[r.id]
@@ -469,4 +489,27 @@ func (r *Reply) Send(result json.RawMessage, err error) {
 	case !queued:
 		p.recycle(frame) // not sent: cancelled, or the peer closed
 	}
+}
+
+// sendInBatch adds the answer of a call that came in a batch to the batch's
+// answers, which go out with the last of them. Its result is copied: the
+// batch is encoded later, and the caller may lend result only until Send
+// returns.
+func (r *Reply) sendInBatch(resp *jsonrpc.Response) {
+	if resp.Error == nil {
+		resp.Result = bytes.Clone(resp.Result)
+	}
+	p := r.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in, ok := p.incoming[r.id]
+	if !ok || in.reply != r {
+		return // answered already, cancelled (counted then), or the peer closed
+	}
+	delete(p.incoming, r.id)
+	r.batch.remaining--
+	if !in.cancelled {
+		r.batch.out = append(r.batch.out, resp)
+	}
+	p.flushBatchLocked(r.batch)
 }
