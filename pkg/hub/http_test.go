@@ -158,6 +158,12 @@ func post(t *testing.T, url string, header http.Header, body string) (int, http.
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
+	return do(t, req)
+}
+
+// do sends req to the hub and returns the answer's status, header and body.
+func do(t *testing.T, req *http.Request) (int, http.Header, string) {
+	t.Helper()
 	resp, err := scrapeClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

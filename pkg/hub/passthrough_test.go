@@ -337,11 +337,7 @@ func (th *testHub) metricsWith(t *testing.T, token string) (int, http.Header, st
 	req, err := http.NewRequest(http.MethodGet, th.srv.URL+"/metrics", nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := scrapeClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
+	return do(t, req)
 }
 
 // TestPassthrough_noClientTokenReachesAServer: clients with a static token
