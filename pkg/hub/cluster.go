@@ -66,6 +66,9 @@ type cluster struct {
 	hub      *Hub
 	version  atomic.Uint64 // of our own snapshot
 	nextCall atomic.Uint64
+	// silentOnes is len(silent), read without the lock by routing (pick),
+	// which steers calls around those instances only while there are any.
+	silentOnes atomic.Int32
 
 	mu       sync.Mutex
 	remotes  map[string]*remoteInstance
@@ -306,10 +309,11 @@ func (c *cluster) excuse(stalled time.Duration, now time.Time) {
 // the broker is down nothing comes back and silence is judged against now,
 // as the others are unreachable anyway. An instance dropped for its
 // silence, unless it said goodbye, is noted as such for missedHeartbeats
-// intervals: the requests for its sessions wait for it (awaitOwner), and
-// what is under way with it (calls either way, relayed requests, tasks,
-// subscriptions kept for its clients) goes on: that ends only if it is
-// not heard again within those intervals (dropSilent).
+// intervals: its servers stay listed, the requests for its sessions wait
+// for it (awaitOwner), and what is under way with it (calls either way,
+// relayed requests, tasks, subscriptions kept for its clients) goes on:
+// that ends, and its servers leave, only if it is not heard again within
+// those intervals (dropSilent).
 func (c *cluster) expire(now time.Time) {
 	interval := c.hub.cfg.HeartbeatInterval
 	limit := time.Duration(missedHeartbeats) * interval
@@ -339,19 +343,24 @@ func (c *cluster) expire(now time.Time) {
 			ended = append(ended, c.takeExchangesLocked(id, true))
 		}
 	}
+	c.silentOnes.Store(int32(len(c.silent)))
 	c.mu.Unlock()
 	for i, id := range lost {
 		ended[i].end(errInstanceGone, true)
 		if !c.knows(id) { // else heard again meanwhile: what it asked of us since is its own
+			c.hub.log.Warn("instance not heard again; dropping its servers", "peer", shortID(id))
+			c.hub.reg.setRemote(id, nil, nil)
+			c.unsync(id) // should it be heard meanwhile, its servers come back
 			c.hub.subs.dropInstance(id)
 			c.hub.tasks.instanceGone(id)
 		}
 	}
 	for id, lagging := range gone {
-		c.hub.log.Warn("instance went silent; dropping its servers", "peer", shortID(id))
 		if lagging {
+			c.hub.log.Warn("instance went silent; its servers wait for it", "peer", shortID(id))
 			c.dropSilent(id, now)
 		} else {
+			c.hub.log.Warn("instance went silent; dropping its servers", "peer", shortID(id))
 			c.drop(id)
 		}
 	}
@@ -403,17 +412,18 @@ func (c *cluster) drop(id string) {
 }
 
 // dropSilent forgets an instance that went silent at now, which may only
-// lag (expire): its servers, and the requests held for it, never sent.
+// lag (expire), and fails the requests held for it, never sent. Its
+// servers stay listed, so that a lag does not take their tools from every
+// client and give them back (list_changed twice); calls go to them only
+// when no heard instance has a replica of theirs (pick), and wait for it.
 // What is under way with it (its calls, what it asked of us, the tasks it
 // holds, the subscriptions this instance keeps for its clients, which it
-// would not know to ask again) waits for it: expire ends that if it is not
-// heard again within missedHeartbeats intervals.
+// would not know to ask again) waits for it too: expire ends all that, and
+// drops its servers, if it is not heard again within missedHeartbeats
+// intervals.
 func (c *cluster) dropSilent(id string, now time.Time) {
-	known := c.forget(id, now)
+	c.forget(id, now)
 	c.endHeld(id, errInstanceGone)
-	if known {
-		c.hub.reg.setRemote(id, nil, nil)
-	}
 }
 
 // forget takes an instance off the cluster, noting it as silent since
@@ -429,7 +439,38 @@ func (c *cluster) forget(id string, silentAt time.Time) bool {
 	} else {
 		c.silent[id] = silentAt
 	}
+	c.silentOnes.Store(int32(len(c.silent)))
 	return known
+}
+
+// unsync forgets the snapshot held of instance, if it is heard again: its
+// next heartbeat then asks for another. (Its servers were dropped from the
+// registry outside the lock that hearing it takes, perhaps after a
+// snapshot of it came in.)
+func (c *cluster) unsync(instance string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r := c.remotes[instance]; r != nil {
+		r.snap, r.version = nil, 0
+	}
+}
+
+// heardOnly returns the replicas of instances this one hears (its own among
+// them), leaving out those of instances dropped for their silence; all of
+// them when none is heard.
+func (c *cluster) heardOnly(replicas []*replicaInfo) []*replicaInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*replicaInfo, 0, len(replicas))
+	for _, ri := range replicas {
+		if _, silent := c.silent[ri.Instance]; !silent {
+			out = append(out, ri)
+		}
+	}
+	if len(out) == 0 {
+		return replicas
+	}
+	return out
 }
 
 // publishSnapshot publishes this instance's replicas: in one message, or,
@@ -612,6 +653,7 @@ func (c *cluster) heard(instance string, now time.Time, hears hearing) *remoteIn
 		r = &remoteInstance{}
 		c.remotes[instance] = r
 		delete(c.silent, instance)
+		c.silentOnes.Store(int32(len(c.silent)))
 		close(c.joined) // wakes the requests waiting for their session's owner (awaitOwner)
 		c.joined = make(chan struct{})
 	}

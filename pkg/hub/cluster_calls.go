@@ -160,7 +160,7 @@ func (c *cluster) sendCallRenamed(ctx context.Context, ri *replicaInfo, server s
 		env.Owner = cl.owner() // a task made of the call there is theirs
 	}
 	span := c.traceOut(ctx, ri.Instance, env)
-	return c.startRequest(ri.Instance, env, cl, ending(span, done))
+	return c.startRequest(ri.Instance, env, cl, true, ending(span, done))
 }
 
 // request sends a request (a sub, or a server's request for a client) to
@@ -168,22 +168,31 @@ func (c *cluster) sendCallRenamed(ctx context.Context, ri *replicaInfo, server s
 // instance is told to give up.
 func (c *cluster) request(ctx context.Context, instance string, env *envelope) (json.RawMessage, error) {
 	return await(ctx, func(done func(json.RawMessage, error)) func(error) {
-		return c.startRequest(instance, env, nil, done)
+		return c.startRequest(instance, env, nil, false, done)
 	})
 }
 
 // startRequest registers a request under a new number, sends it (once the other
 // instance is known to listen) and returns how to abort it. done runs
 // exactly once: with the answer, a failure to send, an interruption, or the
-// abort's cause.
-func (c *cluster) startRequest(instance string, env *envelope, cl caller, done func(json.RawMessage, error)) (abort func(error)) {
+// abort's cause. toReplica says that the request is for a replica the
+// registry listed: if its instance is gone for good meanwhile (neither
+// heard nor waited for, expire), the request fails at once, where it would
+// otherwise be registered after the requests to that instance were ended,
+// and wait for its timeout.
+func (c *cluster) startRequest(instance string, env *envelope, cl caller, toReplica bool, done func(json.RawMessage, error)) (abort func(error)) {
 	h := c.hub
 	n := c.nextCall.Add(1)
 	env.Call = n
 	oc := &outCall{instance: instance, caller: cl, done: done, sent: make(chan struct{})}
 	c.mu.Lock()
-	c.calls[n] = oc
 	r := c.remotes[instance]
+	if _, silent := c.silent[instance]; r == nil && !silent && toReplica {
+		c.mu.Unlock()
+		done(nil, errInstanceGone)
+		return func(error) {}
+	}
+	c.calls[n] = oc
 	if r != nil && r.deaf {
 		// Sent now, it would be lost: fail it clearly, at once, rather
 		// than hold it for as long as the other's broker is down.
@@ -552,7 +561,7 @@ func (c *cluster) resume(ctx context.Context, instance string, owner identity, m
 	}
 	env := &envelope{Kind: envResume, Method: method, Params: params, Client: cl.client(), Owner: owner}
 	span := c.traceOut(ctx, instance, env)
-	return c.startRequest(instance, env, cl, ending(span, done)), nil
+	return c.startRequest(instance, env, cl, false, ending(span, done)), nil
 }
 
 // serveResume takes a retry another instance sent for a call of this one,
@@ -656,7 +665,7 @@ func (o *remoteCaller) request(ctx context.Context, method string, params json.R
 	// the client; the answer comes back under this instance's own number.
 	env := &envelope{Kind: envSReq, Method: method, Params: params, Of: o.call, Client: o.clientKey}
 	span := o.c.traceOut(ctx, o.instance, env)
-	return o.c.startRequest(o.instance, env, nil, ending(span, done))
+	return o.c.startRequest(o.instance, env, nil, false, ending(span, done))
 }
 
 func (o *remoteCaller) caps() clientCaps {

@@ -379,6 +379,37 @@ func TestCluster_subscriptionsOutliveALag(t *testing.T) {
 	})
 }
 
+// TestCluster_aLagTakesNoToolsAway: while an instance is dropped for a
+// silence that was only a lag, its servers' tools stay on the others'
+// lists (their clients hear no list_changed) and calls to them go through;
+// heard again, nothing changes either. A lag of a few seconds used to take
+// them away and give them back, and calls meanwhile failed.
+func TestCluster_aLagTakesNoToolsAway(t *testing.T) {
+	t.Parallel()
+	a, b := lagPair(t)
+	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
+	a.waitServer("far", 1)
+	notes := newNotes()
+	c := a.client(&mcp.ClientOptions{OnNotification: notes.add})
+
+	a.dropForALag(b)
+	res, err := c.CallTool(ctxFor(t), "far__echo", map[string]any{"text": "through the lag"}, nil)
+	require.NoError(t, err, "a call to a lagging instance's server goes through")
+	assert.Equal(t, "through the lag", res.Content[0].Text)
+	assert.Zero(t, notes.count(mcp.NotificationToolsListChanged), "told before the answer, had the tools left")
+
+	require.Eventually(t, func() bool { return a.cluster.knows(b.ID()) }, wait, 10*time.Millisecond, "B heard again")
+	require.Eventually(t, func() bool {
+		a.cluster.mu.Lock()
+		defer a.cluster.mu.Unlock()
+		r := a.cluster.remotes[b.ID()]
+		return r != nil && r.snap != nil
+	}, wait, 10*time.Millisecond, "B's snapshot taken again")
+	_, err = c.CallTool(ctxFor(t), "far__echo", map[string]any{"text": "after"}, nil)
+	require.NoError(t, err)
+	assert.Zero(t, notes.count(mcp.NotificationToolsListChanged), "nothing changed for the client")
+}
+
 // TestCluster_anOwnerNotHeardYetIsWaitedFor: an instance that has not yet
 // heard everyone (it started, or its broker connection came back, less
 // than missedHeartbeats intervals ago) waits for the owner of a session it
@@ -487,6 +518,102 @@ func TestCluster_silenceIsJudgedAsFarAsRead(t *testing.T) {
 	echo(c, seen.Add(5*time.Hour))
 	c.expire(seen.Add(5 * time.Hour))
 	assert.False(t, c.knows("other"), "silent in what this instance has read: dropped")
+}
+
+// TestCluster_aLaggingInstancesServersStayListed: the servers of an
+// instance dropped for a silence that may only be a lag stay listed
+// (clients are not told its tools left, then came back), and calls go to
+// them only when no instance heard has the server; once it is not heard
+// again within missedHeartbeats intervals they leave, unless it was heard
+// again meanwhile. (They left at the drop: a lag of a few seconds made
+// list_changed twice for every client, and calls failed as for a server
+// that does not exist.)
+func TestCluster_aLaggingInstancesServersStayListed(t *testing.T) {
+	t.Parallel()
+	c, seen := heardOther(t)
+	h := c.hub
+	h.reg.setRemote("other", []*replicaInfo{{ID: "other/1", Name: "far", Instance: "other"}}, nil)
+	c.heard("third", seen, hearsNow)
+	h.reg.setRemote("third", []*replicaInfo{{ID: "third/1", Name: "far", Instance: "third"}}, nil)
+	replicas := func() []*replicaInfo { return h.reg.view().servers["far"] }
+	require.Len(t, replicas(), 2)
+	tick := func(at time.Time) {
+		echo(c, at)
+		c.heard("third", at, hearsNow)
+		c.expire(at)
+	}
+
+	at := seen.Add(4 * time.Hour) // four intervals without a word from other
+	tick(at)
+	require.False(t, c.knows("other"), "dropped for its silence")
+	assert.Len(t, replicas(), 2, "its server stays listed while it may only lag")
+	for range 4 {
+		assert.Equal(t, "third/1", h.pick(replicas()).ID, "calls go to the instance heard")
+	}
+
+	at = at.Add(4 * time.Hour) // and four more: gone
+	tick(at)
+	require.Len(t, replicas(), 1, "not heard again in time: its server leaves")
+	assert.Equal(t, "third/1", replicas()[0].ID)
+
+	// Back (its hello and snapshot), then silent again, and heard again
+	// within the window: nothing leaves, then or after the window.
+	h.reg.setRemote("other", []*replicaInfo{{ID: "other/1", Name: "far", Instance: "other"}}, nil)
+	c.heard("other", at, hearsNow)
+	at = at.Add(4 * time.Hour)
+	tick(at)
+	require.False(t, c.knows("other"), "dropped for its silence again")
+	at = at.Add(time.Hour)
+	c.heard("other", at, hearsNow)
+	tick(at)
+	at = at.Add(4 * time.Hour)
+	c.heard("other", at, hearsNow)
+	tick(at)
+	assert.True(t, c.knows("other"))
+	assert.Len(t, replicas(), 2, "heard again within the window: its server never left")
+}
+
+// TestCluster_callsToAnInstanceGoneForGoodFailAtOnce: a call to a replica
+// of an instance dropped for its silence waits for it, and fails when it
+// is not heard again in time; one that reaches the cluster after that,
+// from a view read before the instance's servers left, fails at once: it
+// would otherwise be registered after the calls to that instance were
+// ended, and wait for its timeout.
+func TestCluster_callsToAnInstanceGoneForGoodFailAtOnce(t *testing.T) {
+	t.Parallel()
+	c, seen := heardOther(t)
+	call := func() chan error {
+		out := make(chan error, 1)
+		c.startRequest("other", &envelope{Kind: envCall, Method: mcp.MethodToolsCall}, nil, true,
+			func(_ json.RawMessage, err error) { out <- err })
+		return out
+	}
+	at := seen.Add(4 * time.Hour)
+	echo(c, at)
+	c.expire(at)
+	require.False(t, c.knows("other"), "dropped for its silence")
+	waiting := call()
+	select {
+	case err := <-waiting:
+		t.Fatalf("a call to an instance that may only lag ended: %v", err)
+	default:
+	}
+
+	at = at.Add(4 * time.Hour)
+	echo(c, at)
+	c.expire(at)
+	select {
+	case err := <-waiting:
+		assert.ErrorIs(t, err, errInstanceGone, "not heard again in time")
+	case <-time.After(wait):
+		t.Fatal("the call to an instance gone for good still waits")
+	}
+	select {
+	case err := <-call():
+		assert.ErrorIs(t, err, errInstanceGone, "a call after it is gone fails at once")
+	default:
+		t.Fatal("a call to an instance gone for good was taken, to wait for its timeout")
+	}
 }
 
 // TestCluster_lostSubscriptionStillJudges: a subscription that stays

@@ -598,10 +598,15 @@ func (h *Hub) resolveComplete(s *session, raw json.RawMessage) (*target, error) 
 }
 
 // pick chooses the replica with the fewest calls in flight; ties go round
-// robin, so that one call at a time still spreads over replicas.
+// robin, so that one call at a time still spreads over replicas. While
+// some instance is dropped for its silence (it may only lag), its replicas
+// are chosen only when no other has the server.
 func (h *Hub) pick(replicas []*replicaInfo) *replicaInfo {
 	if len(replicas) == 0 {
 		return nil
+	}
+	if len(replicas) > 1 && h.cluster.silentOnes.Load() > 0 {
+		replicas = h.cluster.heardOnly(replicas)
 	}
 	offset := int(h.seq.Add(1) % int64(len(replicas)))
 	var best *replicaInfo
