@@ -341,6 +341,17 @@ func lagPair(t *testing.T) (a, b *testHub) {
 	return a, b
 }
 
+// farClientOfALagPair starts a lagPair with the demo server "far" on b, and
+// a client of a, with the notifications it gets.
+func farClientOfALagPair(t *testing.T) (a, b *testHub, c *mcp.Client, notes *notes) {
+	t.Helper()
+	a, b = lagPair(t)
+	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
+	a.waitServer("far", 1)
+	notes = newNotes()
+	return a, b, a.client(&mcp.ClientOptions{OnNotification: notes.add}), notes
+}
+
 // dropForALag makes th drop other as it would for a stall on other's side
 // (its heartbeats judged missed), at th's next heartbeat.
 func (th *testHub) dropForALag(other *testHub) {
@@ -356,11 +367,7 @@ func (th *testHub) dropForALag(other *testHub) {
 // at the drop, and the resource unsubscribed upstream for good.
 func TestCluster_subscriptionsOutliveALag(t *testing.T) {
 	t.Parallel()
-	a, b := lagPair(t)
-	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
-	a.waitServer("far", 1)
-	notes := newNotes()
-	c := a.client(&mcp.ClientOptions{OnNotification: notes.add})
+	a, b, c, notes := farClientOfALagPair(t)
 	require.NoError(t, c.Subscribe(ctxFor(t), demo.CounterURI))
 	require.Eventually(t, func() bool {
 		instances, replicas := b.subs.coordOf(demo.CounterURI)
@@ -386,11 +393,7 @@ func TestCluster_subscriptionsOutliveALag(t *testing.T) {
 // them away and give them back, and calls meanwhile failed.
 func TestCluster_aLagTakesNoToolsAway(t *testing.T) {
 	t.Parallel()
-	a, b := lagPair(t)
-	b.runServer(demo.New(&demo.Options{Name: "far", ClockInterval: time.Hour}).Server, "far")
-	a.waitServer("far", 1)
-	notes := newNotes()
-	c := a.client(&mcp.ClientOptions{OnNotification: notes.add})
+	a, b, c, notes := farClientOfALagPair(t)
 
 	a.dropForALag(b)
 	res, err := c.CallTool(ctxFor(t), "far__echo", map[string]any{"text": "through the lag"}, nil)
