@@ -444,11 +444,11 @@ func settle(ctx context.Context, pid int) error {
 	defer tick.Stop()
 	var window []int64
 	for time.Now().Before(deadline) {
-		rss, err := benchlab.RSSBytes(pid)
+		mem, err := benchlab.Memory(pid)
 		if err != nil {
 			return err
 		}
-		window = append(window, rss)
+		window = append(window, mem.RSS)
 		if len(window) > 5 {
 			window = window[1:]
 			lo, hi := slices.Min(window), slices.Max(window)

@@ -104,15 +104,6 @@ func procStatus(pid int) (map[string]string, error) {
 	return out, sc.Err()
 }
 
-// RSSBytes returns the resident set size of process pid (VmRSS).
-func RSSBytes(pid int) (int64, error) {
-	st, err := procStatus(pid)
-	if err != nil {
-		return 0, err
-	}
-	return parseKB(st["VmRSS"])
-}
-
 // ProcMemory is what /proc/PID/status says of a process's memory, in
 // bytes.
 type ProcMemory struct {
